@@ -1,0 +1,71 @@
+# One-command entry points. `make run` and `make test` set up whatever they need.
+SHELL := /bin/bash
+PYTHON_BIN ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+CACHE := .cache
+KAFKA_DIR := $(CACHE)/kafka/local
+CONF ?= conf/local.yaml
+MVN ?= mvn
+MVN_FLAGS ?= -q -B
+
+.PHONY: setup venv jars run test test-unit test-integration lint bench kafka-up kafka-down clean
+
+setup: venv jars
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON_BIN) >/dev/null || { echo "need $(PYTHON_BIN) on PATH"; exit 2; }
+	test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Broker and Delta jars from Maven Central into a git-ignored cache; reruns are offline no-ops.
+jars: $(CACHE)/jars/kafka/.done $(CACHE)/jars/delta/.done
+
+$(CACHE)/jars/kafka/.done: lib/jvm/pom.xml
+	rm -rf $(CACHE)/jars/kafka
+	cd lib/jvm && $(MVN) $(MVN_FLAGS) -Pkafka dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(CACHE)/jars/kafka
+	touch $@
+
+# Only Delta's own jars: Spark already ships the rest of their runtime closure.
+$(CACHE)/jars/delta/.done: lib/jvm/pom.xml
+	rm -rf $(CACHE)/jars/delta
+	cd lib/jvm && $(MVN) $(MVN_FLAGS) -Pdelta dependency:copy-dependencies \
+	  -DincludeScope=runtime -DincludeGroupIds=io.delta -DoutputDirectory=$(CURDIR)/$(CACHE)/jars/delta
+	touch $@
+
+kafka-up: setup
+	$(PY) -m provisioning.devkafka up --dir $(KAFKA_DIR)
+
+kafka-down:
+	@if [ -x $(PY) ]; then $(PY) -m provisioning.devkafka down --dir $(KAFKA_DIR); fi
+
+# The embedded default: a local broker, local Delta tables, the example manifest.
+run: kafka-up
+	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m provisioning.devkafka status --dir $(KAFKA_DIR)) && \
+	./spark-submit.sh jobs/load_manifest.py --source conf/examples/desired_topics.yaml \
+	  --table warehouse/desired_topics && \
+	./spark-submit.sh jobs/provision_topics.py snapshot --conf $(CONF)
+
+test: setup
+	$(PY) -m pytest tests
+
+test-unit: setup
+	$(PY) -m pytest tests/unit
+
+test-integration: setup
+	$(PY) -m pytest tests/integration
+
+lint: venv
+	$(VENV)/bin/ruff check lib schemas jobs tests bench
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) bench/run.py
+
+clean: kafka-down
+	rm -rf $(CACHE)/dist warehouse spark-warehouse

@@ -1,0 +1,148 @@
+"""Entry point: parse, load conf, build the session, call lib, record the run, exit with a code.
+
+    ./spark-submit.sh jobs/provision_topics.py snapshot --conf conf/local.yaml
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from provisioning.conf import Conf, load_conf, resolve_credentials, select_clusters
+from provisioning.errors import ProvisioningError
+from provisioning.runs import RunRecord, new_run_id, write_run
+from provisioning.spark import build_session
+
+log = logging.getLogger("provisioning")
+
+
+def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every subcommand takes."""
+    options = [
+        click.option("--conf", "conf_path", required=True,
+                     type=click.Path(dir_okay=False), help="The environment's YAML conf."),
+        click.option("--cluster", "clusters", multiple=True,
+                     help="Only this cluster (repeatable); default: every cluster in the conf."),
+        click.option("--topics", "topics_glob", default=None,
+                     help="Only topics whose name matches this glob."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+        click.option("--verbose", is_flag=True, help="Log every phase in detail."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Provision and audit Kafka topics from Delta manifests."""
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # kafka-python logs its whole client configuration, credentials included, at DEBUG,
+    # and every failed connection attempt at ERROR; the job reports failures itself.
+    logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def _load(conf_path: str) -> Conf:
+    try:
+        return load_conf(conf_path, os.environ)
+    except ProvisioningError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+def _emit(as_json: bool, payload: dict[str, Any], human: Callable[[], None]) -> None:
+    if as_json:
+        # One line, printed last: spark-submit merges the driver's stderr into stdout.
+        click.echo(json.dumps(payload, sort_keys=True, default=str))
+    else:
+        human()
+
+
+@cli.command()
+@common_options
+def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
+             as_json: bool, verbose: bool) -> None:
+    """Record the live state of each cluster; changes nothing."""
+    _setup_logging(verbose)
+    conf = _load(conf_path)
+    from provisioning.commands import take_snapshot
+
+    record = RunRecord(new_run_id(), "snapshot",
+                       {"clusters": list(clusters), "topics": topics_glob}, conf.digest)
+    spark = None
+    try:
+        selected = select_clusters(conf, clusters)
+        credentials = resolve_credentials(conf, os.environ)
+        spark = build_session(conf.spark.app_name, conf.spark.settings)
+        summaries = take_snapshot(spark, conf, selected, credentials, record)
+    except ProvisioningError as exc:
+        _fail(spark, conf, record, exc)
+        return
+    record.finish("succeeded", 0)
+    write_run(spark, conf.tables.runs, record)
+
+    def human() -> None:
+        click.echo(f"snapshot {record.run_id}")
+        for s in summaries:
+            click.echo(
+                f"  {s.cluster} (id {s.cluster_id}): {s.brokers} broker(s), {s.topics} topic(s) "
+                f"({s.internal_topics} internal), {s.partitions} partition(s), "
+                f"{s.topics_in_use} in use by consumer groups"
+                + (f", {s.undescribable_topics} not describable" if s.undescribable_topics
+                   else "")
+            )
+        click.echo(f"  recorded in {conf.tables.snapshots}")
+
+    _emit(as_json, {"run_id": record.run_id, "clusters": [s.as_dict() for s in summaries]},
+          human)
+
+
+def _fail(spark: Any, conf: Conf, record: RunRecord, exc: ProvisioningError) -> None:
+    """Print the error, record the run as failed when a session exists, exit with its code."""
+    click.echo(f"error: {exc}", err=True)
+    record.finish("failed", exc.exit_code, str(exc))
+    if spark is None and exc.exit_code == 3:
+        # Unreachable clusters are worth a runs row even though no session was needed yet.
+        spark = build_session(conf.spark.app_name, conf.spark.settings)
+    if spark is not None:
+        try:
+            write_run(spark, conf.tables.runs, record)
+        except Exception as write_exc:
+            click.echo(f"error: could not record the run: {write_exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def _not_yet(name: str) -> Callable[..., None]:
+    @functools.wraps(_not_yet)
+    def command(**_: Any) -> None:
+        click.echo(f"error: `{name}` is not implemented yet", err=True)
+        sys.exit(2)
+
+    return command
+
+
+for _name, _help in (
+    ("plan", "Compute the plan and run the validateOnly pass; changes nothing."),
+    ("apply", "Plan, validate, then create (and with --allow-deletes, delete)."),
+    ("report", "Show runs and topic history from the audit tables."),
+):
+    cli.command(name=_name, help=_help)(common_options(_not_yet(_name)))
+
+
+if __name__ == "__main__":
+    cli()

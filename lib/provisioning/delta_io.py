@@ -1,0 +1,113 @@
+"""The one adapter to Delta tables: read with version, idempotent append, retries on conflict."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from provisioning.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+# Delta's optimistic concurrency errors that a blind append can simply try again.
+_RETRYABLE = re.compile(
+    r"ConcurrentAppendException|ConcurrentWriteException|ProtocolChangedException"
+    r"|MetadataChangedException|ConcurrentTransactionException|DELTA_CONCURRENT"
+)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A Delta table given as a path or as a catalog name."""
+
+    text: str
+
+    @property
+    def is_path(self) -> bool:
+        return "/" in self.text or "\\" in self.text or "://" in self.text
+
+    def sql(self) -> str:
+        return f"delta.`{self.text}`" if self.is_path else self.text
+
+
+def table_exists(spark: SparkSession, ref: TableRef) -> bool:
+    if ref.is_path:
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(spark, ref.text))
+    return bool(spark.catalog.tableExists(ref.text))
+
+
+def read_table(spark: SparkSession, ref: TableRef, version: int | None = None) -> DataFrame:
+    """The table (at `version` when given); a missing table is a usage error naming it."""
+    if not table_exists(spark, ref):
+        raise UsageError(f"table {ref.text} does not exist or is not a Delta table")
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(ref.text) if ref.is_path else reader.table(ref.text)
+
+
+def current_version(spark: SparkSession, ref: TableRef) -> int:
+    """The latest committed version of the table."""
+    from delta.tables import DeltaTable
+
+    table = (DeltaTable.forPath(spark, ref.text) if ref.is_path
+             else DeltaTable.forName(spark, ref.text))
+    row = table.history(1).select("version").first()
+    if row is None:
+        raise UsageError(f"table {ref.text} has no history")
+    return int(row["version"])
+
+
+def ensure_table(spark: SparkSession, ref: TableRef, schema: StructType) -> None:
+    """Create the table empty with `schema` if it does not exist yet."""
+    if table_exists(spark, ref):
+        return
+    empty = spark.createDataFrame([], schema)
+    try:
+        _write(empty, ref, mode="append", options={})
+    except PySparkException as exc:
+        # Another run may have created it between the check and the write.
+        if not table_exists(spark, ref):
+            raise
+        log.debug("table %s appeared concurrently: %s", ref.text, exc)
+
+
+def append(df: DataFrame, ref: TableRef, *, app_id: str | None = None,
+           txn_version: int | None = None, attempts: int = 5) -> None:
+    """Append `df` as one commit; with (app_id, txn_version) a repeated write is a no-op.
+
+    Delta's idempotent writes make a retried or re-executed append of the same
+    run phase commit at most once. `df` must be materialized (no Kafka I/O in its
+    lineage), because a retry recomputes it.
+    """
+    options = {}
+    if app_id is not None and txn_version is not None:
+        options = {"txnAppId": app_id, "txnVersion": str(txn_version)}
+    for attempt in range(1, attempts + 1):
+        try:
+            _write(df, ref, mode="append", options=options)
+            return
+        except PySparkException as exc:
+            if attempt == attempts or not _RETRYABLE.search(str(exc)):
+                raise
+            log.warning("Delta commit conflict on %s (attempt %d/%d), retrying",
+                        ref.text, attempt, attempts)
+            time.sleep(0.2 * attempt)
+
+
+def _write(df: DataFrame, ref: TableRef, mode: str, options: dict[str, str]) -> None:
+    writer = df.write.format("delta").mode(mode)
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    if ref.is_path:
+        writer.save(ref.text)
+    else:
+        writer.saveAsTable(ref.text)

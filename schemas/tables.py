@@ -1,0 +1,199 @@
+"""Table schemas as Spark StructTypes.
+
+Conventions: every column is nullable (rows are validated as data, not by the
+schema); maps of partition -> replica broker ids use int keys; configs the
+broker reports carry their source and flags (KIP-525), desired configs are a
+plain string map.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+
+def _fields(*cols: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
+
+
+ASSIGNMENT = MapType(IntegerType(), ArrayType(IntegerType(), True), True)
+STRING_MAP = MapType(StringType(), StringType(), True)
+
+# One config entry as the broker reports it (DescribeConfigs, CreateTopics v5+).
+# `value` is null when the broker marks the config sensitive.
+CONFIG_ENTRY = _fields(
+    ("name", StringType()),
+    ("value", StringType()),
+    ("source", StringType()),
+    ("read_only", BooleanType()),
+    ("sensitive", BooleanType()),
+)
+
+POLICY_VIOLATION = _fields(
+    ("policy", StringType()),
+    ("message", StringType()),
+)
+
+# One difference between the desired and the live topic.
+DRIFT_ITEM = _fields(
+    ("field", StringType()),
+    ("desired", StringType()),
+    ("actual", StringType()),
+    ("supported", BooleanType()),
+)
+
+# What a manifest table holds: one desired topic per row.
+MANIFEST = _fields(
+    ("cluster", StringType()),
+    ("topic", StringType()),
+    ("state", StringType()),
+    ("partitions", IntegerType()),
+    ("replication_factor", IntegerType()),
+    ("replica_assignment", ASSIGNMENT),
+    ("configs", STRING_MAP),
+    ("owner", StringType()),
+    ("force", BooleanType()),
+)
+
+# Manifest rows after reading: where each row came from, and what is wrong with it.
+DESIRED = StructType(
+    [
+        *MANIFEST.fields,
+        StructField("source_table", StringType(), True),
+        StructField("source_version", LongType(), True),
+        StructField("row_errors", ArrayType(StringType(), True), True),
+    ]
+)
+
+# The live facts of one cluster, taken on the driver before anything else.
+CLUSTER_STATE = _fields(
+    ("cluster", StringType()),
+    ("cluster_id", StringType()),
+    ("controller_id", IntegerType()),
+    ("broker_ids", ArrayType(IntegerType(), True)),
+    ("error", StringType()),
+)
+
+# One live topic of one cluster (the `snapshot` subcommand appends these).
+SNAPSHOT = _fields(
+    ("run_id", StringType()),
+    ("cluster", StringType()),
+    ("cluster_id", StringType()),
+    ("topic", StringType()),
+    ("topic_id", StringType()),
+    ("internal", BooleanType()),
+    ("partitions", IntegerType()),
+    ("replication_factor", IntegerType()),
+    ("replica_assignment", ASSIGNMENT),
+    ("configs", ArrayType(CONFIG_ENTRY, True)),
+    ("consumer_groups", ArrayType(StringType(), True)),
+    ("error_name", StringType()),
+    ("snapshot_at", TimestampType()),
+)
+
+# One row per (cluster, topic) the run considers: desired joined with live.
+PLAN = _fields(
+    ("cluster", StringType()),
+    ("topic", StringType()),
+    ("action", StringType()),
+    ("state", StringType()),
+    ("partitions", IntegerType()),
+    ("replication_factor", IntegerType()),
+    ("replica_assignment", ASSIGNMENT),
+    ("configs", STRING_MAP),
+    ("owner", StringType()),
+    ("force", BooleanType()),
+    ("source_table", StringType()),
+    ("source_version", LongType()),
+    ("row_errors", ArrayType(StringType(), True)),
+    ("live_topic_id", StringType()),
+    ("live_internal", BooleanType()),
+    ("live_partitions", IntegerType()),
+    ("live_replication_factor", IntegerType()),
+    ("live_configs", ArrayType(CONFIG_ENTRY, True)),
+    ("live_consumer_groups", ArrayType(StringType(), True)),
+    ("drift", ArrayType(DRIFT_ITEM, True)),
+    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+)
+
+# What one admin request said about one topic (validate, apply and verify phases).
+TOPIC_RESULT = _fields(
+    ("cluster", StringType()),
+    ("topic", StringType()),
+    ("phase", StringType()),
+    ("outcome", StringType()),
+    ("topic_id", StringType()),
+    ("error_code", IntegerType()),
+    ("error_name", StringType()),
+    ("error_message", StringType()),
+    ("result_partitions", IntegerType()),
+    ("result_replication_factor", IntegerType()),
+    ("result_configs", ArrayType(CONFIG_ENTRY, True)),
+    ("topic_config_error_code", IntegerType()),
+    ("attempts", IntegerType()),
+)
+
+# One row per topic per phase per run.
+AUDIT = _fields(
+    ("run_id", StringType()),
+    ("cluster", StringType()),
+    ("topic", StringType()),
+    ("topic_id", StringType()),
+    ("action", StringType()),
+    ("phase", StringType()),
+    ("outcome", StringType()),
+    ("error_code", IntegerType()),
+    ("error_name", StringType()),
+    ("error_message", StringType()),
+    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    ("drift", ArrayType(DRIFT_ITEM, True)),
+    ("requested_partitions", IntegerType()),
+    ("requested_replication_factor", IntegerType()),
+    ("requested_configs", STRING_MAP),
+    ("requested_assignment", ASSIGNMENT),
+    ("result_partitions", IntegerType()),
+    ("result_replication_factor", IntegerType()),
+    ("result_configs", ArrayType(CONFIG_ENTRY, True)),
+    ("topic_config_error_code", IntegerType()),
+    ("owner", StringType()),
+    ("source_table", StringType()),
+    ("source_version", LongType()),
+    ("recorded_at", TimestampType()),
+)
+
+CLUSTER_SUMMARY = _fields(
+    ("cluster", StringType()),
+    ("cluster_id", StringType()),
+    ("brokers", IntegerType()),
+    ("topics", LongType()),
+    ("error", StringType()),
+)
+
+# One row per run.
+RUNS = _fields(
+    ("run_id", StringType()),
+    ("command", StringType()),
+    ("arguments", StringType()),
+    ("started_at", TimestampType()),
+    ("finished_at", TimestampType()),
+    ("status", StringType()),
+    ("exit_code", IntegerType()),
+    ("message", StringType()),
+    ("outcome_counts", MapType(StringType(), LongType(), True)),
+    ("clusters", ArrayType(CLUSTER_SUMMARY, True)),
+    ("conf_digest", StringType()),
+)
+
+
+def column_names(schema: StructType) -> list[str]:
+    """The column names of `schema`, in order."""
+    return [f.name for f in schema.fields]

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Submit a job of this project with Delta, the Python package and the conf shipped.
+#
+#   ./spark-submit.sh [spark-submit options] jobs/provision_topics.py SUBCOMMAND --conf FILE [args]
+#
+# Local mode (no --master, or --master local[...]): Delta jars come from the Maven
+# cache that `make jars` fills (.cache/jars/delta). Any other master: Delta comes
+# from --packages (the cluster must reach a Maven repository), and the package
+# zip and the conf file travel with --py-files and --files.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="${PROVISIONING_VENV:-$here/.venv}"
+python="${PYSPARK_PYTHON:-$venv/bin/python}"
+delta_package="${DELTA_PACKAGE:-io.delta:delta-spark_4.2_2.13:4.4.0}"
+jars_dir="${PROVISIONING_DELTA_JARS:-$here/.cache/jars/delta}"
+
+spark_args=()
+app=""
+master="local[2]"
+deploy_mode="client"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    *.py) app="$1"; shift; break ;;
+    --master) master="$2"; spark_args+=("$1" "$2"); shift 2 ;;
+    --master=*) master="${1#--master=}"; spark_args+=("$1"); shift ;;
+    --deploy-mode) deploy_mode="$2"; spark_args+=("$1" "$2"); shift 2 ;;
+    *) spark_args+=("$1"); shift ;;
+  esac
+done
+if [ -z "$app" ]; then
+  echo "usage: $0 [spark-submit options] jobs/provision_topics.py SUBCOMMAND [args]" >&2
+  exit 2
+fi
+
+# The job's own --conf: ship the file, and in cluster deploy mode point at the shipped copy.
+app_args=()
+files=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --conf)
+      files+=("$2")
+      if [ "$deploy_mode" = cluster ]; then app_args+=("$1" "$(basename "$2")"); else app_args+=("$1" "$2"); fi
+      shift 2 ;;
+    *) app_args+=("$1"); shift ;;
+  esac
+done
+
+dist="$here/.cache/dist"
+mkdir -p "$dist"
+"$python" - "$here" "$dist/provisioning.zip" <<'PY'
+import pathlib, sys, zipfile
+root, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+tmp = out.with_suffix(".tmp")
+with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+    for base, package in ((root / "lib", "provisioning"), (root, "schemas")):
+        for f in sorted((base / package).rglob("*.py")):
+            z.write(f, f.relative_to(base).as_posix())
+tmp.replace(out)
+PY
+
+if [ -x "$venv/bin/spark-submit" ]; then submit="$venv/bin/spark-submit"; else submit="spark-submit"; fi
+
+delta_conf=(
+  --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension
+  --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog
+  --conf spark.speculation=false
+)
+case "$master" in
+  local*)
+    jars=$(ls "$jars_dir"/*.jar 2>/dev/null | paste -sd, -)
+    if [ -z "$jars" ]; then
+      echo "no Delta jars in $jars_dir: run 'make jars' (or set PROVISIONING_DELTA_JARS)" >&2
+      exit 2
+    fi
+    # Local runs stay on loopback: the driver never binds or advertises another address.
+    export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+    delta_conf+=(--jars "$jars" --conf spark.ui.showConsoleProgress=false
+                 --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1
+                 --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties"
+                 --conf spark.databricks.delta.snapshotPartitions=2
+                 --conf spark.sql.shuffle.partitions=4)
+    has_master=0
+    for a in "${spark_args[@]+"${spark_args[@]}"}"; do case "$a" in --master|--master=*) has_master=1 ;; esac; done
+    [ "$has_master" = 1 ] || spark_args+=(--master "$master")
+    ;;
+  *) delta_conf+=(--packages "$delta_package") ;;
+esac
+
+files_arg=()
+if [ ${#files[@]} -gt 0 ]; then files_arg=(--files "$(IFS=,; echo "${files[*]}")"); fi
+
+export PYSPARK_PYTHON="$python"
+export PYSPARK_DRIVER_PYTHON="${PYSPARK_DRIVER_PYTHON:-$python}"
+exec "$submit" "${spark_args[@]+"${spark_args[@]}"}" "${delta_conf[@]}" \
+  --py-files "$dist/provisioning.zip" "${files_arg[@]+"${files_arg[@]}"}" \
+  "$app" "${app_args[@]+"${app_args[@]}"}"

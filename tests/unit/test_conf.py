@@ -1,0 +1,183 @@
+"""Conf loading: typed values, defaults, and every bad key named at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from provisioning.conf import (
+    DEFAULT_PROTECTED_TOPICS,
+    ClusterConf,
+    KafkaConf,
+    Secret,
+    TablesConf,
+    load_conf,
+    parse_conf,
+    resolve_credentials,
+    select_clusters,
+)
+from provisioning.errors import ConfError, UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+
+MINIMAL = {
+    "clusters": {"local": {"bootstrap_servers": "127.0.0.1:9092"}},
+    "tables": {
+        "manifests": ["warehouse/desired_topics"],
+        "audit": "warehouse/topic_audit",
+        "runs": "warehouse/provision_runs",
+        "snapshots": "warehouse/topic_snapshots",
+    },
+}
+
+
+def _problems(data: object) -> list[str]:
+    with pytest.raises(ConfError) as err:
+        parse_conf(data, "test.yaml")
+    return err.value.problems
+
+
+def test_minimal_conf_gets_defaults() -> None:
+    conf = parse_conf(MINIMAL, "test.yaml")
+    assert conf.clusters == {
+        "local": ClusterConf(name="local", bootstrap_servers="127.0.0.1:9092")
+    }
+    assert conf.tables == TablesConf(
+        manifests=("warehouse/desired_topics",),
+        audit="warehouse/topic_audit",
+        runs="warehouse/provision_runs",
+        snapshots="warehouse/topic_snapshots",
+    )
+    assert conf.kafka == KafkaConf()
+    assert conf.deletes.protected == DEFAULT_PROTECTED_TOPICS
+    assert conf.deletes.max_per_cluster == 10
+    assert conf.deletes.prune is False
+
+
+def test_embedded_local_conf_loads(tmp_path: Path) -> None:
+    conf = load_conf(REPO / "conf" / "local.yaml", {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:4242"})
+    assert conf.clusters["local"].bootstrap_servers == "127.0.0.1:4242"
+    assert conf.clusters["local"].security_protocol == "PLAINTEXT"
+    assert len(conf.digest) == 64
+
+
+def test_bootstrap_reference_falls_back_to_its_default() -> None:
+    data = {**MINIMAL, "clusters": {"local": {"bootstrap_servers": "${NOPE:-127.0.0.1:9}"}}}
+    assert parse_conf(data, "t").clusters["local"].bootstrap_servers == "127.0.0.1:9"
+
+
+def test_every_bad_key_is_reported_at_once() -> None:
+    data = {
+        "clusters": {
+            "local": {
+                "bootstrap_servers": "127.0.0.1",
+                "security_protocol": "TLS",
+                "bootstrap": "typo",
+            }
+        },
+        "tables": {"manifests": [], "audit": 3, "runs": "r", "snapshots": "s"},
+        "kafka": {"batch_size": 0, "request_timeout_ms": "30s",
+                  "max_partitions_per_request": 20000},
+        "deletes": {"max_per_cluster": -1},
+        "extra": 1,
+    }
+    assert _problems(data) == [
+        "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, policies)",
+        "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
+        "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
+        "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
+        "SASL_SSL, SSL",
+        "clusters.local.bootstrap_servers: expected host:port[,host:port...], "
+        "bad entries: ['127.0.0.1']",
+        "tables.manifests: expected a table path or name, or a non-empty list of them",
+        "tables.audit: expected a string, got an integer",
+        "kafka.request_timeout_ms: expected an integer, got a string",
+        "kafka.batch_size: must be > 0, got 0",
+        "kafka.max_partitions_per_request: the broker rejects more than 10000 per request",
+        "deletes.max_per_cluster: must be >= 0, got -1",
+    ]
+
+
+def test_missing_sections_are_named() -> None:
+    assert _problems({}) == [
+        "clusters: required key is missing",
+        "tables: required key is missing",
+    ]
+
+
+def test_inline_secret_is_refused_and_not_echoed() -> None:
+    data = {**MINIMAL, "clusters": {"prod": {
+        "bootstrap_servers": "127.0.0.1:9093",
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username_env": "PROD_USER",
+        "sasl_password": "hunter2",
+        "sasl_password_env": "hunter2!",
+    }}}
+    problems = _problems(data)
+    assert problems == [
+        "clusters.prod.sasl_password: secrets must not be written in the conf; name the "
+        "environment variable that holds it (sasl_username_env / sasl_password_env)",
+        "clusters.prod.sasl_password_env: must be the NAME of an environment variable "
+        "(letters, digits, _), not the secret itself",
+    ]
+    assert not any("hunter2" in p for p in problems)
+
+
+def test_sasl_requires_mechanism_and_env_names() -> None:
+    data = {**MINIMAL, "clusters": {"prod": {
+        "bootstrap_servers": "127.0.0.1:9093", "security_protocol": "SASL_PLAINTEXT"}}}
+    assert _problems(data) == [
+        "clusters.prod.sasl_mechanism: required when security_protocol is SASL_PLAINTEXT",
+        "clusters.prod.sasl_username_env: required when security_protocol is SASL_PLAINTEXT",
+        "clusters.prod.sasl_password_env: required when security_protocol is SASL_PLAINTEXT",
+    ]
+
+
+def test_credentials_come_from_the_named_variables() -> None:
+    data = {**MINIMAL, "clusters": {"prod": {
+        "bootstrap_servers": "127.0.0.1:9093", "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN", "sasl_username_env": "U", "sasl_password_env": "P"}}}
+    conf = parse_conf(data, "t")
+    creds = resolve_credentials(conf, {"U": "job", "P": "s3cret"})
+    assert creds["prod"].username.reveal() == "job"
+    assert creds["prod"].password == Secret("s3cret")
+    assert "s3cret" not in repr(creds)
+    with pytest.raises(ConfError) as err:
+        resolve_credentials(conf, {"U": "job"})
+    assert err.value.problems == [
+        "clusters.prod.sasl_password_env: environment variable 'P' is not set"
+    ]
+
+
+def test_unknown_policy_is_named() -> None:
+    data = {**MINIMAL, "policies": {"create": [{"name": "no_such_policy"}, {"max": 3}]}}
+    problems = _problems(data)
+    assert problems[0] == (
+        "policies.create[1]: expected a mapping with a `name` and the policy's parameters")
+    assert problems[1].startswith(
+        "policies.create[0].name: unknown create policy 'no_such_policy' (known: ")
+
+
+def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfError, match="cannot read the file"):
+        load_conf(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("clusters: [unclosed\n")
+    with pytest.raises(ConfError, match="not valid YAML"):
+        load_conf(bad)
+
+
+def test_select_clusters_names_unknown_ones() -> None:
+    conf = parse_conf(MINIMAL, "t")
+    assert [c.name for c in select_clusters(conf, ())] == ["local"]
+    with pytest.raises(UsageError, match=r"unknown cluster.*nope.*defines local"):
+        select_clusters(conf, ("nope",))
+
+
+def test_yaml_round_trip_of_local_conf_has_no_secret_keys() -> None:
+    raw = yaml.safe_load((REPO / "conf" / "local.yaml").read_text())
+    cluster = raw["clusters"]["local"]
+    assert cluster["sasl_username_env"] is None and cluster["sasl_password_env"] is None
