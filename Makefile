@@ -9,7 +9,7 @@ CONF ?= conf/local.yaml
 MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
-.PHONY: setup venv jars run test test-unit test-integration lint bench kafka-up kafka-down clean
+.PHONY: setup venv jars run test test-unit test-integration lint kafka-up kafka-down clean
 
 setup: venv jars
 
@@ -61,11 +61,8 @@ test-integration: setup
 	$(PY) -m pytest tests/integration
 
 lint: venv
-	$(VENV)/bin/ruff check lib schemas jobs tests bench
+	$(VENV)/bin/ruff check lib schemas jobs tests
 	$(VENV)/bin/mypy
-
-bench: setup
-	$(PY) bench/run.py
 
 clean: kafka-down
 	rm -rf $(CACHE)/dist warehouse spark-warehouse
