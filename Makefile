@@ -49,7 +49,7 @@ run: kafka-up
 	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m provisioning.devkafka status --dir $(KAFKA_DIR)) && \
 	./spark-submit.sh jobs/load_manifest.py --source conf/examples/desired_topics.yaml \
 	  --table warehouse/desired_topics && \
-	./spark-submit.sh jobs/provision_topics.py snapshot --conf $(CONF)
+	./spark-submit.sh jobs/provision_topics.py apply --conf $(CONF)
 
 test: setup
 	$(PY) -m pytest tests

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -127,21 +126,80 @@ def _fail(spark: Any, conf: Conf, record: RunRecord, exc: ProvisioningError) -> 
     sys.exit(exc.exit_code)
 
 
-def _not_yet(name: str) -> Callable[..., None]:
-    @functools.wraps(_not_yet)
-    def command(**_: Any) -> None:
-        click.echo(f"error: `{name}` is not implemented yet", err=True)
-        sys.exit(2)
+def _run_pipeline(command: str, conf_path: str, clusters: tuple[str, ...],
+                  topics_glob: str | None, as_json: bool, verbose: bool, **flags: bool) -> None:
+    _setup_logging(verbose)
+    conf = _load(conf_path)
+    from provisioning.pipeline import RunOptions, run_pipeline
+    from provisioning.render import render_run
 
-    return command
+    record = RunRecord(new_run_id(), command,
+                       {"clusters": list(clusters), "topics": topics_glob, **flags}, conf.digest)
+    spark = None
+    try:
+        selected = select_clusters(conf, clusters)
+        options = RunOptions(command=command, clusters=tuple(c.name for c in selected),
+                             topics_glob=topics_glob, **flags)
+        credentials = resolve_credentials(conf, os.environ)
+        spark = build_session(conf.spark.app_name, conf.spark.settings)
+        result = run_pipeline(spark, conf, selected, credentials, record, options)
+    except ProvisioningError as exc:
+        _fail(spark, conf, record, exc)
+        return
+    record.outcome_counts = result.counts
+    code = result.exit_code
+    record.finish("succeeded" if code == 0 else "completed_with_errors", code)
+    write_run(spark, conf.tables.runs, record)
+    _emit(as_json, {"run_id": result.run_id, "command": command, "counts": result.counts,
+                    "actions": result.actions, "topics": result.topics,
+                    "topics_not_listed": result.topics_not_listed,
+                    "deletes_not_allowed": result.deletes_not_allowed, "exit_code": code},
+          lambda: click.echo("\n".join(render_run(result, command))))
+    sys.exit(code)
 
 
-for _name, _help in (
-    ("plan", "Compute the plan and run the validateOnly pass; changes nothing."),
-    ("apply", "Plan, validate, then create (and with --allow-deletes, delete)."),
-    ("report", "Show runs and topic history from the audit tables."),
-):
-    cli.command(name=_name, help=_help)(common_options(_not_yet(_name)))
+@cli.command()
+@common_options
+@click.option("--no-validate", is_flag=True,
+              help="Skip the validateOnly CreateTopics pass (no broker-side checks).")
+def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
+         verbose: bool, no_validate: bool) -> None:
+    """Compute the plan and run the validateOnly pass; changes nothing."""
+    _run_pipeline("plan", conf_path, clusters, topics_glob, as_json, verbose,
+                  validate=not no_validate)
+
+
+@cli.command()
+@common_options
+@click.option("--allow-deletes", is_flag=True,
+              help="Also delete the topics the manifests mark `absent` (off by default).")
+def apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
+          verbose: bool, allow_deletes: bool) -> None:
+    """Plan, validate, then create (and with --allow-deletes, delete)."""
+    _run_pipeline("apply", conf_path, clusters, topics_glob, as_json, verbose,
+                  validate=True, apply=True, allow_deletes=allow_deletes)
+
+
+@cli.command()
+@common_options
+@click.option("--run-id", default=None, help="Show this run's outcomes.")
+@click.option("--topic", default=None, help="Show this topic's history across runs.")
+@click.option("--limit", default=20, show_default=True, help="How many runs or rows to show.")
+def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
+           verbose: bool, run_id: str | None, topic: str | None, limit: int) -> None:
+    """Show runs and topic history from the audit tables."""
+    _setup_logging(verbose)
+    conf = _load(conf_path)
+    from provisioning.report import build_report, render_report
+
+    try:
+        spark = build_session(conf.spark.app_name, conf.spark.settings)
+        payload = build_report(spark, conf, run_id=run_id, topic=topic,
+                               clusters=clusters, limit=limit)
+    except ProvisioningError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    _emit(as_json, payload, lambda: click.echo("\n".join(render_report(payload))))
 
 
 if __name__ == "__main__":

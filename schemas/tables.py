@@ -80,6 +80,10 @@ CLUSTER_STATE = _fields(
     ("cluster_id", StringType()),
     ("controller_id", IntegerType()),
     ("broker_ids", ArrayType(IntegerType(), True)),
+    # The broker defaults a CREATE without partitions / replication factor gets
+    # (num.partitions, default.replication.factor); null when not readable.
+    ("default_partitions", IntegerType()),
+    ("default_replication_factor", IntegerType()),
     ("error", StringType()),
 )
 
@@ -119,6 +123,7 @@ PLAN = _fields(
     ("live_internal", BooleanType()),
     ("live_partitions", IntegerType()),
     ("live_replication_factor", IntegerType()),
+    ("live_replica_assignment", ASSIGNMENT),
     ("live_configs", ArrayType(CONFIG_ENTRY, True)),
     ("live_consumer_groups", ArrayType(StringType(), True)),
     ("drift", ArrayType(DRIFT_ITEM, True)),

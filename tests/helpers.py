@@ -64,3 +64,58 @@ def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
         cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+def broker_state(bootstrap: str, include_internal: bool = False) -> dict[str, dict[str, Any]]:
+    """Every topic as the broker reports it: id, partitions, replication factor, overrides."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    from provisioning.kafka_admin import topic_id_text
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        topics = [t for t in admin.describe_topics()
+                  if include_internal or not t["is_internal"]]
+        names = [t["name"] for t in topics]
+        configs = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]).get("topic", {}) \
+            if names else {}
+    finally:
+        admin.close()
+    state = {}
+    for t in topics:
+        parts = sorted(t["partitions"], key=lambda p: p["partition_index"])
+        state[t["name"]] = {
+            "topic_id": topic_id_text(t["topic_id"]),
+            "partitions": len(parts),
+            "replication_factor": len(parts[0]["replica_nodes"]) if parts else None,
+            "configs": {k: v["value"] for k, v in configs.get(t["name"], {}).items()
+                        if v["config_source"] == "DYNAMIC_TOPIC_CONFIG"},
+        }
+    return state
+
+
+def compile_policy_jar(work: Path) -> Path:
+    """Compile the test CreateTopicPolicy against the cached kafka-clients jar."""
+    clients = sorted((REPO / ".cache" / "jars" / "kafka").glob("kafka-clients-*.jar"))
+    if not clients:
+        raise RuntimeError("kafka-clients jar missing: run `make jars`")
+    classes = work / "classes"
+    classes.mkdir(parents=True, exist_ok=True)
+    sources = sorted(str(p) for p in (REPO / "tests" / "java").rglob("*.java"))
+    subprocess.run(["javac", "-d", str(classes), "-cp", str(clients[0]), *sources],
+                   check=True, capture_output=True, text=True)
+    jar = work / "test-policies.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
+    return jar
+
+
+def write_manifest_table(spark: Any, path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A Delta manifest table from partial rows (missing columns null)."""
+    from schemas import MANIFEST, column_names
+
+    cols = column_names(MANIFEST)
+    data = [tuple(r.get(c) for c in cols) for r in rows]
+    (spark.createDataFrame(data, MANIFEST).write.format("delta").mode("overwrite")
+     .option("overwriteSchema", "true").save(str(path)))

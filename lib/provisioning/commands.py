@@ -10,11 +10,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Conf, Credentials
-from provisioning.delta_io import TableRef, append, ensure_table
+from provisioning.delta_io import TableRef, append
 from provisioning.runs import RunRecord
 from provisioning.snapshot import preflight, snapshot_topics
 from provisioning.spark import job_description
-from schemas import SNAPSHOT
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,7 @@ def take_snapshot(
             {name: s.cluster_id for name, s in states.items()},
         ).localCheckpoint(eager=True)
     with job_description(spark, "snapshot: write snapshot table"):
-        ref = TableRef(conf.tables.snapshots)
-        ensure_table(spark, ref, SNAPSHOT)
-        append(live, ref, app_id=f"snapshot-{record.run_id}", txn_version=0)
+        append(live, TableRef(conf.tables.snapshots))
     per_cluster = {r["cluster"]: r.asDict() for r in summarize_snapshot(live).collect()}
     summaries = []
     for cluster in clusters:

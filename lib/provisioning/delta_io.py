@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from provisioning.errors import UsageError
 
@@ -66,34 +66,21 @@ def current_version(spark: SparkSession, ref: TableRef) -> int:
     return int(row["version"])
 
 
-def ensure_table(spark: SparkSession, ref: TableRef, schema: StructType) -> None:
-    """Create the table empty with `schema` if it does not exist yet."""
-    if table_exists(spark, ref):
-        return
-    empty = spark.createDataFrame([], schema)
-    try:
-        _write(empty, ref, mode="append", options={})
-    except PySparkException as exc:
-        # Another run may have created it between the check and the write.
-        if not table_exists(spark, ref):
-            raise
-        log.debug("table %s appeared concurrently: %s", ref.text, exc)
+def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None = None,
+           attempts: int = 5) -> None:
+    """Append `df` as one commit, creating the table on first use; retry on conflicts.
 
-
-def append(df: DataFrame, ref: TableRef, *, app_id: str | None = None,
-           txn_version: int | None = None, attempts: int = 5) -> None:
-    """Append `df` as one commit; with (app_id, txn_version) a repeated write is a no-op.
-
-    Delta's idempotent writes make a retried or re-executed append of the same
-    run phase commit at most once. `df` must be materialized (no Kafka I/O in its
-    lineage), because a retry recomputes it.
+    Before a retry, `committed()` is asked whether the earlier attempt's rows
+    did land after all (an error raised after the commit), so a retry never
+    writes them twice. `df` must be materialized (no Kafka I/O in its lineage),
+    because a retry recomputes it.
     """
-    options = {}
-    if app_id is not None and txn_version is not None:
-        options = {"txnAppId": app_id, "txnVersion": str(txn_version)}
     for attempt in range(1, attempts + 1):
+        if attempt > 1 and committed is not None and committed():
+            log.info("rows for %s were committed by the previous attempt", ref.text)
+            return
         try:
-            _write(df, ref, mode="append", options=options)
+            _write(df, ref, mode="append", options={})
             return
         except PySparkException as exc:
             if attempt == attempts or not _RETRYABLE.search(str(exc)):

@@ -55,8 +55,8 @@ _AUTH_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def error_name(code: int) -> str:
-    """The protocol name of a Kafka error code (e.g. 36 -> TOPIC_ALREADY_EXISTS)."""
-    return str(Errors.for_code(code).message)
+    """The name Kafka's Errors enum gives a code (0 -> NONE, 36 -> TOPIC_ALREADY_EXISTS)."""
+    return "NONE" if code == 0 else str(Errors.for_code(code).message)
 
 
 def topic_id_text(value: Any) -> str | None:
@@ -68,7 +68,8 @@ def topic_id_text(value: Any) -> str | None:
     elif isinstance(value, bytes | bytearray):
         raw = bytes(value)
     else:
-        return str(value)
+        # kafka-python's to_dict() renders ids as hyphenated UUID strings.
+        raw = uuid.UUID(str(value)).bytes
     if raw == bytes(16):
         return None
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
@@ -84,6 +85,8 @@ class ClusterState:
     cluster_id: str | None
     controller_id: int | None
     broker_ids: tuple[int, ...]
+    default_partitions: int | None = None
+    default_replication_factor: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class LiveTopic:
     replication_factor: int | None
     replica_assignment: dict[int, list[int]] | None
     error_name: str | None
+    leaderless_partitions: int = 0
 
 
 @dataclass(frozen=True)
@@ -204,11 +208,33 @@ class ClusterAdmin:
             ) from None
         brokers = tuple(sorted(int(b["broker_id"]) for b in meta.get("brokers", [])))
         controller = meta.get("controller_id")
+        defaults = self._broker_defaults(brokers[0]) if brokers else {}
         return ClusterState(
             cluster_id=meta.get("cluster_id"),
             controller_id=None if controller is None or controller < 0 else int(controller),
             broker_ids=brokers,
+            default_partitions=defaults.get("num.partitions"),
+            default_replication_factor=defaults.get("default.replication.factor"),
         )
+
+    def _broker_defaults(self, broker_id: int) -> dict[str, int]:
+        """num.partitions and default.replication.factor; empty when not authorized."""
+        wanted = ["num.partitions", "default.replication.factor"]
+        try:
+            described = self.client.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(broker_id), wanted)],
+                config_filter="all")
+        except Errors.KafkaError as exc:
+            log.info("cluster %s: broker defaults not readable (%s)", self.cluster.name,
+                     type(exc).__name__)
+            return {}
+        entries = described.get("broker", {}).get(str(broker_id), {})
+        found = {}
+        for name in wanted:
+            value = (entries.get(name) or {}).get("value")
+            if value is not None and str(value).lstrip("-").isdigit():
+                found[name] = int(value)
+        return found
 
     def describe_topics(self, names: Sequence[str] | None = None) -> list[LiveTopic]:
         """Metadata of `names` (all topics when None); unknown names come back with an error."""
@@ -227,6 +253,7 @@ class ClusterAdmin:
                 replication_factor=rf if code == 0 else None,
                 replica_assignment=assignment if code == 0 else None,
                 error_name=None if code == 0 else error_name(code),
+                leaderless_partitions=sum(1 for p in parts if int(p.get("leader_id", -1)) < 0),
             ))
         return result
 

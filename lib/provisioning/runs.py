@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-from provisioning.delta_io import TableRef, append, ensure_table
+from provisioning.delta_io import TableRef, append, read_table
 from schemas import RUNS, column_names
 
 
@@ -64,8 +65,8 @@ class RunRecord:
 
 
 def write_run(spark: SparkSession, table: str, record: RunRecord) -> None:
-    """Append the run's row as one commit (idempotent per run id)."""
+    """Append the run's row as one commit."""
     ref = TableRef(table)
-    ensure_table(spark, ref, RUNS)
     df = spark.createDataFrame([record.row()], RUNS)
-    append(df, ref, app_id=f"runs-{record.run_id}", txn_version=0)
+    append(df, ref, committed=lambda: not read_table(spark, ref).where(
+        F.col("run_id") == record.run_id).isEmpty())

@@ -1,14 +1,36 @@
-"""Create and delete policies: small named DataFrame transforms that append violations."""
+"""Create and delete policies: small named DataFrame transforms that append violations.
+
+`with_create_policies` / `with_delete_policies` run the always-on checks first
+(see `create.ALWAYS_ON`, `delete.ALWAYS_ON`), then the configured policies in
+conf order. Each policy judges only its action's rows; a row is allowed when
+its `policy_violations` stays empty.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from provisioning.policies.registry import CREATE_POLICIES, DELETE_POLICIES
+from provisioning.policies.base import PolicyContext, PolicyError, Transform, check_plan_schema
+from provisioning.policies.registry import (
+    ALWAYS_ON_CREATE,
+    ALWAYS_ON_DELETE,
+    CREATE_POLICIES,
+    DELETE_POLICIES,
+)
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from provisioning.conf import PolicySpec
+
+__all__ = [
+    "PolicyContext",
+    "PolicyError",
+    "check_policy_specs",
+    "with_create_policies",
+    "with_delete_policies",
+]
 
 
 def check_policy_specs(specs: Iterable[PolicySpec], kind: str) -> list[str]:
@@ -24,3 +46,47 @@ def check_policy_specs(specs: Iterable[PolicySpec], kind: str) -> list[str]:
             continue
         problems.extend(f"{spec.key}.{p}" for p in entry.check(spec.params))
     return problems
+
+
+def with_create_policies(plan: DataFrame, specs: Sequence[PolicySpec],
+                         context: PolicyContext) -> DataFrame:
+    """Append the violations of the always-on and the configured create policies to PLAN rows.
+
+    specs: the conf's `policies.create`, applied in order after the always-on checks.
+    """
+    return _with_policies(plan, specs, context, "create")
+
+
+def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
+                         context: PolicyContext) -> DataFrame:
+    """Append the violations of the always-on and the configured delete policies to PLAN rows.
+
+    specs: the conf's `policies.delete`, applied in order after the always-on checks.
+    """
+    return _with_policies(plan, specs, context, "delete")
+
+
+def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
+                   kind: str) -> DataFrame:
+    check_plan_schema(plan, f"the plan given to the {kind} policies")
+    registry = CREATE_POLICIES if kind == "create" else DELETE_POLICIES
+    always_on = ALWAYS_ON_CREATE if kind == "create" else ALWAYS_ON_DELETE
+    # (where it comes from, transform); `where` prefixes any PolicyError it raises.
+    steps: list[tuple[str, Transform]] = [
+        (f"always-on {kind} policy {name}", make({}, context)) for name, make in always_on]
+    for spec in specs:
+        entry = registry.get(spec.name)
+        if entry is None:
+            raise PolicyError(f"{spec.key}.name: unknown {kind} policy {spec.name!r}")
+        where = f"{spec.key} ({spec.name})"
+        try:
+            steps.append((where, entry.make(spec.params, context)))
+        except PolicyError as exc:
+            raise PolicyError(f"{where}: {exc}") from exc
+    df = plan
+    for where, step in steps:
+        try:
+            df = df.transform(step)
+        except PolicyError as exc:
+            raise PolicyError(f"{where}: {exc}") from exc
+    return df

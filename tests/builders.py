@@ -1,0 +1,57 @@
+"""Test data builders: DataFrames of the `schemas` tables from partial rows.
+
+Rows are dicts naming only the columns a test cares about; every other column
+is null (or the builder's default). A key that is not a column of the schema
+is an error, so a typo cannot silently leave a column null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from schemas.tables import CLUSTER_STATE, PLAN, SNAPSHOT
+
+
+def rows_df(spark: SparkSession, schema: StructType, rows: Sequence[Mapping[str, Any]],
+            defaults: Mapping[str, Any] | None = None) -> DataFrame:
+    """A DataFrame of `schema` from partial rows; missing columns take `defaults`, else null.
+
+    Nested structs may be given as dicts.
+    """
+    names = [f.name for f in schema.fields]
+    defaults = defaults or {}
+    unknown_defaults = sorted(set(defaults) - set(names))
+    if unknown_defaults:
+        raise KeyError(f"defaults name no column of the schema: {unknown_defaults}")
+    data = []
+    for i, row in enumerate(rows):
+        unknown = sorted(set(row) - set(names))
+        if unknown:
+            raise KeyError(f"row {i} has keys that are not columns: {unknown} "
+                           f"(columns: {', '.join(names)})")
+        data.append(tuple(row[n] if n in row else defaults.get(n) for n in names))
+    return spark.createDataFrame(data, schema)
+
+
+def plan_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """PLAN rows; `policy_violations` defaults to []."""
+    return rows_df(spark, PLAN, rows, {"policy_violations": []})
+
+
+def cluster_states_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """CLUSTER_STATE rows."""
+    return rows_df(spark, CLUSTER_STATE, rows)
+
+
+def snapshot_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """SNAPSHOT rows."""
+    return rows_df(spark, SNAPSHOT, rows)
+
+
+def violation(policy: str, message: str) -> dict[str, str]:
+    """One POLICY_VIOLATION, as a PLAN row's `policy_violations` holds it."""
+    return {"policy": policy, "message": message}

@@ -1,0 +1,67 @@
+"""A broker-side CreateTopicPolicy (KIP-108) refuses topics in the validateOnly pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import (
+    broker_state,
+    compile_policy_jar,
+    run_cli,
+    write_conf,
+    write_manifest_table,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def policy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from provisioning.devkafka import KafkaCluster
+
+    work = tmp_path_factory.mktemp("policy-broker")
+    jar = compile_policy_jar(work / "java")
+    cluster = KafkaCluster(
+        work / "kafka", nodes=1,
+        broker_properties={
+            "create.topic.policy.class.name": "provisioning.testing.RejectReservedPrefix",
+            "provisioning.testing.reserved.prefix": "reserved.",
+        },
+        extra_classpath=[jar],
+    )
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_policy_violation_is_recorded_as_rejected(policy_broker: Any, spark: Any,
+                                                   tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    write_manifest_table(spark, warehouse / "desired_topics", [
+        {"cluster": "local", "topic": "reserved.payments", "partitions": 2},
+        {"cluster": "local", "topic": "open.payments", "partitions": 2},
+    ])
+    conf = write_conf(tmp_path / "conf.yaml", policy_broker.bootstrap_servers, warehouse)
+
+    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    assert done.returncode == 1, done.output[-4000:]
+    run_id = done.json()["run_id"]
+
+    assert sorted(broker_state(policy_broker.bootstrap_servers)) == ["open.payments"]
+    rows = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
+            .where(f"run_id = '{run_id}'").orderBy("topic", "recorded_at").collect())
+    assert [(r["topic"], r["phase"], r["outcome"], r["error_name"], r["error_message"])
+            for r in rows if r["topic"] == "reserved.payments"] == [
+        ("reserved.payments", "plan", "planned", None, None),
+        ("reserved.payments", "validate", "rejected", "POLICY_VIOLATION",
+         "topic reserved.payments uses the reserved prefix reserved."),
+    ]
+    assert [(r["phase"], r["outcome"]) for r in rows if r["topic"] == "open.payments"] == [
+        ("plan", "planned"), ("validate", "validated"), ("apply", "created"),
+        ("verify", "created")]
