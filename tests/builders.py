@@ -13,7 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from schemas.tables import CLUSTER_STATE, PLAN, SNAPSHOT
+from schemas.tables import AUDIT, CLUSTER_STATE, DESIRED, PLAN, SNAPSHOT
 
 
 def rows_df(spark: SparkSession, schema: StructType, rows: Sequence[Mapping[str, Any]],
@@ -55,3 +55,14 @@ def snapshot_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataF
 def violation(policy: str, message: str) -> dict[str, str]:
     """One POLICY_VIOLATION, as a PLAN row's `policy_violations` holds it."""
     return {"policy": policy, "message": message}
+
+
+def desired_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """DESIRED rows; source m@1 and no row errors unless given."""
+    return rows_df(spark, DESIRED, rows,
+                   {"source_table": "m", "source_version": 1, "row_errors": []})
+
+
+def audit_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """AUDIT rows."""
+    return rows_df(spark, AUDIT, rows)

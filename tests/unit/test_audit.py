@@ -1,0 +1,71 @@
+"""Audit rows: the plan's verdict per row, and admin results joined to their plan row."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from chispa import assert_df_equality
+from pyspark.sql import SparkSession
+
+from provisioning.audit import plan_audit, result_audit
+from schemas import TOPIC_RESULT
+from tests.builders import audit_df, plan_df, rows_df, violation
+
+AT = dt.datetime(2026, 11, 22, 3, 0, 0)
+
+
+def row(topic: str, action: str, **cols: Any) -> dict[str, Any]:
+    return {"cluster": "local", "topic": topic, "action": action, "source_table": "m",
+            "source_version": 4, "owner": "team", "row_errors": [], "drift": [], **cols}
+
+
+def audit(topic: str, action: str, phase: str, outcome: str, **cols: Any) -> dict[str, Any]:
+    return {"run_id": "r1", "cluster": "local", "topic": topic, "action": action,
+            "phase": phase, "outcome": outcome, "owner": "team", "source_table": "m",
+            "source_version": 4, "drift": [], "policy_violations": [], "recorded_at": AT,
+            **cols}
+
+
+def test_plan_outcome_of_every_kind_of_row(spark: SparkSession) -> None:
+    v = violation("partitions_range", "too many")
+    plan = plan_df(spark, [
+        row("new", "CREATE", partitions=3, configs={"a": "b"}),
+        row("old", "DELETE", state="absent", live_topic_id="id-old"),
+        row("bad", "CREATE", row_errors=["topic: x", "partitions: y"]),
+        row("big", "CREATE", policy_violations=[v]),
+        row("same", "NOOP", live_topic_id="id-same"),
+        row("gone", "NOOP", state="absent"),
+        row("moved", "DRIFT", drift=[{"field": "partitions", "desired": "2", "actual": "1",
+                                      "supported": True}]),
+    ])
+    expected = audit_df(spark, [
+        audit("new", "CREATE", "plan", "planned", requested_partitions=3,
+              requested_configs={"a": "b"}),
+        audit("old", "DELETE", "plan", "planned", topic_id="id-old"),
+        audit("bad", "CREATE", "plan", "rejected", error_name="INVALID_MANIFEST_ROW",
+              error_message="topic: x; partitions: y"),
+        audit("big", "CREATE", "plan", "blocked", error_name="POLICY_VIOLATION",
+              error_message="partitions_range: too many", policy_violations=[v]),
+        audit("same", "NOOP", "plan", "already_present", topic_id="id-same"),
+        audit("gone", "NOOP", "plan", "already_absent"),
+        audit("moved", "DRIFT", "plan", "drift", drift=[
+            {"field": "partitions", "desired": "2", "actual": "1", "supported": True}]),
+    ])
+    assert_df_equality(plan_audit(plan, "r1", AT), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+
+
+def test_results_take_the_request_from_the_plan(spark: SparkSession) -> None:
+    plan = plan_df(spark, [row("new", "CREATE", partitions=3, configs={"a": "b"})])
+    returned = [{"name": "a", "value": "b", "source": "DYNAMIC_TOPIC_CONFIG",
+                 "read_only": False, "sensitive": False}]
+    results = rows_df(spark, TOPIC_RESULT, [{
+        "cluster": "local", "topic": "new", "phase": "apply", "outcome": "created",
+        "topic_id": "id-new", "error_code": 0, "error_name": "NONE", "result_partitions": 3,
+        "result_replication_factor": 1, "result_configs": returned, "attempts": 1}])
+    expected = audit_df(spark, [audit(
+        "new", "CREATE", "apply", "created", topic_id="id-new", error_code=0,
+        error_name="NONE", requested_partitions=3, requested_configs={"a": "b"},
+        result_partitions=3, result_replication_factor=1, result_configs=returned)])
+    assert_df_equality(result_audit(results, plan, "r1", AT), expected, ignore_nullable=True)
