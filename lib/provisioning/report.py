@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import Conf
 from provisioning.delta_io import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 
-_PHASE_ORDER = F.when(F.col("phase") == "plan", 0).when(F.col("phase") == "validate", 1) \
-    .when(F.col("phase") == "apply", 2).when(F.col("phase") == "verify", 3)
+
+def _phase_order() -> Column:
+    phase = F.col("phase")
+    return (F.when(phase == "plan", 0).when(phase == "validate", 1)
+            .when(phase == "apply", 2).when(phase == "verify", 3))
 
 _AUDIT_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "outcome",
                   "error_name", "error_message", "result_partitions",
@@ -37,7 +40,7 @@ def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str
         if audit is None:
             return {"topic": topic, "history": []}
         rows = (audit.where(F.col("topic") == topic)
-                .orderBy("recorded_at", _PHASE_ORDER).select(*_AUDIT_COLUMNS).collect())
+                .orderBy("recorded_at", _phase_order()).select(*_AUDIT_COLUMNS).collect())
         return {"topic": topic, "history": [r.asDict(recursive=True) for r in rows]}
 
     if run_id is not None:
@@ -46,7 +49,7 @@ def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str
             raise UsageError(f"no run {run_id} in {conf.tables.runs}")
         rows = [] if audit is None else (
             audit.where(F.col("run_id") == run_id)
-            .orderBy("cluster", "topic", _PHASE_ORDER).select(*_AUDIT_COLUMNS)
+            .orderBy("cluster", "topic", _phase_order()).select(*_AUDIT_COLUMNS)
             .limit(limit * 50).collect())
         return {"run": run[0].asDict(recursive=True),
                 "audit": [r.asDict(recursive=True) for r in rows]}

@@ -211,3 +211,24 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
         + [(c, t, "CREATE", "plan", "rejected") for c, t in REJECTED]
     )
     assert second == expected_second
+
+    # report: one topic's history across both runs, and one run's rows
+    history = run_cli(["report", "--conf", str(conf), "--topic", "e2e.t01", "--json"])
+    assert history.returncode == 0, history.output[-3000:]
+    steps = [(h["run_id"], h["phase"], h["outcome"], h["source_version"])
+             for h in history.json()["history"]]
+    second_id = again.json()["run_id"]
+    assert steps == [
+        (plan_doc["run_id"], "plan", "planned", 0),
+        (plan_doc["run_id"], "validate", "validated", 0),
+        (run_id, "plan", "planned", 0), (run_id, "validate", "validated", 0),
+        (run_id, "apply", "created", 0), (run_id, "verify", "created", 0),
+        (second_id, "plan", "already_present", 0),
+    ]
+    one_run = run_cli(["report", "--conf", str(conf), "--run-id", run_id, "--json"])
+    assert one_run.returncode == 0, one_run.output[-3000:]
+    doc = one_run.json()
+    assert (doc["run"]["run_id"], doc["run"]["command"], doc["run"]["exit_code"]) == (
+        run_id, "apply", 1)
+    assert sorted((a["cluster"] or "", a["topic"] or "", a["action"], a["phase"], a["outcome"])
+                  for a in doc["audit"]) == _expected_apply_audit()
