@@ -9,7 +9,7 @@ CONF ?= conf/local.yaml
 MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
-.PHONY: setup venv jars run test test-unit test-integration lint kafka-up kafka-down clean
+.PHONY: setup venv jars run test test-unit test-integration lint bench kafka-up kafka-down clean
 
 setup: venv jars
 
@@ -60,8 +60,13 @@ test-unit: setup
 test-integration: setup
 	$(PY) -m pytest tests/integration
 
+# The job against a plain kafka-python floor and a per-topic loop, plus the plan-only
+# scale test and the pipelining measurement; results under bench/results/ (BENCHMARKS.md).
+bench: setup
+	$(PY) bench/run.py
+
 lint: venv
-	$(VENV)/bin/ruff check lib schemas jobs tests
+	$(VENV)/bin/ruff check lib schemas jobs tests bench
 	$(VENV)/bin/mypy
 
 clean: kafka-down

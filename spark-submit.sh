@@ -5,15 +5,21 @@
 #
 # Local mode (no --master, or --master local[...]): Delta jars come from the Maven
 # cache that `make jars` fills (.cache/jars/delta). Any other master: Delta comes
-# from --packages (the cluster must reach a Maven repository), and the package
-# zip and the conf file travel with --py-files and --files.
+# from --packages (the cluster must reach a Maven repository), unless
+# PROVISIONING_DELTA_JARS or --delta-jars names local jars (a directory of jars or
+# a comma-separated list), which then travel with --jars: for clusters that cannot
+# reach Maven Central. The package zip and the conf file travel with --py-files
+# and --files; executors run $PYSPARK_PYTHON (default: this checkout's venv).
+#
+# A master on loopback (spark://127.0.0.1:PORT, spark://localhost:PORT) keeps the
+# driver on loopback too, as local mode does.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${PROVISIONING_VENV:-$here/.venv}"
 python="${PYSPARK_PYTHON:-$venv/bin/python}"
 delta_package="${DELTA_PACKAGE:-io.delta:delta-spark_4.2_2.13:4.4.0}"
-jars_dir="${PROVISIONING_DELTA_JARS:-$here/.cache/jars/delta}"
+delta_jars="${PROVISIONING_DELTA_JARS:-}"
 
 spark_args=()
 app=""
@@ -25,6 +31,8 @@ while [ $# -gt 0 ]; do
     --master) master="$2"; spark_args+=("$1" "$2"); shift 2 ;;
     --master=*) master="${1#--master=}"; spark_args+=("$1"); shift ;;
     --deploy-mode) deploy_mode="$2"; spark_args+=("$1" "$2"); shift 2 ;;
+    --delta-jars) delta_jars="$2"; shift 2 ;;
+    --delta-jars=*) delta_jars="${1#--delta-jars=}"; shift ;;
     *) spark_args+=("$1"); shift ;;
   esac
 done
@@ -48,27 +56,43 @@ done
 
 dist="$here/.cache/dist"
 mkdir -p "$dist"
-"$python" - "$here" "$dist/provisioning.zip" <<'PY'
-import pathlib, sys, zipfile
-root, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-tmp = out.with_suffix(".tmp")
+# Named by its content and built under a per-process temp name: runs started at the same
+# time (cron overlap, parallel tests) never rewrite a zip another run's workers read.
+package_zip=$("$python" - "$here" "$dist" <<'PY'
+import hashlib, os, pathlib, sys, zipfile
+root, dist = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+tmp = dist / f".provisioning.{os.getpid()}.tmp"
 with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
     for base, package in ((root / "lib", "provisioning"), (root, "schemas")):
         for f in sorted((base / package).rglob("*.py")):
             z.write(f, f.relative_to(base).as_posix())
+out = dist / f"provisioning-{hashlib.sha256(tmp.read_bytes()).hexdigest()[:16]}.zip"
 tmp.replace(out)
+print(out)
 PY
+)
 
 if [ -x "$venv/bin/spark-submit" ]; then submit="$venv/bin/spark-submit"; else submit="spark-submit"; fi
+
+# Delta's jars as a comma-separated list: $1 is a directory of jars or already a list.
+delta_jar_list() {
+  if [ -d "$1" ]; then
+    ls "$1"/*.jar 2>/dev/null | paste -sd, -
+  else
+    echo "$1"
+  fi
+}
 
 delta_conf=(
   --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension
   --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog
   --conf spark.speculation=false
 )
+loopback_conf=(--conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1)
 case "$master" in
   local*)
-    jars=$(ls "$jars_dir"/*.jar 2>/dev/null | paste -sd, -)
+    jars_dir="${delta_jars:-$here/.cache/jars/delta}"
+    jars=$(delta_jar_list "$jars_dir")
     if [ -z "$jars" ]; then
       echo "no Delta jars in $jars_dir: run 'make jars' (or set PROVISIONING_DELTA_JARS)" >&2
       exit 2
@@ -76,7 +100,7 @@ case "$master" in
     # Local runs stay on loopback: the driver never binds or advertises another address.
     export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
     delta_conf+=(--jars "$jars" --conf spark.ui.showConsoleProgress=false
-                 --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1
+                 "${loopback_conf[@]}"
                  --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties"
                  --conf spark.databricks.delta.snapshotPartitions=2
                  --conf spark.sql.shuffle.partitions=4)
@@ -84,7 +108,23 @@ case "$master" in
     for a in "${spark_args[@]+"${spark_args[@]}"}"; do case "$a" in --master|--master=*) has_master=1 ;; esac; done
     [ "$has_master" = 1 ] || spark_args+=(--master "$master")
     ;;
-  *) delta_conf+=(--packages "$delta_package") ;;
+  *)
+    if [ -n "$delta_jars" ]; then
+      jars=$(delta_jar_list "$delta_jars")
+      if [ -z "$jars" ]; then
+        echo "no Delta jars in $delta_jars (PROVISIONING_DELTA_JARS / --delta-jars)" >&2
+        exit 2
+      fi
+      delta_conf+=(--jars "$jars")
+    else
+      delta_conf+=(--packages "$delta_package")
+    fi
+    case "$master" in
+      spark://127.0.0.1:*|spark://localhost:*)
+        export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+        delta_conf+=("${loopback_conf[@]}") ;;
+    esac
+    ;;
 esac
 
 files_arg=()
@@ -93,5 +133,5 @@ if [ ${#files[@]} -gt 0 ]; then files_arg=(--files "$(IFS=,; echo "${files[*]}")
 export PYSPARK_PYTHON="$python"
 export PYSPARK_DRIVER_PYTHON="${PYSPARK_DRIVER_PYTHON:-$python}"
 exec "$submit" "${spark_args[@]+"${spark_args[@]}"}" "${delta_conf[@]}" \
-  --py-files "$dist/provisioning.zip" "${files_arg[@]+"${files_arg[@]}"}" \
+  --py-files "$package_zip" "${files_arg[@]+"${files_arg[@]}"}" \
   "$app" "${app_args[@]+"${app_args[@]}"}"

@@ -111,8 +111,12 @@ def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
           human)
 
 
-def _fail(spark: Any, conf: Conf, record: RunRecord, exc: ProvisioningError) -> None:
-    """Print the error, record the run as failed when a session exists, exit with its code."""
+def _fail(spark: Any, conf: Conf, record: RunRecord, exc: ProvisioningError,
+          as_json: bool = False) -> None:
+    """Print the error, record the run as failed when a session exists, exit with its code.
+
+    With --json the error is also the last line of stdout, as a JSON document.
+    """
     click.echo(f"error: {exc}", err=True)
     record.finish("failed", exc.exit_code, str(exc))
     if spark is None and exc.exit_code == 3:
@@ -123,38 +127,65 @@ def _fail(spark: Any, conf: Conf, record: RunRecord, exc: ProvisioningError) -> 
             write_run(spark, conf.tables.runs, record)
         except Exception as write_exc:
             click.echo(f"error: could not record the run: {write_exc}", err=True)
+    if as_json:
+        _emit(True, {"run_id": record.run_id, "command": record.command,
+                     "exit_code": exc.exit_code, "error": str(exc),
+                     **getattr(exc, "details", {})}, lambda: None)
     sys.exit(exc.exit_code)
 
 
 def _run_pipeline(command: str, conf_path: str, clusters: tuple[str, ...],
-                  topics_glob: str | None, as_json: bool, verbose: bool, **flags: bool) -> None:
+                  topics_glob: str | None, as_json: bool, verbose: bool,
+                  out_path: str | None = None, plan_path: str | None = None,
+                  **flags: bool) -> None:
     _setup_logging(verbose)
     conf = _load(conf_path)
+    from provisioning import planfile
+    from provisioning.faults import Fault
     from provisioning.pipeline import RunOptions, run_pipeline
     from provisioning.render import render_run
 
     record = RunRecord(new_run_id(), command,
-                       {"clusters": list(clusters), "topics": topics_glob, **flags}, conf.digest)
+                       {"clusters": list(clusters), "topics": topics_glob, "out": out_path,
+                        "plan": plan_path, **flags}, conf.digest)
     spark = None
+    saved_doc = None
     try:
+        saved = planfile.load_plan(plan_path) if plan_path else None
+        if saved is not None and not clusters and topics_glob is None:
+            # Apply exactly what was planned: the saved plan's scope, unless told otherwise.
+            clusters, topics_glob = saved.document.clusters, saved.document.topics
         selected = select_clusters(conf, clusters)
-        options = RunOptions(command=command, clusters=tuple(c.name for c in selected),
-                             topics_glob=topics_glob, **flags)
+        names = tuple(c.name for c in selected)
+        keep_plan, saved_doc = (planfile.recorder(conf.digest, names, topics_glob)
+                                if out_path else (None, None))
+        on_plan = (planfile.stale_check(saved, conf.digest, names, topics_glob)
+                   if saved is not None else keep_plan)
+        # PROVISIONING_FAULT injects a real failure at a named point (reliability tests).
+        options = RunOptions(command=command, clusters=names,
+                             topics_glob=topics_glob, on_plan=on_plan,
+                             fault=Fault.parse(os.environ.get("PROVISIONING_FAULT")), **flags)
         credentials = resolve_credentials(conf, os.environ)
         spark = build_session(conf.spark.app_name, conf.spark.settings)
         result = run_pipeline(spark, conf, selected, credentials, record, options)
+        code = result.exit_code
+        if out_path and saved_doc is not None:
+            planfile.save_plan(out_path, saved_doc(), planfile.plan_meta(
+                record.run_id, command, conf.source, result.counts, code, record.started_at))
     except ProvisioningError as exc:
-        _fail(spark, conf, record, exc)
+        _fail(spark, conf, record, exc, as_json)
         return
     record.outcome_counts = result.counts
-    code = result.exit_code
     record.finish("succeeded" if code == 0 else "completed_with_errors", code)
     write_run(spark, conf.tables.runs, record)
+    saved_plan = (out_path, saved_doc().digest) if out_path and saved_doc else None
     _emit(as_json, {"run_id": result.run_id, "command": command, "counts": result.counts,
                     "actions": result.actions, "topics": result.topics,
                     "topics_not_listed": result.topics_not_listed,
-                    "deletes_not_allowed": result.deletes_not_allowed, "exit_code": code},
-          lambda: click.echo("\n".join(render_run(result, command))))
+                    "deletes_not_allowed": result.deletes_not_allowed, "exit_code": code,
+                    "plan_file": None if saved_plan is None else {
+                        "path": saved_plan[0], "digest": saved_plan[1]}},
+          lambda: click.echo("\n".join(render_run(result, command, verbose, saved_plan))))
     sys.exit(code)
 
 
@@ -162,32 +193,41 @@ def _run_pipeline(command: str, conf_path: str, clusters: tuple[str, ...],
 @common_options
 @click.option("--no-validate", is_flag=True,
               help="Skip the validateOnly CreateTopics pass (no broker-side checks).")
+@click.option("--out", "out_path", default=None, type=click.Path(dir_okay=False),
+              help="Save the plan to FILE, for `apply --plan FILE`.")
 def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-         verbose: bool, no_validate: bool) -> None:
+         verbose: bool, no_validate: bool, out_path: str | None) -> None:
     """Compute the plan and run the validateOnly pass; changes nothing."""
     _run_pipeline("plan", conf_path, clusters, topics_glob, as_json, verbose,
-                  validate=not no_validate)
+                  out_path=out_path, validate=not no_validate)
 
 
 @cli.command()
 @common_options
 @click.option("--allow-deletes", is_flag=True,
               help="Also delete the topics the manifests mark `absent` (off by default).")
+@click.option("--plan", "plan_path", default=None,
+              type=click.Path(dir_okay=False),
+              help="Apply only if a fresh plan equals this saved plan (`plan --out`); "
+                   "otherwise exit 2 before any request reaches Kafka.")
 def apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-          verbose: bool, allow_deletes: bool) -> None:
+          verbose: bool, allow_deletes: bool, plan_path: str | None) -> None:
     """Plan, validate, then create (and with --allow-deletes, delete)."""
     _run_pipeline("apply", conf_path, clusters, topics_glob, as_json, verbose,
-                  validate=True, apply=True, allow_deletes=allow_deletes)
+                  plan_path=plan_path, validate=True, apply=True, allow_deletes=allow_deletes)
 
 
 @cli.command()
 @common_options
 @click.option("--run-id", default=None, help="Show this run's outcomes.")
 @click.option("--topic", default=None, help="Show this topic's history across runs.")
+@click.option("--drift", is_flag=True,
+              help="Show the topics whose latest plan found drift, per cluster.")
 @click.option("--limit", default=20, show_default=True, help="How many runs or rows to show.")
 def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-           verbose: bool, run_id: str | None, topic: str | None, limit: int) -> None:
-    """Show runs and topic history from the audit tables."""
+           verbose: bool, run_id: str | None, topic: str | None, drift: bool,
+           limit: int) -> None:
+    """Show recent runs, one run's outcomes, a topic's history or drift across clusters."""
     _setup_logging(verbose)
     conf = _load(conf_path)
     from provisioning.report import build_report, render_report
@@ -195,7 +235,8 @@ def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
     try:
         spark = build_session(conf.spark.app_name, conf.spark.settings)
         payload = build_report(spark, conf, run_id=run_id, topic=topic,
-                               clusters=clusters, limit=limit)
+                               clusters=clusters, limit=limit, drift=drift,
+                               topics_glob=topics_glob)
     except ProvisioningError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)

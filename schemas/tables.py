@@ -126,6 +126,9 @@ PLAN = _fields(
     ("live_replica_assignment", ASSIGNMENT),
     ("live_configs", ArrayType(CONFIG_ENTRY, True)),
     ("live_consumer_groups", ArrayType(StringType(), True)),
+    # Why the live side could not be seen (SNAPSHOT.error_name, e.g.
+    # TOPIC_AUTHORIZATION_FAILED): the topic may or may not exist, so nothing is done.
+    ("live_error", StringType()),
     ("drift", ArrayType(DRIFT_ITEM, True)),
     ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
 )
@@ -169,6 +172,8 @@ AUDIT = _fields(
     ("result_replication_factor", IntegerType()),
     ("result_configs", ArrayType(CONFIG_ENTRY, True)),
     ("topic_config_error_code", IntegerType()),
+    # How many requests it took (throttled or retried topics take more than one).
+    ("attempts", IntegerType()),
     ("owner", StringType()),
     ("source_table", StringType()),
     ("source_version", LongType()),
@@ -196,6 +201,21 @@ RUNS = _fields(
     ("outcome_counts", MapType(StringType(), LongType(), True)),
     ("clusters", ArrayType(CLUSTER_SUMMARY, True)),
     ("conf_digest", StringType()),
+)
+
+
+# One row per cluster name: which run holds that cluster's lock, until when.
+LOCKS = _fields(
+    ("name", StringType()),
+    ("run_id", StringType()),
+    ("command", StringType()),
+    ("host", StringType()),
+    ("pid", IntegerType()),
+    ("acquired_at", TimestampType()),
+    ("expires_at", TimestampType()),
+    # Seconds since the epoch: what the lock logic compares, free of time zones.
+    ("expires_epoch", LongType()),
+    ("released", BooleanType()),
 )
 
 

@@ -18,12 +18,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 def write_conf(path: Path, bootstrap: str, warehouse: Path, cluster: str = "local",
                extra: Mapping[str, Any] | None = None,
-               cluster_extra: Mapping[str, Any] | None = None) -> Path:
+               cluster_extra: Mapping[str, Any] | None = None,
+               manifests: Sequence[Path] = ()) -> Path:
     """A conf for one test cluster with every table under `warehouse`."""
     data: dict[str, Any] = {
         "clusters": {cluster: {"bootstrap_servers": bootstrap, **(cluster_extra or {})}},
         "tables": {
-            "manifests": [str(warehouse / "desired_topics")],
+            "manifests": [str(m) for m in manifests] or [str(warehouse / "desired_topics")],
             "audit": str(warehouse / "topic_audit"),
             "runs": str(warehouse / "provision_runs"),
             "snapshots": str(warehouse / "topic_snapshots"),
@@ -55,12 +56,14 @@ class Completed:
 
 def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
             cwd: Path | None = None, timeout: float = 600,
-            job: str = "jobs/provision_topics.py") -> Completed:
+            job: str = "jobs/provision_topics.py",
+            spark_args: Sequence[str] = ()) -> Completed:
     """Run a job through spark-submit.sh, as an operator would."""
     full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                 "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}
     proc = subprocess.run(
-        [str(REPO / "spark-submit.sh"), "--driver-memory", "1g", str(REPO / job), *args],
+        [str(REPO / "spark-submit.sh"), "--driver-memory", "1g", *spark_args,
+         str(REPO / job), *args],
         cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)
@@ -119,3 +122,95 @@ def write_manifest_table(spark: Any, path: Path, rows: Sequence[Mapping[str, Any
     data = [tuple(r.get(c) for c in cols) for r in rows]
     (spark.createDataFrame(data, MANIFEST).write.format("delta").mode("overwrite")
      .option("overwriteSchema", "true").save(str(path)))
+
+
+def kafka_tool(main_class: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's own command-line tools from the cached broker jars."""
+    jars = REPO / ".cache" / "jars" / "kafka" / "*"
+    return subprocess.run(["java", "-cp", str(jars), main_class, *args],
+                          capture_output=True, text=True, check=True, timeout=120)
+
+
+def audit_rows(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]]:
+    """(cluster, topic, action, phase, outcome) of one run, sorted."""
+    rows = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
+            .where(f"run_id = '{run_id}'").collect())
+    return sorted((r["cluster"] or "", r["topic"] or "", r["action"], r["phase"], r["outcome"])
+                  for r in rows)
+
+
+def runs_rows(spark: Any, warehouse: Path) -> dict[str, Any]:
+    """The runs table by run id."""
+    path = warehouse / "provision_runs"
+    if not path.exists():
+        return {}
+    return {r["run_id"]: r for r in spark.read.format("delta").load(str(path)).collect()}
+
+
+def broker_state_as(settings: Mapping[str, Any], include_internal: bool = False
+                    ) -> dict[str, dict[str, Any]]:
+    """`broker_state` through a client built from kafka-python `settings` (a secured
+    cluster's super user: KafkaCluster.client_settings())."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    from provisioning.kafka_admin import topic_id_text
+
+    admin = KafkaAdminClient(**settings)
+    try:
+        topics = [t for t in admin.describe_topics()
+                  if include_internal or not t["is_internal"]]
+        names = [t["name"] for t in topics]
+        configs = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]).get("topic", {}) \
+            if names else {}
+    finally:
+        admin.close()
+    state = {}
+    for t in topics:
+        parts = sorted(t["partitions"], key=lambda p: p["partition_index"])
+        state[t["name"]] = {
+            "topic_id": topic_id_text(t["topic_id"]),
+            "partitions": len(parts),
+            "replication_factor": len(parts[0]["replica_nodes"]) if parts else None,
+            "configs": {k: v["value"] for k, v in configs.get(t["name"], {}).items()
+                        if v["config_source"] == "DYNAMIC_TOPIC_CONFIG"},
+        }
+    return state
+
+
+def grant(settings: Mapping[str, Any], principal: str,
+          acls: Sequence[tuple[str, str, str, Sequence[str]]]) -> None:
+    """Create ALLOW ACLs for `principal` as the super user of `settings`.
+
+    acls: (resource type, resource name, pattern type, operations), named as kafka-python's
+      enums spell them, e.g. ("TOPIC", "orders.", "PREFIXED", ["CREATE", "DESCRIBE"]).
+    """
+    from kafka import KafkaAdminClient
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    wanted = [
+        ACL(principal, "*", ACLOperation[op], ACLPermissionType.ALLOW,
+            ResourcePattern(ResourceType[kind], name, ACLResourcePatternType[pattern]))
+        for kind, name, pattern, ops in acls for op in ops
+    ]
+    admin = KafkaAdminClient(**settings)
+    try:
+        result = admin.create_acls(wanted)
+    finally:
+        admin.close()
+    if result["failed"]:
+        raise RuntimeError(f"creating ACLs failed: {result['failed']}")
+
+
+def table_json(spark: Any, path: Path) -> list[str]:
+    """Every row of the Delta table at `path` as one JSON document (every column)."""
+    return [json.dumps(r.asDict(recursive=True), sort_keys=True, default=str)
+            for r in spark.read.format("delta").load(str(path)).collect()]

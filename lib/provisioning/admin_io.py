@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
+from provisioning.faults import Fault
 from provisioning.kafka_admin import ClusterAdmin, TopicRequest, batches
 from schemas import TOPIC_RESULT, column_names
 
@@ -65,6 +66,14 @@ def delete_outcome(error_name: str) -> str:
     if error_name in _UNCERTAIN:
         return "unknown"
     return "failed"
+
+
+def _task_attempt() -> int:
+    """Which attempt of the current Spark task this is (0 outside a task)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return 0 if ctx is None else ctx.attemptNumber()
 
 
 def _result(cluster: str, topic: str, phase: str, outcome: str, **fields: Any
@@ -118,9 +127,12 @@ def _per_cluster(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
             admin.__exit__(None, None, None)
 
 
-def _run_on_executors(spark: SparkSession, requests: DataFrame, task: Callable[..., Any]
-                      ) -> DataFrame:
-    n = max(1, requests.select("cluster").distinct().count())
+def _run_on_executors(spark: SparkSession, requests: DataFrame, task: Callable[..., Any],
+                      clusters: Sequence[ClusterConf]) -> DataFrame:
+    # One partition per cluster of the run, so clusters go to parallel tasks. Sized from
+    # the conf rather than by counting the requests' clusters: that count was one more
+    # Spark job (a shuffle) per phase, and a cluster without requests is an empty task.
+    n = max(1, len(clusters))
     rdd = (requests.repartition(n, "cluster").sortWithinPartitions("cluster", "topic")
            .rdd.mapPartitions(task))
     return spark.createDataFrame(rdd, TOPIC_RESULT)
@@ -130,7 +142,7 @@ def _run_on_executors(spark: SparkSession, requests: DataFrame, task: Callable[.
 
 def send_creates(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                 validate_only: bool) -> DataFrame:
+                 validate_only: bool, fault: Fault | None = None) -> DataFrame:
     """CreateTopics for every request row (validateOnly or for real), batched per cluster.
 
     `requests` has cluster, topic, partitions, replication_factor,
@@ -139,13 +151,13 @@ def send_creates(spark: SparkSession, requests: DataFrame, clusters: Sequence[Cl
     """
     task = functools.partial(
         _create_task, clusters={c.name: c for c in clusters}, credentials=dict(credentials),
-        kafka=kafka, validate_only=validate_only)
-    return _run_on_executors(spark, requests, task)
+        kafka=kafka, validate_only=validate_only, fault=fault)
+    return _run_on_executors(spark, requests, task, clusters)
 
 
 def _create_task(rows: Iterator[Row], clusters: Mapping[str, ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                 validate_only: bool) -> Iterator[tuple[Any, ...]]:
+                 validate_only: bool, fault: Fault | None) -> Iterator[tuple[Any, ...]]:
     phase = VALIDATE if validate_only else APPLY
 
     def failed(row: Row, exc: BaseException) -> tuple[Any, ...]:
@@ -153,7 +165,7 @@ def _create_task(rows: Iterator[Row], clusters: Mapping[str, ClusterConf],
                        **_exception_fields(exc))
 
     def work(admin: ClusterAdmin, part: list[Row]) -> Iterator[tuple[Any, ...]]:
-        return _create_batches(admin, part, validate_only)
+        return _create_batches(admin, part, validate_only, fault)
 
     chunk = kafka.batch_size * 4
     return _per_cluster(rows, clusters, credentials, kafka, work, failed, chunk)
@@ -169,8 +181,8 @@ def _request(row: Row) -> TopicRequest:
     )
 
 
-def _create_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool
-                    ) -> Iterator[tuple[Any, ...]]:
+def _create_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool,
+                    fault: Fault | None = None) -> Iterator[tuple[Any, ...]]:
     phase = VALIDATE if validate_only else APPLY
     cluster = admin.cluster.name
     by_name = {r["topic"]: r for r in rows}
@@ -188,9 +200,18 @@ def _create_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool
                 yield _result(cluster, r.name, phase, outcome, attempts=1,
                               **_exception_fields(exc))
             continue
+        if fault is not None and not validate_only:
+            fault.after_create(_task_attempt())
         existing = [res["topic"] for res in results
                     if res["error_name"] == "TOPIC_ALREADY_EXISTS" and not validate_only]
         compared = _compare_existing(admin, [by_name[t] for t in existing]) if existing else {}
+        if _task_attempt() > 0:
+            # An earlier attempt of this task sent the same request: topics it created come
+            # back TOPIC_ALREADY_EXISTS now, and matching ones were created by this run.
+            compared = {name: ("created", {**extra, "error_message":
+                               "created by an earlier attempt of this Spark task"})
+                        if outcome == "already_present" else (outcome, extra)
+                        for name, (outcome, extra) in compared.items()}
         for res in results:
             name = res.pop("topic")
             outcome = create_outcome(res["error_name"], validate_only)
@@ -246,7 +267,7 @@ def send_deletes(spark: SparkSession, requests: DataFrame, clusters: Sequence[Cl
     """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
     task = functools.partial(_delete_task, clusters={c.name: c for c in clusters},
                              credentials=dict(credentials), kafka=kafka)
-    return _run_on_executors(spark, requests, task)
+    return _run_on_executors(spark, requests, task, clusters)
 
 
 def _delete_task(rows: Iterator[Row], clusters: Mapping[str, ClusterConf],
@@ -265,9 +286,22 @@ def _delete_task(rows: Iterator[Row], clusters: Mapping[str, ClusterConf],
                 yield _result(cluster, r["topic"], APPLY, "unknown", attempts=1,
                               **_exception_fields(exc))
             return
+        planned_ids = {r["topic"]: r["topic_id"] for r in part}
+        gone_ids = [res["topic"] for res in results if res["error_name"] == "UNKNOWN_TOPIC_ID"]
+        now_live = {t.name: t for t in admin.describe_topics(gone_ids)} if gone_ids else {}
         for res in results:
             name = res.pop("topic")
-            yield _result(cluster, name, APPLY, delete_outcome(res["error_name"]), **res)
+            outcome = delete_outcome(res["error_name"])
+            live = now_live.get(name)
+            if live is not None and live.error_name is None:
+                # Deleting by id refused a topic recreated under the same name since the
+                # snapshot: the new topic is not the one the plan judged, so it stays.
+                outcome = "blocked"
+                res["topic_id"] = live.topic_id
+                res["error_message"] = (
+                    f"topic {name} was recreated since the snapshot (id now {live.topic_id}, "
+                    f"the plan saw {planned_ids.get(name)}); nothing was deleted")
+            yield _result(cluster, name, APPLY, outcome, **res)
 
     return _per_cluster(rows, clusters, credentials, kafka, work, failed, kafka.batch_size)
 
@@ -283,7 +317,7 @@ def verify(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterC
     """
     task = functools.partial(_verify_task, clusters={c.name: c for c in clusters},
                              credentials=dict(credentials), kafka=kafka)
-    return _run_on_executors(spark, requests, task)
+    return _run_on_executors(spark, requests, task, clusters)
 
 
 def _verify_task(rows: Iterator[Row], clusters: Mapping[str, ClusterConf],

@@ -18,11 +18,14 @@ ATTENTION = ("rejected", "blocked", "failed", "unknown")
 def plan_outcome() -> Column:
     """The plan phase's outcome of a PLAN row; every row matches exactly one case."""
     invalid = F.size("row_errors") > 0
-    blocked = ~invalid & (F.size("policy_violations") > 0)
-    clean = ~invalid & ~blocked
+    # The job may not see the topic: neither present nor absent can be claimed.
+    unseen = ~invalid & F.col("live_error").isNotNull()
+    blocked = ~invalid & ~unseen & (F.size("policy_violations") > 0)
+    clean = ~invalid & ~unseen & ~blocked
     wants_absent = F.coalesce(F.col("state") == "absent", F.lit(False))
     return (
         F.when(invalid, "rejected")
+        .when(unseen, "failed")
         .when(blocked, "blocked")
         .when(clean & F.col("action").isin("CREATE", "DELETE"), "planned")
         .when(clean & (F.col("action") == "DRIFT"), "drift")
@@ -34,12 +37,19 @@ def plan_outcome() -> Column:
 def _plan_error_message() -> Column:
     violations = F.transform("policy_violations",
                              lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))
+    unseen = F.format_string(
+        "the job may not see topic %s on cluster %s (%s): it may or may not exist, so it "
+        "was neither created, deleted nor compared; grant the job's principal Describe "
+        "and DescribeConfigs on it (README: Least privilege)",
+        F.col("topic"), F.col("cluster"), F.col("live_error"))
     return (F.when(F.size("row_errors") > 0, F.array_join("row_errors", "; "))
+            .when(F.col("live_error").isNotNull(), unseen)
             .when(F.size("policy_violations") > 0, F.array_join(violations, "; ")))
 
 
 def _plan_error_name() -> Column:
     return (F.when(F.size("row_errors") > 0, F.lit("INVALID_MANIFEST_ROW"))
+            .when(F.col("live_error").isNotNull(), F.col("live_error"))
             .when(F.size("policy_violations") > 0, F.lit("POLICY_VIOLATION")))
 
 
@@ -73,6 +83,7 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
         .alias("result_replication_factor"),
         F.lit(None).cast(AUDIT["result_configs"].dataType).alias("result_configs"),
         F.lit(None).cast("int").alias("topic_config_error_code"),
+        F.lit(None).cast("int").alias("attempts"),
         "owner",
         "source_table",
         "source_version",
@@ -108,6 +119,7 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
         F.col("r.result_replication_factor").alias("result_replication_factor"),
         F.col("r.result_configs").alias("result_configs"),
         F.col("r.topic_config_error_code").alias("topic_config_error_code"),
+        F.col("r.attempts").alias("attempts"),
         F.col("p.owner").alias("owner"),
         F.col("p.source_table").alias("source_table"),
         F.col("p.source_version").alias("source_version"),

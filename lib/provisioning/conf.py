@@ -74,6 +74,7 @@ class TablesConf:
     audit: str
     runs: str
     snapshots: str
+    locks: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,12 @@ class DeletesConf:
 
 
 @dataclass(frozen=True)
+class RunConf:
+    # How long a run's lock lives without a heartbeat (a killed driver's lock frees itself).
+    lock_ttl_seconds: int = 600
+
+
+@dataclass(frozen=True)
 class Conf:
     source: str
     digest: str
@@ -121,6 +128,7 @@ class Conf:
     deletes: DeletesConf = DeletesConf()
     create_policies: tuple[PolicySpec, ...] = ()
     delete_policies: tuple[PolicySpec, ...] = ()
+    run: RunConf = RunConf()
 
 
 T = TypeVar("T")
@@ -221,6 +229,18 @@ def _env_name(v: Any) -> str | None:
     )
 
 
+def _readable_file(v: Any) -> str | None:
+    path = Path(v)
+    if not path.is_file():
+        return f"no such file: {v} (relative paths are taken from the directory the job runs in)"
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        return f"cannot read {v}: {exc.strerror or exc}"
+    return None
+
+
 def _bootstrap(v: Any) -> str | None:
     parts = [p.strip() for p in v.split(",")]
     bad = [p for p in parts if not re.match(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):\d{1,5}$", p)]
@@ -273,6 +293,16 @@ def _read_cluster(r: _Reader, name: str, node: Any,
                      ("sasl_password_env", pass_env)):
             if v is None and k not in body:
                 r.problem(f"{key}.{k}", f"required when security_protocol is {protocol}")
+    elif protocol in SECURITY_PROTOCOLS:
+        # Credentials named for a cluster that never sends them are a mistake, not a no-op.
+        for k in ("sasl_mechanism", "sasl_username_env", "sasl_password_env"):
+            if body.get(k) is not None:
+                r.problem(f"{key}.{k}", "only used when security_protocol is SASL_PLAINTEXT "
+                                        f"or SASL_SSL, not {protocol}")
+    cafile = r.value(body, key, "ssl_cafile", str, None, _readable_file)
+    if cafile is not None and protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        r.problem(f"{key}.ssl_cafile", "only used when security_protocol is SSL or SASL_SSL, "
+                                       f"not {protocol}")
     cluster = ClusterConf(
         name=name,
         bootstrap_servers=r.value(body, key, "bootstrap_servers", str, check=_bootstrap) or "",
@@ -280,7 +310,7 @@ def _read_cluster(r: _Reader, name: str, node: Any,
         sasl_mechanism=mechanism,
         sasl_username_env=user_env,
         sasl_password_env=pass_env,
-        ssl_cafile=r.value(body, key, "ssl_cafile", str, None),
+        ssl_cafile=cafile,
         cluster_id=r.value(body, key, "cluster_id", str, None),
         client_id=r.value(body, key, "client_id", str, "topic-provisioning"),
     )
@@ -333,7 +363,7 @@ def parse_conf(data: Any, source: str, digest: str = "",
     top = r.mapping(data, "(top level)")
     if top is None:
         raise ConfError(source, r.problems)
-    r.no_unknown(top, "", ("clusters", "tables", "kafka", "spark", "deletes", "policies"))
+    r.no_unknown(top, "", ("clusters", "tables", "kafka", "spark", "deletes", "policies", "run"))
 
     clusters: dict[str, ClusterConf] = {}
     raw_clusters = top.get("clusters")
@@ -357,12 +387,14 @@ def parse_conf(data: Any, source: str, digest: str = "",
     else:
         body = r.mapping(raw_tables, "tables")
         if body is not None:
-            r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots"))
+            r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots", "locks"))
+            runs = r.value(body, "tables", "runs", str) or ""
             tables = TablesConf(
                 manifests=_table_list(r, body, "tables", "manifests"),
                 audit=r.value(body, "tables", "audit", str) or "",
-                runs=r.value(body, "tables", "runs", str) or "",
+                runs=runs,
                 snapshots=r.value(body, "tables", "snapshots", str) or "",
+                locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
             )
 
     kafka = KafkaConf()
@@ -373,7 +405,9 @@ def parse_conf(data: Any, source: str, digest: str = "",
             r.no_unknown(body, "kafka", names)
             values = {}
             for name in names:
-                check = _at_least_zero if name == "throttle_retries" else _positive
+                # A KIP-4 timeout of 0 means "start the operation, do not wait for it".
+                zero_ok = name in ("throttle_retries", "operation_timeout_ms")
+                check = _at_least_zero if zero_ok else _positive
                 values[name] = r.value(body, "kafka", name, int, getattr(kafka, name), check)
             for name, cap in (("max_partitions_per_request", 10000),
                               ("max_records_per_request", 10000)):
@@ -425,9 +459,18 @@ def parse_conf(data: Any, source: str, digest: str = "",
     for problem in check_policy_specs(delete_policies, "delete"):
         r.problems.append(problem)
 
+    run = RunConf()
+    if top.get("run") is not None:
+        body = r.mapping(top["run"], "run")
+        if body is not None:
+            r.no_unknown(body, "run", ("lock_ttl_seconds",))
+            run = RunConf(lock_ttl_seconds=r.value(body, "run", "lock_ttl_seconds", int,
+                                                   run.lock_ttl_seconds, _positive))
+
     if r.problems:
         raise ConfError(source, r.problems)
     return Conf(
+        run=run,
         source=source,
         digest=digest,
         clusters=clusters,

@@ -80,7 +80,8 @@ def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None
             log.info("rows for %s were committed by the previous attempt", ref.text)
             return
         try:
-            _write(df, ref, mode="append", options={})
+            # Tables written by an older release gain the columns added since then.
+            _write(df, ref, mode="append", options={"mergeSchema": "true"})
             return
         except PySparkException as exc:
             if attempt == attempts or not _RETRYABLE.search(str(exc)):

@@ -87,6 +87,8 @@ __all__ = [
     "KafkaCluster",
     "KafkaClusterError",
     "ListenerSpec",
+    "SaslUsers",
+    "TlsFiles",
     "default_jars_dir",
     "describe_brokers",
     "free_ports",
@@ -121,6 +123,142 @@ class ListenerSpec:
 
 
 DEFAULT_LISTENERS: tuple[ListenerSpec, ...] = (ListenerSpec(),)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A throwaway CA and a server certificate signed by it, as PEM files (openssl).
+
+    The certificate names the loopback address (subjectAltName IP), so clients that
+    check host names (kafka-python does) accept it with `ca_file` as their CA.
+    """
+
+    ca_file: Path
+    keystore_file: Path
+
+    @classmethod
+    def create(cls, directory: Path, host: str = HOST, days: int = 2) -> TlsFiles:
+        """Generate the CA and the server key and certificate under `directory`."""
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            raise KafkaClusterError("openssl not found on PATH: it makes the test CA")
+        d = Path(directory).resolve()
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "san.ext").write_text(f"subjectAltName=IP:{host}\n")
+        steps = [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.pem", "-days", str(days), "-subj", "/CN=devkafka test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+             "server.csr", "-subj", f"/CN={host}"],
+            ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "server.crt", "-days", str(days), "-extfile",
+             "san.ext"],
+        ]
+        for args in steps:
+            done = subprocess.run([openssl, *args], cwd=d, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise KafkaClusterError(f"openssl {args[0]} failed:\n{done.stderr[-2000:]}")
+        # Kafka's PEM key store: the (unencrypted PKCS#8) key, then the certificate chain.
+        keystore = d / "server.pem"
+        keystore.write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
+        return cls(ca_file=d / "ca.pem", keystore_file=keystore)
+
+    def listener_config(self) -> dict[str, str]:
+        """Per-listener settings of an SSL or SASL_SSL listener serving this certificate."""
+        return {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(self.keystore_file),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.ca_file),
+        }
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+# Characters that would need escaping in a JAAS option or a StorageTool --add-scram entry.
+_UNSAFE_CREDENTIAL = re.compile(r'["\\\[\],=;\s]')
+
+
+@dataclass(frozen=True)
+class SaslUsers:
+    """The users of a SASL-secured cluster with an authorizer (StandardAuthorizer).
+
+    `admin` is the principal the nodes use between themselves (inter-broker and
+    controller listeners, mechanism PLAIN) and the only super user. `plain` users
+    log in with PLAIN; `scram` users are written into the metadata at storage
+    format time (StorageTool --add-scram) for both SCRAM-SHA-256 and SCRAM-SHA-512.
+    Nobody but `admin` may do anything until ACLs say so
+    (allow.everyone.if.no.acl.found=false).
+    """
+
+    admin_password: str
+    admin: str = "admin"
+    plain: Mapping[str, str] = field(default_factory=dict, hash=False)
+    scram: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        pairs = [(self.admin, self.admin_password), *self.plain.items(), *self.scram.items()]
+        for name, password in pairs:
+            for what, value in (("user name", name), ("password", password)):
+                if not value or _UNSAFE_CREDENTIAL.search(value):
+                    raise ValueError(
+                        f"SASL {what} of {name!r} must be non-empty without quotes, "
+                        "backslashes, brackets, ',', '=', ';' or whitespace")
+        if self.admin in self.plain:
+            raise ValueError(f"{self.admin!r} is the admin user; do not list it in `plain`")
+
+    def __repr__(self) -> str:
+        # Test passwords are still passwords: a failing test prints its fixtures.
+        return (f"SaslUsers(admin={self.admin!r}, plain={sorted(self.plain)}, "
+                f"scram={sorted(self.scram)})")
+
+    @property
+    def super_user(self) -> str:
+        """The admin's principal, as super.users and ACLs spell it."""
+        return f"User:{self.admin}"
+
+    def plain_jaas(self, with_users: bool = True) -> str:
+        """PlainLoginModule config: the admin's own login and (server side) every PLAIN user."""
+        users = {self.admin: self.admin_password, **self.plain} if with_users else {}
+        options = [f'username="{self.admin}"', f'password="{self.admin_password}"']
+        options += [f'user_{name}="{password}"' for name, password in users.items()]
+        return f"{_PLAIN_MODULE} required {' '.join(options)};"
+
+    def listener_config(self) -> dict[str, str]:
+        """Per-listener settings of a client listener accepting every mechanism."""
+        return {
+            "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+            "plain.sasl.jaas.config": self.plain_jaas(),
+            # Server-side SCRAM checks the credentials stored in the metadata log.
+            "scram-sha-256.sasl.jaas.config": f"{_SCRAM_MODULE} required;",
+            "scram-sha-512.sasl.jaas.config": f"{_SCRAM_MODULE} required;",
+        }
+
+    def scram_arguments(self) -> list[str]:
+        """StorageTool `format` arguments that create the SCRAM users."""
+        args = []
+        for name, password in self.scram.items():
+            for mechanism in SASL_MECHANISMS[1:]:
+                args += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
+        return args
+
+    def client_settings(self, user: str | None = None, mechanism: str = "PLAIN"
+                        ) -> dict[str, str]:
+        """kafka-python settings to log in as `user` (default: the admin) with `mechanism`."""
+        name = user or self.admin
+        if name == self.admin:
+            password = self.admin_password
+        elif mechanism == "PLAIN":
+            password = self.plain[name]
+        else:
+            password = self.scram[name]
+        return {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": mechanism,
+            "sasl_plain_username": name,
+            "sasl_plain_password": password,
+        }
 
 
 @dataclass
@@ -292,8 +430,12 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex((HOST, port)) == 0
 
 
-def describe_brokers(bootstrap_servers: str, timeout_s: float = 5) -> dict[int, bool]:
-    """Broker id -> fenced, as the cluster's DescribeCluster reports it."""
+def describe_brokers(bootstrap_servers: str, timeout_s: float = 5,
+                     settings: Mapping[str, Any] | None = None) -> dict[int, bool]:
+    """Broker id -> fenced, as the cluster's DescribeCluster reports it.
+
+    settings: extra kafka-python settings (security protocol and credentials).
+    """
     from kafka import KafkaAdminClient  # the module stays importable without kafka-python
 
     timeout_ms = int(timeout_s * 1000)
@@ -302,6 +444,7 @@ def describe_brokers(bootstrap_servers: str, timeout_s: float = 5) -> dict[int, 
         client_id="devkafka-probe",
         request_timeout_ms=timeout_ms,
         bootstrap_timeout_ms=timeout_ms,
+        **(settings or {}),
     )
     try:
         brokers = admin.describe_cluster()["brokers"]
@@ -324,11 +467,20 @@ class KafkaCluster:
         heap_mb: int = 512,
         listeners: Sequence[ListenerSpec] = DEFAULT_LISTENERS,
         detached: bool = False,
+        sasl: SaslUsers | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
         if not listeners:
             raise ValueError("at least one client listener is needed")
+        if sasl is not None:
+            if listeners == DEFAULT_LISTENERS:
+                listeners = (ListenerSpec("SASL", "SASL_PLAINTEXT"),)
+            # The first listener carries inter-broker traffic and the harness's own probes,
+            # both as the admin: it has to authenticate.
+            if not listeners[0].security_protocol.startswith("SASL"):
+                raise ValueError("with sasl, the first listener must be SASL_PLAINTEXT or "
+                                 f"SASL_SSL, not {listeners[0].security_protocol}")
         names = [spec.name for spec in listeners]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate listener names: {names}")
@@ -341,6 +493,7 @@ class KafkaCluster:
         self.extra_classpath = [Path(p).resolve() for p in extra_classpath]
         self.heap_mb = heap_mb
         self.listeners = tuple(listeners)
+        self.sasl = sasl
         # Detached nodes outlive this Python process (the CLI's `up`): no atexit stop and
         # no parent-death signal.
         self.detached = detached
@@ -365,6 +518,18 @@ class KafkaCluster:
         """host:port list of the named client listener on every node."""
         self._require_started()
         return ",".join(f"{HOST}:{n.ports[listener]}" for n in self._nodes.values())
+
+    def client_settings(self, user: str | None = None, mechanism: str = "PLAIN"
+                        ) -> dict[str, Any]:
+        """kafka-python settings reaching the first listener (as `user`, default the admin,
+        when the cluster is SASL-secured)."""
+        settings: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
+        if self.sasl is not None:
+            settings.update(self.sasl.client_settings(user, mechanism))
+            settings["security_protocol"] = self.listeners[0].security_protocol
+        elif user is not None:
+            raise ValueError("the cluster has no SASL users")
+        return settings
 
     @property
     def log_dir(self) -> Path:
@@ -447,7 +612,7 @@ class KafkaCluster:
                 raise KafkaClusterError("no kafka node is running")
             bootstrap = ",".join(f"{HOST}:{n.ports[self.listeners[0].name]}" for n in running)
             try:
-                return describe_brokers(bootstrap, timeout_s=5)
+                return describe_brokers(bootstrap, timeout_s=5, settings=self._probe_settings())
             except Exception:
                 if time.monotonic() > deadline:
                     raise
@@ -504,7 +669,8 @@ class KafkaCluster:
         listeners = [(spec.name, node.ports[spec.name]) for spec in self.listeners]
         listeners.append((CONTROLLER_LISTENER, node.controller_port))
         protocols = [(spec.name, spec.security_protocol) for spec in self.listeners]
-        protocols.append((CONTROLLER_LISTENER, "PLAINTEXT"))
+        protocols.append(
+            (CONTROLLER_LISTENER, "PLAINTEXT" if self.sasl is None else "SASL_PLAINTEXT"))
         props: dict[str, str] = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
@@ -539,9 +705,35 @@ class KafkaCluster:
             "broker.heartbeat.interval.ms": "1000",
             "broker.session.timeout.ms": "6000",
         }
+        if self.sasl is not None:
+            props.update(self._sasl_properties())
         for spec in self.listeners:
             props.update(spec.properties())
         props.update(self.broker_properties)
+        return props
+
+    def _sasl_properties(self) -> dict[str, str]:
+        """Authentication everywhere, StandardAuthorizer, and the admin as the only super user.
+
+        The nodes talk to each other (inter-broker on the first listener, Raft and broker
+        registration on CONTROLLER) as the admin with PLAIN, so the admin's principal is
+        the one that must be a super user for the cluster to work at all.
+        """
+        assert self.sasl is not None
+        props = {
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            f"listener.name.{CONTROLLER_LISTENER.lower()}.sasl.enabled.mechanisms": "PLAIN",
+            f"listener.name.{CONTROLLER_LISTENER.lower()}.plain.sasl.jaas.config":
+                self.sasl.plain_jaas(),
+            "authorizer.class.name": STANDARD_AUTHORIZER,
+            "allow.everyone.if.no.acl.found": "false",
+            "super.users": self.sasl.super_user,
+        }
+        for spec in self.listeners:
+            if spec.security_protocol.startswith("SASL"):
+                prefix = f"listener.name.{spec.name.lower()}."
+                props.update({prefix + k: v for k, v in self.sasl.listener_config().items()})
         return props
 
     def _prepare(self) -> None:
@@ -614,6 +806,7 @@ class KafkaCluster:
             str(node.properties_file),
             "--initial-controllers",
             voters,
+            *(self.sasl.scram_arguments() if self.sasl is not None else []),
         ]
 
     def _format_all(self, deadline: float) -> None:
@@ -692,7 +885,8 @@ class KafkaCluster:
             if all(_port_open(n.ports[self.listeners[0].name]) for n in ready):
                 bootstrap = ",".join(f"{HOST}:{n.ports[self.listeners[0].name]}" for n in ready)
                 try:
-                    last_seen = describe_brokers(bootstrap, timeout_s=5)
+                    last_seen = describe_brokers(bootstrap, timeout_s=5,
+                                                 settings=self._probe_settings())
                 except Exception as exc:  # any client error just means "not yet"
                     last_seen = f"{type(exc).__name__}: {exc}"
                 else:
@@ -705,6 +899,13 @@ class KafkaCluster:
                     f"{last_seen}\n{tails}"
                 )
             time.sleep(0.25)
+
+    def _probe_settings(self) -> dict[str, Any]:
+        if self.sasl is None:
+            return {}
+        settings: dict[str, Any] = self.sasl.client_settings()
+        settings["security_protocol"] = self.listeners[0].security_protocol
+        return settings
 
     def _node(self, node_id: int) -> _Node:
         self._require_started()

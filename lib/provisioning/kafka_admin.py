@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import socket
+import ssl
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,7 +21,10 @@ from typing import Any
 import kafka.errors as Errors
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.net.sasl import get_sasl_mechanism
 from kafka.protocol.admin import CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.parser import KafkaProtocol
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
@@ -41,6 +46,11 @@ _CONFIG_SOURCES = {
 # Sources that mean "somebody set this", as opposed to a broker or built-in default.
 _NON_DEFAULT_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "UNKNOWN"}
 
+# kafka-python loggers whose DEBUG records carry credentials: the client config dump, and
+# requests as objects (SaslAuthenticate) and as raw bytes.
+_LEAKY_LOGGERS = ("kafka", "kafka.admin.client", "kafka.net.connection",
+                  "kafka.protocol.parser")
+
 _CONNECT_ERRORS: tuple[type[BaseException], ...] = (
     Errors.KafkaConnectionError,
     Errors.KafkaTimeoutError,
@@ -52,6 +62,10 @@ _AUTH_ERRORS: tuple[type[BaseException], ...] = (
     Errors.UnsupportedSaslMechanismError,
     Errors.ClusterAuthorizationFailedError,
 )
+
+
+# How long a request may wait for a throttled connection to reopen before it fails.
+THROTTLE_PAUSE_LIMIT_S = 300.0
 
 
 def error_name(code: int) -> str:
@@ -124,17 +138,26 @@ def config_entry(name: str, value: str | None, source: str, read_only: bool,
     }
 
 
+class _Settings(dict[str, Any]):
+    """Client settings that keep the SASL password out of their repr (tracebacks, logs)."""
+
+    def __repr__(self) -> str:
+        return repr({k: "***" if k == "sasl_plain_password" else v for k, v in self.items()})
+
+    __str__ = __repr__
+
+
 def client_settings(cluster: ClusterConf, credentials: Credentials | None,
                     kafka: KafkaConf) -> dict[str, Any]:
     """kafka-python admin client settings for one cluster."""
-    settings: dict[str, Any] = {
+    settings: dict[str, Any] = _Settings({
         "bootstrap_servers": cluster.bootstrap_servers.split(","),
         "client_id": cluster.client_id,
         "security_protocol": cluster.security_protocol,
         "request_timeout_ms": kafka.request_timeout_ms,
         "bootstrap_timeout_ms": min(kafka.request_timeout_ms, 30000),
         "reconnect_backoff_max_ms": 2000,
-    }
+    })
     if cluster.ssl_cafile:
         settings["ssl_cafile"] = cluster.ssl_cafile
     if cluster.security_protocol.startswith("SASL"):
@@ -157,11 +180,13 @@ class ClusterAdmin:
         self._client: KafkaAdminClient | None = None
 
     def __enter__(self) -> ClusterAdmin:
-        # kafka-python logs its whole client configuration, credentials included, at DEBUG:
-        # whatever the caller's logging, that level never reaches a handler.
-        kafka_log = logging.getLogger("kafka")
-        if kafka_log.getEffectiveLevel() < logging.INFO:
-            kafka_log.setLevel(logging.INFO)
+        # kafka-python logs its whole client configuration, credentials included, at DEBUG,
+        # and every request (a PLAIN login's bytes hold the password): whatever the caller's
+        # logging, that level never reaches a handler, even where set on a child logger.
+        for name in _LEAKY_LOGGERS:
+            leaky = logging.getLogger(name)
+            if leaky.getEffectiveLevel() < logging.INFO:
+                leaky.setLevel(logging.INFO)
         try:
             self._client = KafkaAdminClient(
                 **client_settings(self.cluster, self._credentials, self.kafka)
@@ -172,6 +197,13 @@ class ClusterAdmin:
                 f"({type(exc).__name__})"
             ) from None
         except _CONNECT_ERRORS as exc:
+            # kafka-python retries a refused login like a lost connection until the
+            # bootstrap times out, so ask the broker once more, directly.
+            refused = sasl_login_error(self.cluster, self._credentials, self.kafka)
+            if refused is not None:
+                raise ClusterUnreachable(
+                    f"cluster {self.cluster.name}: authentication failed ({refused})"
+                ) from None
             raise ClusterUnreachable(
                 f"cluster {self.cluster.name} at {self.cluster.bootstrap_servers} is "
                 f"unreachable ({type(exc).__name__})"
@@ -218,23 +250,31 @@ class ClusterAdmin:
         )
 
     def _broker_defaults(self, broker_id: int) -> dict[str, int]:
-        """num.partitions and default.replication.factor; empty when not authorized."""
+        """num.partitions and default.replication.factor; empty when not authorized
+        (DescribeConfigs on the cluster)."""
         wanted = ["num.partitions", "default.replication.factor"]
         try:
-            described = self.client.describe_configs(
-                [ConfigResource(ConfigResourceType.BROKER, str(broker_id), wanted)],
-                config_filter="all")
+            entries = self.broker_configs(broker_id, wanted)
         except Errors.KafkaError as exc:
             log.info("cluster %s: broker defaults not readable (%s)", self.cluster.name,
                      type(exc).__name__)
             return {}
-        entries = described.get("broker", {}).get(str(broker_id), {})
         found = {}
-        for name in wanted:
-            value = (entries.get(name) or {}).get("value")
+        for entry in entries:
+            value = entry["value"]
             if value is not None and str(value).lstrip("-").isdigit():
-                found[name] = int(value)
+                found[entry["name"]] = int(value)
         return found
+
+    def broker_configs(self, broker_id: int, names: Sequence[str] | None = None
+                       ) -> list[dict[str, Any]]:
+        """CONFIG_ENTRY rows of one broker (all of them, or `names`), sensitive values null."""
+        described = self.client.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker_id),
+                            list(names) if names is not None else None)],
+            config_filter="all")
+        entries = described.get("broker", {}).get(str(broker_id), {})
+        return _config_rows(entries, only_non_default=False)
 
     def describe_topics(self, names: Sequence[str] | None = None) -> list[LiveTopic]:
         """Metadata of `names` (all topics when None); unknown names come back with an error."""
@@ -259,26 +299,60 @@ class ClusterAdmin:
 
     def topic_configs(self, names: Sequence[str], only_non_default: bool = True,
                       batch: int = 500) -> dict[str, list[dict[str, Any]]]:
-        """Config entries per topic (only the ones somebody set, unless told otherwise)."""
+        """Config entries per topic (only the ones somebody set, unless told otherwise).
+
+        Topics whose configs the broker refused (no DescribeConfigs, KIP-525's
+        authorization) or no longer has are left out: unknown, never "no overrides".
+        """
         found: dict[str, list[dict[str, Any]]] = {}
         for start in range(0, len(names), batch):
             chunk = names[start:start + batch]
             resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in chunk]
             described = self.client.describe_configs(resources, config_filter="all")
             for topic, entries in described.get("topic", {}).items():
-                rows = []
-                for name, e in sorted(entries.items()):
-                    source = str(e.get("config_source", "UNKNOWN"))
-                    if only_non_default and source not in _NON_DEFAULT_SOURCES:
-                        continue
-                    rows.append(config_entry(name, e.get("value"), source,
-                                             bool(e.get("read_only")),
-                                             bool(e.get("is_sensitive"))))
-                found[topic] = rows
+                # kafka-python drops DescribeConfigs' per-resource error code; with
+                # config_filter="all" a topic the broker described always has entries.
+                if not entries:
+                    continue
+                found[topic] = _config_rows(entries, only_non_default)
         return found
 
-    def topics_in_use(self) -> dict[str, list[str]]:
-        """Topic -> consumer groups that hold committed offsets on it."""
+    def sees_every_group(self) -> bool:
+        """Whether ListGroups shows this principal every consumer group.
+
+        The broker lists all groups to a principal with Describe on the cluster and
+        otherwise only the groups it may describe; describing a random group name
+        tells whether that is any group (Describe on Group `*`).
+        """
+        if "DESCRIBE" in (self.client.describe_cluster().get("authorized_operations") or []):
+            return True
+        probe = f"topic-provisioning-probe-{uuid.uuid4().hex}"
+        deadline = time.monotonic() + self.kafka.request_timeout_ms / 1000
+        while True:
+            try:
+                self.client.describe_groups([probe])
+                return True
+            except Errors.GroupAuthorizationFailedError:
+                return False
+            except Errors.KafkaError as exc:
+                # The first FindCoordinator of a cluster creates __consumer_offsets and
+                # answers COORDINATOR_NOT_AVAILABLE until it has a leader.
+                if not exc.retriable or time.monotonic() >= deadline:
+                    log.info("cluster %s: cannot tell whether every consumer group is "
+                             "visible (%s)", self.cluster.name, type(exc).__name__)
+                    return False
+            time.sleep(0.25)
+
+    def topics_in_use(self) -> dict[str, list[str]] | None:
+        """Topic -> consumer groups that hold committed offsets on it.
+
+        None when the principal may not see every group: an in-use check over part
+        of the groups would let a deletion through that must not happen.
+        """
+        if not self.sees_every_group():
+            log.info("cluster %s: not every consumer group is visible; topics in use are "
+                     "unknown", self.cluster.name)
+            return None
         groups = [g["group_id"] for g in self.client.list_groups()]
         if not groups:
             return {}
@@ -300,7 +374,7 @@ class ClusterAdmin:
         while pending:
             attempts += 1
             response = self._send_create(list(pending.values()), validate_only,
-                                         timeout_ms or self.kafka.operation_timeout_ms)
+                                         timeout_ms or self._create_timeout(validate_only))
             throttled = []
             for topic in response.topics:
                 row = _create_result(topic)
@@ -323,6 +397,11 @@ class ClusterAdmin:
                      self.cluster.name, len(throttled), delay)
             time.sleep(delay / 1000)
         return [results[r.name] for r in requests]
+
+    def _create_timeout(self, validate_only: bool) -> int:
+        # The KIP-4 timeout bounds the wait for creations to complete; a validateOnly
+        # request completes nothing, so only the client's request timeout applies to it.
+        return self.kafka.request_timeout_ms if validate_only else self.kafka.operation_timeout_ms
 
     def _send_create(self, requests: Sequence[TopicRequest], validate_only: bool,
                      timeout_ms: int) -> Any:
@@ -391,18 +470,44 @@ class ClusterAdmin:
         # The public create/delete helpers drop throttle_time_ms, which KIP-599 retries
         # need, so requests go through the client's controller routing directly.
         client = self.client
-        return client._manager.run(
-            client._send_request_to_controller,
-            request,
-            lambda resp: (Errors.for_code(c) for c in codes(resp)),
-            False,
-        )
+        # After a response carrying a throttle time, kafka-python pauses the connection
+        # and refuses sends with NodeNotReadyError until the throttle ends (KIP-219).
+        deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
+        delay = 0.1
+        while True:
+            try:
+                return client._manager.run(
+                    client._send_request_to_controller,
+                    request,
+                    lambda resp: (Errors.for_code(c) for c in codes(resp)),
+                    False,
+                )
+            except Errors.NodeNotReadyError as exc:
+                if "throttle" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+
+def _config_rows(entries: Mapping[str, Mapping[str, Any]], only_non_default: bool
+                 ) -> list[dict[str, Any]]:
+    """CONFIG_ENTRY rows from kafka-python's describe_configs entries, by name."""
+    rows = []
+    for name, e in sorted(entries.items()):
+        source = str(e.get("config_source", "UNKNOWN"))
+        if only_non_default and source not in _NON_DEFAULT_SOURCES:
+            continue
+        rows.append(config_entry(name, e.get("value"), source, bool(e.get("read_only")),
+                                 bool(e.get("is_sensitive"))))
+    return rows
 
 
 def _create_result(topic: Any) -> dict[str, Any]:
     code = int(topic.error_code)
-    configs = getattr(topic, "configs", None)
     config_error = getattr(topic, "topic_config_error_code", None)
+    # KIP-525: without DescribeConfigs the broker sends an empty list and an error
+    # code; the configs are unknown, not "nothing set". A refused topic has none at all.
+    configs = None if config_error or code else getattr(topic, "configs", None)
     partitions = getattr(topic, "num_partitions", -1)
     rf = getattr(topic, "replication_factor", -1)
     return {
@@ -431,6 +536,80 @@ def _missing_result(name: str, attempts: int) -> dict[str, Any]:
         "error_message": "the broker's response did not mention this topic",
         "attempts": attempts,
     }
+
+
+def sasl_login_error(cluster: ClusterConf, credentials: Credentials | None,
+                     kafka: KafkaConf) -> str | None:
+    """Log in once to each bootstrap server; the broker's reason if it refused the login.
+
+    kafka-python reads the broker's SaslAuthenticate error and the connection
+    close that follows it as one lost connection and keeps retrying, so a wrong
+    password looks like an unreachable cluster. This asks over a plain blocking
+    socket instead. None: not a SASL cluster, no server reachable, or the login
+    worked (the failure was something else).
+    """
+    if credentials is None or not cluster.security_protocol.startswith("SASL"):
+        return None
+    timeout_s = min(kafka.request_timeout_ms, 10000) / 1000
+    for server in cluster.bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        host = host.strip("[]")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s) as raw:
+                sock = raw
+                if cluster.security_protocol == "SASL_SSL":
+                    context = ssl.create_default_context(cafile=cluster.ssl_cafile)
+                    sock = context.wrap_socket(raw, server_hostname=host)
+                return _sasl_exchange(sock, cluster, credentials)
+        except (OSError, Errors.KafkaError, ValueError) as exc:
+            log.info("cluster %s: login probe of %s failed (%s)", cluster.name, server,
+                     type(exc).__name__)
+            continue
+    return None
+
+
+def _sasl_exchange(sock: socket.socket, cluster: ClusterConf, credentials: Credentials
+                   ) -> str | None:
+    parser = KafkaProtocol(client_id=cluster.client_id)
+
+    def call(request: Any) -> Any:
+        parser.send_request(request)
+        sock.sendall(parser.send_bytes())
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                raise Errors.KafkaConnectionError("the broker closed the connection")
+            for _, response in parser.receive_bytes(data):
+                return response
+
+    handshake = SaslHandshakeRequest(mechanism=cluster.sasl_mechanism)
+    handshake.API_VERSION = 1
+    response = call(handshake)
+    if response.error_code:
+        return (f"{error_name(response.error_code)}: the broker offers "
+                f"{', '.join(response.mechanisms)}")
+    mechanism = get_sasl_mechanism(cluster.sasl_mechanism)(
+        host=sock.getpeername()[0],
+        security_protocol=cluster.security_protocol,
+        sasl_mechanism=cluster.sasl_mechanism,
+        sasl_plain_username=credentials.username.reveal(),
+        sasl_plain_password=credentials.password.reveal(),
+    )
+    while not mechanism.is_done():
+        request = SaslAuthenticateRequest(auth_bytes=mechanism.auth_bytes())
+        request.API_VERSION = 1
+        response = call(request)
+        if response.error_code:
+            message = _without(response.error_message or "", credentials)
+            return f"{error_name(response.error_code)}: {message}".rstrip(": ")
+        mechanism.receive(response.auth_bytes)
+    return None if mechanism.is_authenticated() else "the broker's answer did not verify"
+
+
+def _without(text: str, credentials: Credentials) -> str:
+    """`text` with the password cut out, whatever a broker chose to echo."""
+    password = credentials.password.reveal()
+    return text.replace(password, "***") if password else text
 
 
 def batches(requests: Iterable[TopicRequest], batch_size: int, max_partitions: int,

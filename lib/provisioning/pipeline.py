@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,8 @@ from provisioning import admin_io
 from provisioning.audit import ATTENTION, plan_audit, result_audit
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta_io import TableRef, append, read_table, table_exists
+from provisioning.faults import Fault
+from provisioning.lock import run_lock
 from provisioning.manifests import read_manifests
 from provisioning.plan import build_plan, in_scope, prune_candidates
 from provisioning.policies import with_create_policies, with_delete_policies
@@ -46,6 +48,10 @@ class RunOptions:
     apply: bool = False
     allow_deletes: bool = False
     listing_limit: int = 500
+    fault: Fault | None = None
+    # Called with the judged PLAN rows once the plan phase is recorded and before any
+    # validate or apply request; it may raise to stop the run (a stale saved plan).
+    on_plan: Callable[[DataFrame], None] | None = None
 
 
 @dataclass
@@ -65,12 +71,16 @@ class RunResult:
 class _Audit:
     """Appends each phase's AUDIT rows to the audit table as one idempotent commit."""
 
-    def __init__(self, spark: SparkSession, table: str, run_id: str) -> None:
+    def __init__(self, spark: SparkSession, table: str, run_id: str,
+                 fault: Fault | None) -> None:
         self.spark = spark
         self.ref = TableRef(table)
         self.run_id = run_id
+        self.fault = fault
 
     def write(self, phase: str, rows: DataFrame) -> None:
+        if self.fault is not None:
+            self.fault.before_audit(phase)
         append(rows, self.ref, committed=lambda: self._has(phase))
 
     def _has(self, phase: str) -> bool:
@@ -78,10 +88,27 @@ class _Audit:
             (F.col("run_id") == self.run_id) & (F.col("phase") == phase)).isEmpty()
 
 
-def _timed(phase: str, started: float, rows: int) -> None:
+def _timed(phase: str, started: float, rows: DataFrame, by: str = "outcome") -> None:
+    """Log the phase's topic count, duration, rate and counts per `by` (outcome, cluster)."""
+    counts = {str(r[by]): int(r["n"]) for r in
+              rows.groupBy(by).agg(F.count(F.lit(1)).alias("n")).collect()}
+    total = sum(counts.values())
     elapsed = time.monotonic() - started
-    rate = f", {rows / elapsed:.1f} topics/s" if elapsed > 0 and rows else ""
-    log.info("phase %s: %d topic(s) in %.1fs%s", phase, rows, elapsed, rate)
+    rate = f", {total / elapsed:.1f} topics/s" if elapsed > 0 and total else ""
+    detail = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
+    log.info("phase %s: %d topic(s) in %.1fs%s; %s", phase, total, elapsed, rate, detail)
+
+
+class _Steps:
+    """Logs `step NAME: SECONDS (at EPOCH)` as each step of a run ends (bench/run.py reads it)."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        log.info("step %s: %.3fs (at %.3f)", name, now - self._last, time.time())
+        self._last = now
 
 
 def run_pipeline(
@@ -92,7 +119,32 @@ def run_pipeline(
     record: RunRecord,
     options: RunOptions,
 ) -> RunResult:
-    """Run plan (and validate, apply, verify as the options say); return the run's result."""
+    """Run plan (and validate, apply, verify as the options say); return the run's result.
+
+    An apply first takes the lock of every cluster it touches (LockHeld, exit 4,
+    when another run has one), before it reads anything from Kafka.
+    """
+    steps = _Steps()
+    steps.done("start")
+    if not options.apply:
+        return _run(spark, conf, clusters, credentials, record, options, steps)
+    with run_lock(spark, conf.tables.locks, [c.name for c in clusters], record.run_id,
+                  options.command, conf.run.lock_ttl_seconds):
+        steps.done("lock")
+        result = _run(spark, conf, clusters, credentials, record, options, steps)
+    steps.done("unlock")
+    return result
+
+
+def _run(
+    spark: SparkSession,
+    conf: Conf,
+    clusters: Sequence[ClusterConf],
+    credentials: Mapping[str, Credentials],
+    record: RunRecord,
+    options: RunOptions,
+    steps: _Steps,
+) -> RunResult:
     run_id = record.run_id
     names = tuple(c.name for c in clusters)
     known_clusters = tuple(conf.clusters)
@@ -100,28 +152,38 @@ def run_pipeline(
     started = time.monotonic()
     with job_description(spark, f"{options.command}: preflight"):
         states = preflight(clusters, credentials, conf.kafka)
+    steps.done("preflight")
     record.clusters = [
         {"cluster": n, "cluster_id": s.cluster_id, "brokers": len(s.broker_ids),
          "topics": None, "error": None}
         for n, s in states.items()
     ]
 
-    with job_description(spark, f"{options.command}: snapshot live metadata"):
-        live = snapshot_topics(spark, clusters, credentials, conf.kafka, run_id,
-                               {n: s.cluster_id for n, s in states.items()})
-        live = live.localCheckpoint(eager=True)
-        append(live, TableRef(conf.tables.snapshots))
-        live_in_scope = live.transform(in_scope(names, options.topics_glob, known_clusters))
-    _timed("snapshot", started, 0)
-
-    started = time.monotonic()
-    with job_description(spark, f"{options.command}: read manifests, plan, policies"):
+    # The manifests come first: a principal's topic listing leaves out what it may not
+    # describe, so the snapshot describes the manifests' topics by name as well.
+    with job_description(spark, f"{options.command}: read manifests"):
+        manifests = read_manifests(spark, conf.tables.manifests)
+        steps.done("manifest read")
         desired = (
-            read_manifests(spark, conf.tables.manifests)
+            manifests
             .transform(with_row_errors(known_clusters))
             .transform(with_duplicate_errors)
             .transform(in_scope(names, options.topics_glob, known_clusters))
         )
+
+    with job_description(spark, f"{options.command}: snapshot live metadata"):
+        live = snapshot_topics(spark, clusters, credentials, conf.kafka, run_id,
+                               {n: s.cluster_id for n, s in states.items()},
+                               wanted=desired.where(F.size("row_errors") == 0))
+        live = live.localCheckpoint(eager=True)
+        steps.done("snapshot")
+        append(live, TableRef(conf.tables.snapshots))
+        live_in_scope = live.transform(in_scope(names, options.topics_glob, known_clusters))
+        _timed("snapshot", started, live, by="cluster")
+        steps.done("snapshot write")
+
+    started = time.monotonic()
+    with job_description(spark, f"{options.command}: plan, policies"):
         plan = build_plan(desired, live_in_scope)
         if conf.deletes.prune:
             plan = plan.unionByName(
@@ -138,12 +200,17 @@ def run_pipeline(
                   .transform(lambda df: with_create_policies(df, conf.create_policies, context))
                   .transform(lambda df: with_delete_policies(df, conf.delete_policies, context)))
         plan = judged.unionByName(plan.where(~valid)).localCheckpoint(eager=True)
+        steps.done("plan and policies")
 
-    audit = _Audit(spark, conf.tables.audit, run_id)
+    audit = _Audit(spark, conf.tables.audit, run_id, options.fault)
     with job_description(spark, f"{options.command}: audit plan"):
         plan_rows = plan_audit(plan, run_id, utc_now()).localCheckpoint(eager=True)
         audit.write("plan", plan_rows)
-    _timed("plan", started, plan_rows.count())
+        _timed("plan", started, plan_rows)
+        steps.done("audit write")
+    if options.on_plan is not None:
+        with job_description(spark, f"{options.command}: saved plan"):
+            options.on_plan(plan)
 
     clean = (F.size("row_errors") == 0) & (F.size("policy_violations") == 0)
     creatable = plan.where(clean & (F.col("action") == "CREATE"))
@@ -159,9 +226,11 @@ def run_pipeline(
                                         F.lit(None).cast("int").alias("known_partitions")),
                 clusters, credentials, conf.kafka, validate_only=True,
             ).localCheckpoint(eager=True)
+            steps.done("validate")
             validated_rows = result_audit(validated, plan, run_id, utc_now())
             audit.write("validate", validated_rows)
-        _timed("validate", started, validated.count())
+            _timed("validate", started, validated)
+            steps.done("audit write")
     else:
         finals.append(plan_rows.where((F.col("outcome") == "planned")
                                       & (F.col("action") == "CREATE")))
@@ -187,16 +256,19 @@ def run_pipeline(
             to_create = creatable.select(*_REQUEST_COLUMNS).join(
                 passed, on=["cluster", "topic"], how="inner")
             applied = admin_io.send_creates(spark, to_create, clusters, credentials,
-                                            conf.kafka, validate_only=False)
+                                            conf.kafka, validate_only=False,
+                                            fault=options.fault)
             if options.allow_deletes:
                 applied = applied.unionByName(admin_io.send_deletes(
                     spark, deletable.select("cluster", "topic",
                                             F.col("live_topic_id").alias("topic_id")),
                     clusters, credentials, conf.kafka))
             applied = applied.localCheckpoint(eager=True)
+            steps.done("create")
             applied_rows = result_audit(applied, plan, run_id, utc_now())
             audit.write("apply", applied_rows)
-        _timed("apply", started, applied.count())
+            _timed("apply", started, applied)
+            steps.done("audit write")
 
         to_verify = F.col("outcome").isin("created", "unknown", "deleted")
         finals.append(applied_rows.where(~to_verify))
@@ -209,12 +281,17 @@ def run_pipeline(
                     how="inner"),
                 clusters, credentials, conf.kafka,
             ).localCheckpoint(eager=True)
+            steps.done("verify")
             verified_rows = result_audit(verified, plan, run_id, utc_now())
             audit.write("verify", verified_rows)
             finals.append(verified_rows)
-        _timed("verify", started, verified.count())
+            _timed("verify", started, verified)
+            steps.done("audit write")
 
-    return _summarize(run_id, plan, finals, options, deletes_not_allowed)
+    with job_description(spark, f"{options.command}: summarize outcomes"):
+        summary = _summarize(run_id, plan, finals, options, deletes_not_allowed)
+    steps.done("summary")
+    return summary
 
 
 def _created_by_job(spark: SparkSession, conf: Conf) -> DataFrame:
@@ -240,7 +317,10 @@ def _summarize(run_id: str, plan: DataFrame, finals: list[DataFrame], options: R
     listed = (interesting.orderBy("cluster", "topic")
               .select("cluster", "topic", "action", "phase", "outcome", "error_name",
                       "error_message", "drift", "policy_violations", "result_partitions",
-                      "result_replication_factor", "result_configs", "source_table")
+                      "result_replication_factor", "result_configs", "source_table",
+                      "source_version", "topic_id", "requested_partitions",
+                      "requested_replication_factor", "requested_configs",
+                      "requested_assignment")
               .limit(options.listing_limit).collect())
     total = sum(counts.values()) - counts.get("already_present", 0) \
         - counts.get("already_absent", 0)

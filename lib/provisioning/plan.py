@@ -3,7 +3,9 @@
 CREATE   the manifest wants the topic and the cluster lacks it
 DELETE   the manifest says `absent` and the cluster has it
 DRIFT    both have it and partitions, replication factor, assignment or configs differ
-NOOP     both agree (present and matching, or absent on both sides)
+NOOP     both agree (present and matching, or absent on both sides), or the job may
+         not see the topic (`live_error`, e.g. TOPIC_AUTHORIZATION_FAILED): it may or
+         may not exist, so the job neither creates nor deletes it nor calls it absent
 
 Drift is reported as data and never fixed here: a partition decrease or a
 replication factor change would need the topic recreated, which a
@@ -32,6 +34,7 @@ _LIVE_COLUMNS = {
     "replica_assignment": "live_replica_assignment",
     "configs": "live_configs",
     "consumer_groups": "live_consumer_groups",
+    "error_name": "live_error",
 }
 
 
@@ -135,19 +138,20 @@ def build_plan(desired: DataFrame, live: DataFrame) -> DataFrame:
     )
     joined = desired.join(live_side, on=["cluster", "topic"], how="left")
 
-    exists = F.coalesce(F.col("live_exists"), F.lit(False))
+    unseen = F.col("live_error").isNotNull()
+    exists = F.coalesce(F.col("live_exists"), F.lit(False)) & ~unseen
     wants_absent = F.coalesce(F.col("state") == "absent", F.lit(False))
     wants_present = ~wants_absent
     drift = F.when(wants_present & exists, drift_items()).otherwise(
         F.array().cast(PLAN["drift"].dataType))
     drifted = F.size("drift") > 0
 
-    create = wants_present & ~exists
+    create = wants_present & ~exists & ~unseen
     delete = wants_absent & exists
     differs = wants_present & exists & drifted
-    matches = (wants_present & exists & ~drifted) | (wants_absent & ~exists)
+    matches = (wants_present & exists & ~drifted) | (wants_absent & ~exists & ~unseen)
     action = (F.when(create, "CREATE").when(delete, "DELETE")
-              .when(differs, "DRIFT").when(matches, "NOOP"))
+              .when(differs, "DRIFT").when(matches | unseen, "NOOP"))
 
     return (
         joined

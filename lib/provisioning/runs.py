@@ -13,12 +13,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.delta_io import TableRef, append, read_table
+from provisioning.spark import job_description
 from schemas import RUNS, column_names
 
 
 def utc_now() -> dt.datetime:
-    """Naive UTC, which is what Spark's TimestampType round-trips under a UTC session."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    """Now, time-zone aware: Spark stores the instant whatever the machine's zone."""
+    return dt.datetime.now(dt.UTC)
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
@@ -68,5 +69,6 @@ def write_run(spark: SparkSession, table: str, record: RunRecord) -> None:
     """Append the run's row as one commit."""
     ref = TableRef(table)
     df = spark.createDataFrame([record.row()], RUNS)
-    append(df, ref, committed=lambda: not read_table(spark, ref).where(
-        F.col("run_id") == record.run_id).isEmpty())
+    with job_description(spark, f"{record.command}: record the run"):
+        append(df, ref, committed=lambda: not read_table(spark, ref).where(
+            F.col("run_id") == record.run_id).isEmpty())

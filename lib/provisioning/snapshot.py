@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
-from provisioning.kafka_admin import ClusterAdmin, ClusterState
+from provisioning.kafka_admin import ClusterAdmin, ClusterState, LiveTopic
 from schemas import CLUSTER_STATE, SNAPSHOT, column_names
+
+# Describe-by-name answers that mean "no such topic": it is absent, not hidden.
+_ABSENT = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "INVALID_TOPIC_EXCEPTION"})
+# Topic names per Metadata request when describing wanted topics by name.
+_DESCRIBE_CHUNK = 1000
 
 
 def preflight(
@@ -61,10 +68,25 @@ def snapshot_topics(
     kafka: KafkaConf,
     run_id: str,
     cluster_ids: Mapping[str, str | None],
+    wanted: DataFrame | None = None,
 ) -> DataFrame:
-    """Every live topic of every cluster (SNAPSHOT), one Spark task per cluster."""
+    """Every live topic of every cluster (SNAPSHOT), one Spark task per cluster.
+
+    wanted: (cluster, topic) rows, the manifests' topics. A listing shows a
+      principal only the topics it may describe, so each wanted topic the listing
+      lacks is described by name: absent ones leave no row, and one the principal
+      may not see gets a row with `error_name` (TOPIC_AUTHORIZATION_FAILED) rather
+      than passing for absent.
+    """
     if not clusters:
         return spark.createDataFrame([], SNAPSHOT)
+    names = [c.name for c in clusters]
+    # One marker row per cluster, so a cluster no wanted row names is still listed.
+    work = spark.createDataFrame([(n, None) for n in names], "cluster string, topic string")
+    if wanted is not None:
+        work = work.unionByName(
+            wanted.where(F.col("cluster").isin(*names) & F.col("topic").isNotNull())
+            .select("cluster", "topic").distinct())
     task = functools.partial(
         _snapshot_partition,
         clusters={c.name: c for c in clusters},
@@ -74,13 +96,14 @@ def snapshot_topics(
         cluster_ids=dict(cluster_ids),
         taken_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
     )
-    names = [c.name for c in clusters]
-    rdd = spark.sparkContext.parallelize(names, numSlices=len(names)).mapPartitions(task)
+    rdd = (work.repartition(len(names), "cluster")
+           .sortWithinPartitions("cluster", F.col("topic").asc_nulls_first())
+           .rdd.mapPartitions(task))
     return spark.createDataFrame(rdd, SNAPSHOT)
 
 
 def _snapshot_partition(
-    names: Iterator[str],
+    rows: Iterator[Row],
     clusters: Mapping[str, ClusterConf],
     credentials: Mapping[str, Credentials],
     kafka: KafkaConf,
@@ -88,33 +111,54 @@ def _snapshot_partition(
     cluster_ids: Mapping[str, str | None],
     taken_at: dt.datetime,
 ) -> Iterator[tuple[Any, ...]]:
-    for name in names:
+    for name, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
+        wanted = (r["topic"] for r in group if r["topic"] is not None)
         with ClusterAdmin(clusters[name], credentials.get(name), kafka) as admin:
-            yield from snapshot_rows(admin, run_id, cluster_ids.get(name), taken_at)
+            yield from snapshot_rows(admin, run_id, cluster_ids.get(name), taken_at, wanted)
 
 
 def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
-                  taken_at: dt.datetime) -> Iterator[tuple[Any, ...]]:
-    """SNAPSHOT rows for every topic the admin client can see."""
+                  taken_at: dt.datetime, wanted: Iterable[str] = ()
+                  ) -> Iterator[tuple[Any, ...]]:
+    """SNAPSHOT rows for every topic the admin client can list, then for each `wanted`
+    topic the listing lacked that is not absent (hidden from this principal, or new)."""
     topics = admin.describe_topics()
-    described = [t.name for t in topics if t.error_name is None]
-    configs = admin.topic_configs(described)
+    listed = {t.name for t in topics}
     in_use = admin.topics_in_use()
-    cols = column_names(SNAPSHOT)
-    for t in sorted(topics, key=lambda t: t.name):
-        row = {
-            "run_id": run_id,
-            "cluster": admin.cluster.name,
-            "cluster_id": cluster_id,
-            "topic": t.name,
-            "topic_id": t.topic_id,
-            "internal": t.internal,
-            "partitions": t.partitions,
-            "replication_factor": t.replication_factor,
-            "replica_assignment": t.replica_assignment,
-            "configs": configs.get(t.name),
-            "consumer_groups": in_use.get(t.name, []),
-            "error_name": t.error_name,
-            "snapshot_at": taken_at,
-        }
-        yield tuple(row[c] for c in cols)
+    row = functools.partial(_row, admin, run_id, cluster_id, taken_at, in_use)
+    yield from _rows_of(admin, sorted(topics, key=lambda t: t.name), row)
+    unlisted = (name for name in wanted if name not in listed)
+    while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
+        found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
+        yield from _rows_of(admin, found, row)
+
+
+def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any
+             ) -> Iterator[tuple[Any, ...]]:
+    configs = admin.topic_configs([t.name for t in topics if t.error_name is None])
+    for t in topics:
+        yield row(t, configs.get(t.name))
+
+
+def _row(admin: ClusterAdmin, run_id: str, cluster_id: str | None, taken_at: dt.datetime,
+         in_use: Mapping[str, list[str]] | None, t: LiveTopic,
+         configs: list[dict[str, Any]] | None) -> tuple[Any, ...]:
+    # Unknown stays null: configs the broker would not show, groups this principal
+    # cannot all see, and everything about a topic it may not describe.
+    visible = t.error_name is None
+    values = {
+        "run_id": run_id,
+        "cluster": admin.cluster.name,
+        "cluster_id": cluster_id,
+        "topic": t.name,
+        "topic_id": t.topic_id,
+        "internal": t.internal,
+        "partitions": t.partitions,
+        "replication_factor": t.replication_factor,
+        "replica_assignment": t.replica_assignment,
+        "configs": configs,
+        "consumer_groups": in_use.get(t.name, []) if in_use is not None and visible else None,
+        "error_name": t.error_name,
+        "snapshot_at": taken_at,
+    }
+    return tuple(values[c] for c in column_names(SNAPSHOT))

@@ -67,5 +67,32 @@ def test_results_take_the_request_from_the_plan(spark: SparkSession) -> None:
     expected = audit_df(spark, [audit(
         "new", "CREATE", "apply", "created", topic_id="id-new", error_code=0,
         error_name="NONE", requested_partitions=3, requested_configs={"a": "b"},
-        result_partitions=3, result_replication_factor=1, result_configs=returned)])
+        result_partitions=3, result_replication_factor=1, result_configs=returned,
+        attempts=1)])
     assert_df_equality(result_audit(results, plan, "r1", AT), expected, ignore_nullable=True)
+
+
+def test_topic_the_job_may_not_see_fails_in_the_plan_whatever_the_manifest_says(
+        spark: SparkSession) -> None:
+    hidden = "TOPIC_AUTHORIZATION_FAILED"
+    plan = plan_df(spark, [
+        row("h1", "NOOP", partitions=2, live_error=hidden),
+        row("h2", "NOOP", state="absent", live_error=hidden),
+        row("h3", "NOOP", row_errors=["partitions: 0 is not > 0"], live_error=hidden),
+    ])
+
+    def message(topic: str) -> str:
+        return (f"the job may not see topic {topic} on cluster local ({hidden}): it may or may "
+                "not exist, so it was neither created, deleted nor compared; grant the job's "
+                "principal Describe and DescribeConfigs on it (README: Least privilege)")
+
+    expected = audit_df(spark, [
+        audit("h1", "NOOP", "plan", "failed", error_name=hidden, error_message=message("h1"),
+              requested_partitions=2),
+        audit("h2", "NOOP", "plan", "failed", error_name=hidden, error_message=message("h2")),
+        # a bad manifest row is reported as such first
+        audit("h3", "NOOP", "plan", "rejected", error_name="INVALID_MANIFEST_ROW",
+              error_message="partitions: 0 is not > 0"),
+    ])
+    assert_df_equality(plan_audit(plan, "r1", AT), expected, ignore_row_order=True,
+                       ignore_nullable=True)

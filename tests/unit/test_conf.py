@@ -49,7 +49,9 @@ def test_minimal_conf_gets_defaults() -> None:
         audit="warehouse/topic_audit",
         runs="warehouse/provision_runs",
         snapshots="warehouse/topic_snapshots",
+        locks="warehouse/provision_runs_locks",
     )
+    assert conf.run.lock_ttl_seconds == 600
     assert conf.kafka == KafkaConf()
     assert conf.deletes.protected == DEFAULT_PROTECTED_TOPICS
     assert conf.deletes.max_per_cluster == 10
@@ -84,7 +86,7 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "extra": 1,
     }
     assert _problems(data) == [
-        "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, policies)",
+        "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, policies, run)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
@@ -181,3 +183,62 @@ def test_yaml_round_trip_of_local_conf_has_no_secret_keys() -> None:
     raw = yaml.safe_load((REPO / "conf" / "local.yaml").read_text())
     cluster = raw["clusters"]["local"]
     assert cluster["sasl_username_env"] is None and cluster["sasl_password_env"] is None
+
+
+# --- TLS and SASL settings (issue 5) ----------------------------------------------------------
+
+
+def _with_cluster(**settings: object) -> dict[str, object]:
+    return {**MINIMAL, "clusters": {"prod": {"bootstrap_servers": "127.0.0.1:9093", **settings}}}
+
+
+def test_missing_ssl_cafile_is_a_conf_error_naming_the_key(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "ca.pem"
+    assert _problems(_with_cluster(security_protocol="SSL", ssl_cafile=str(missing))) == [
+        f"clusters.prod.ssl_cafile: no such file: {missing} (relative paths are taken from "
+        "the directory the job runs in)"]
+
+
+def test_ssl_cafile_reaches_the_kafka_client_settings(tmp_path: Path) -> None:
+    from provisioning.conf import Credentials
+    from provisioning.kafka_admin import client_settings
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    conf = parse_conf(_with_cluster(
+        security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", ssl_cafile=str(ca),
+        sasl_username_env="U", sasl_password_env="P"), "test.yaml")
+    creds = Credentials(Secret("job"), Secret("s3cret-pw"))
+
+    settings = client_settings(conf.clusters["prod"], creds, KafkaConf())
+
+    assert {k: settings[k] for k in ("security_protocol", "sasl_mechanism", "ssl_cafile",
+                                     "sasl_plain_username", "sasl_plain_password")} == {
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "ssl_cafile": str(ca), "sasl_plain_username": "job", "sasl_plain_password": "s3cret-pw"}
+    # the settings hold the password for kafka-python, but never show it
+    assert "s3cret-pw" not in repr(settings) and "s3cret-pw" not in str(settings)
+    assert "s3cret-pw" not in repr(creds)
+
+
+def test_tls_and_sasl_keys_that_the_protocol_ignores_are_errors(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    assert _problems(_with_cluster(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_username_env="U",
+        sasl_password_env="P", ssl_cafile=str(ca))) == [
+        "clusters.prod.ssl_cafile: only used when security_protocol is SSL or SASL_SSL, not "
+        "SASL_PLAINTEXT"]
+    assert _problems(_with_cluster(sasl_mechanism="PLAIN", sasl_password_env="P")) == [
+        "clusters.prod.sasl_mechanism: only used when security_protocol is SASL_PLAINTEXT or "
+        "SASL_SSL, not PLAINTEXT",
+        "clusters.prod.sasl_password_env: only used when security_protocol is SASL_PLAINTEXT "
+        "or SASL_SSL, not PLAINTEXT"]
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_every_sasl_mechanism_is_accepted(mechanism: str) -> None:
+    conf = parse_conf(_with_cluster(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
+        sasl_username_env="U", sasl_password_env="P"), "test.yaml")
+    assert conf.clusters["prod"].sasl_mechanism == mechanism

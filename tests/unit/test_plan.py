@@ -162,3 +162,30 @@ def test_prune_only_topics_this_job_created_with_the_same_id(spark: SparkSession
         "source_table": "prune", "source_version": None,
         **LIVE_COLUMNS, "live_topic_id": "id-ours"}])
 
+
+
+# --- topics the job's principal may not describe ----------------------------------------------
+
+HIDDEN = {"cluster": "local", "topic": "h", "error_name": "TOPIC_AUTHORIZATION_FAILED"}
+
+
+def test_present_topic_that_cannot_be_described_is_not_created(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "h", "partitions": 2}
+    expect(spark, plan_of(spark, [desired], [HIDDEN]), [{
+        **desired, "action": "NOOP", "live_error": "TOPIC_AUTHORIZATION_FAILED"}])
+
+
+def test_absent_topic_that_cannot_be_described_is_not_deleted(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "h", "state": "absent"}
+    expect(spark, plan_of(spark, [desired], [HIDDEN]), [{
+        **desired, "action": "NOOP", "live_error": "TOPIC_AUTHORIZATION_FAILED"}])
+
+
+def test_a_hidden_topic_does_not_affect_visible_ones(spark: SparkSession) -> None:
+    desired = [{"cluster": "local", "topic": "h"}, {"cluster": "local", "topic": "new"},
+               {"cluster": "local", "topic": "t", "state": "absent"}]
+    expect(spark, plan_of(spark, desired, [HIDDEN, LIVE]), [
+        {**desired[0], "action": "NOOP", "live_error": "TOPIC_AUTHORIZATION_FAILED"},
+        {**desired[1], "action": "CREATE"},
+        {**desired[2], **LIVE_COLUMNS, "action": "DELETE"},
+    ])

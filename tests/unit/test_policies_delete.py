@@ -35,9 +35,9 @@ def context(spark: SparkSession, protected: Sequence[str] = DEFAULT_PROTECTED_TO
 
 
 def delete(topic: str, *violations: dict[str, str], **cols: Any) -> dict[str, Any]:
-    """A DELETE row on cluster local (unless `cluster=` says otherwise)."""
-    return {"cluster": "local", "topic": topic, "action": "DELETE", "state": "absent", **cols,
-            "policy_violations": list(violations)}
+    """A DELETE row on cluster local (unless `cluster=` says otherwise), no consumer group."""
+    return {"cluster": "local", "topic": topic, "action": "DELETE", "state": "absent",
+            "live_consumer_groups": [], **cols, "policy_violations": list(violations)}
 
 
 def create(topic: str, **cols: Any) -> dict[str, Any]:
@@ -58,6 +58,13 @@ def _in_use(topic: str, groups: str) -> dict[str, str]:
                      f"topic {topic} is in use: consumer group(s) {groups} have committed "
                      "offsets on it; stop them and delete the groups, or set `force: true` on "
                      "its manifest row to delete it anyway")
+
+
+def _groups_unknown(topic: str) -> dict[str, str]:
+    return violation("topic_in_use",
+                     f"cannot tell whether topic {topic} is in use: the job's principal may not "
+                     "see every consumer group; grant it Describe on Group '*' (or on the "
+                     "cluster), or set `force: true` on its manifest row to delete it anyway")
 
 
 def _capped(planned: int, cluster: str, cap: int) -> dict[str, str]:
@@ -177,14 +184,15 @@ def test_deny_listed_topic_is_never_deleted_and_the_message_says_deny_list(
 def test_topic_with_consumer_groups_is_not_deleted(spark: SparkSession) -> None:
     plan = plan_df(spark, [delete("used", live_consumer_groups=["svc-b", "svc-a"]),
                            delete("idle", live_consumer_groups=[]),
-                           delete("unknown")])
+                           delete("unknown", live_consumer_groups=None)])
 
     out = plan.transform(topic_in_use({}, context(spark)))
 
     assert_plan(out, spark, [
         delete("used", _in_use("used", "svc-a, svc-b"), live_consumer_groups=["svc-b", "svc-a"]),
         delete("idle", live_consumer_groups=[]),
-        delete("unknown"),
+        # null: the job's principal may not see every group, so nobody can tell
+        delete("unknown", _groups_unknown("unknown"), live_consumer_groups=None),
     ])
 
 
@@ -324,3 +332,11 @@ def test_custom_delete_policy_returning_other_columns_is_a_clear_error(
         f"policies.delete[2] (custom): the DataFrame custom delete policy "
         f"'{EXAMPLE}:drops_owner' returned does not have exactly the PLAN columns (names, "
         f"order, types): missing columns: owner; extra columns: note")
+
+
+def test_force_deletes_a_topic_whose_groups_are_unknown(spark: SparkSession) -> None:
+    rows = [delete("hidden-groups", force=True, live_consumer_groups=None)]
+
+    out = plan_df(spark, rows).transform(topic_in_use({}, context(spark)))
+
+    assert_plan(out, spark, rows)

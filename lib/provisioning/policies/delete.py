@@ -3,7 +3,8 @@ configurable ones.
 
 Always on, in this order: protected_topics (internal topics, the built-in globs
 `__*`, `_schemas`, `connect-*` plus context.protected, and context.deny_list),
-topic_in_use (committed consumer-group offsets, unless the row says `force`),
+topic_in_use (committed consumer-group offsets, or unknown because the job's principal
+may not see every consumer group; unless the row says `force`),
 max_deletes_per_cluster (counts only deletions the first two let through).
 
 Configurable (conf `policies.delete: [{name: ..., <params>}]`):
@@ -76,7 +77,11 @@ def protected_topics(params: Mapping[str, Any], context: PolicyContext) -> Trans
 
 
 def topic_in_use(params: Mapping[str, Any], context: PolicyContext) -> Transform:
-    """A topic with committed consumer-group offsets is in use; `force` overrides."""
+    """A topic with committed consumer-group offsets is in use; `force` overrides.
+
+    A DELETE's live consumer groups are null when the job's principal may not see
+    every group (SNAPSHOT.consumer_groups): then nobody can tell, and it is refused too.
+    """
 
     def transform(df: DataFrame) -> DataFrame:
         groups = F.col("live_consumer_groups")
@@ -86,7 +91,13 @@ def topic_in_use(params: Mapping[str, Any], context: PolicyContext) -> Transform
             "topic %s is in use: consumer group(s) %s have committed offsets on it; stop them "
             "and delete the groups, or set `force: true` on its manifest row to delete it "
             "anyway", F.col("topic"), listed(groups))
-        return _plan(with_violation(df, "topic_in_use", in_use, message))
+        unknown = is_delete() & groups.isNull() & ~forced
+        unknown_message = F.format_string(
+            "cannot tell whether topic %s is in use: the job's principal may not see every "
+            "consumer group; grant it Describe on Group '*' (or on the cluster), or set "
+            "`force: true` on its manifest row to delete it anyway", F.col("topic"))
+        judged = with_violation(df, "topic_in_use", in_use, message)
+        return _plan(with_violation(judged, "topic_in_use", unknown, unknown_message))
 
     return transform
 

@@ -1,0 +1,379 @@
+"""`make bench`: the job against a plain kafka-python floor and a per-topic loop, side by side.
+
+    .venv/bin/python bench/run.py                      # everything, as BENCHMARKS.md reports it
+    .venv/bin/python bench/run.py --only broker --cases 1000x1 --reps 1 --methods job
+    .venv/bin/python bench/run.py --only plan --plan-rows 100000,300000,1000000
+    .venv/bin/python bench/run.py --only pipelining
+
+Three parts, each writing JSON under the results directory and a Markdown summary:
+
+broker      one fresh local KRaft broker (devkafka.KafkaCluster) per measured run, for each
+            case (topics x partitions) and method, methods interleaved within a repetition:
+              floor  bench/kafka_direct.py floor (batched validateOnly + batched create)
+              loop   bench/kafka_direct.py loop  (one CreateTopics per topic, sequential)
+              job    ./spark-submit.sh jobs/provision_topics.py apply --conf ... --json
+            end points, all from the moment the harness launched the process:
+              acknowledged  the create responses are back
+              ready         every partition of every topic has a leader
+            plus the job's own step timings (the `step ...` lines pipeline.py logs).
+plan        bench/plan_scale.py: the plan with every policy on synthetic rows, no broker.
+pipelining  bench/pipelining.py: sequential vs concurrent CreateTopics batches on one client.
+
+Nothing here asserts a time: it measures, records the machine's load next to every
+figure, and prints the medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "lib"), str(REPO)]
+
+from provisioning.devkafka import KafkaCluster  # noqa: E402
+
+PY = sys.executable
+SUBMIT = REPO / "spark-submit.sh"
+JOB = REPO / "jobs" / "provision_topics.py"
+LOAD = REPO / "jobs" / "load_manifest.py"
+METHODS = ("floor", "loop", "job")
+# The job's step lines, in the order a run logs them (pipeline.py `_step`).
+STEP = re.compile(r"step (?P<name>[a-z_ ]+): (?P<secs>[0-9.]+)s \(at (?P<at>[0-9.]+)\)")
+
+
+def loadavg() -> list[float]:
+    return [float(x) for x in os.getloadavg()]
+
+
+# -- machine and versions ---------------------------------------------------------------
+
+def machine() -> dict[str, Any]:
+    mem_kb = 0
+    model = platform.processor()
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cores": os.cpu_count(), "memory_gib": round(mem_kb / 1024 / 1024, 1),
+            "cpu": model, "kernel": platform.release(), "python": platform.python_version()}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    kafka_jar = sorted((REPO / ".cache" / "jars" / "kafka").glob("kafka_2.13-*.jar"))
+    delta_jar = sorted((REPO / ".cache" / "jars" / "delta").glob("delta-spark_*.jar"))
+    return {
+        "pyspark": version("pyspark"),
+        "delta-spark (python)": version("delta-spark"),
+        "delta jar": delta_jar[0].name if delta_jar else "missing",
+        "kafka-python": version("kafka-python"),
+        "kafka broker": kafka_jar[0].name.removeprefix("kafka_2.13-").removesuffix(".jar")
+        if kafka_jar else "missing",
+        "java": java.splitlines()[0] if java else "unknown",
+    }
+
+
+# -- one measured run -------------------------------------------------------------------
+
+def _start_broker(base: Path, heap_mb: int) -> KafkaCluster:
+    cluster = KafkaCluster(base, nodes=1, heap_mb=heap_mb)
+    cluster.start(timeout_s=120)
+    return cluster
+
+
+def run_direct(mode: str, bootstrap: str, topics: int, partitions: int,
+               batch_size: int) -> dict[str, Any]:
+    cmd = [PY, str(REPO / "bench" / "kafka_direct.py"), mode, "--bootstrap", bootstrap,
+           "--topics", str(topics), "--partitions", str(partitions),
+           "--batch-size", str(batch_size)]
+    launched = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    exited = time.time()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{mode} failed ({proc.returncode}): {proc.stdout[-2000:]}"
+                           f"{proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {
+        "acknowledged": out["acknowledged"] - launched,
+        "ready": out["ready"] - launched,
+        "validated": out["validated"] - launched,
+        "connected": out["connected"] - launched,
+        "exit": exited - launched,
+        "requests": out["requests"],
+        "command": " ".join(cmd),
+    }
+
+
+def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int) -> Path:
+    path.write_text(json.dumps({
+        "clusters": {"local": {"bootstrap_servers": bootstrap}},
+        "tables": {
+            "manifests": [str(warehouse / "desired_topics")],
+            "audit": str(warehouse / "topic_audit"),
+            "runs": str(warehouse / "provision_runs"),
+            "snapshots": str(warehouse / "topic_snapshots"),
+        },
+        "kafka": {"request_timeout_ms": 120000, "operation_timeout_ms": 60000,
+                  "batch_size": batch_size, "verify_timeout_ms": 300000},
+        "spark": {"settings": {"spark.sql.session.timeZone": "UTC"}},
+    }, indent=2))
+    return path
+
+
+def prepare_manifest(work: Path, topics: int, partitions: int) -> Path:
+    """A Delta manifest table of `topics` rows, written once per case by load_manifest.py."""
+    table = work / f"manifest-{topics}x{partitions}"
+    if (table / "_delta_log").exists():
+        return table
+    rows = [{"cluster": "local", "topic": f"job.{i:07d}", "partitions": partitions,
+             "replication_factor": 1, "owner": "bench"} for i in range(topics)]
+    source = work / f"manifest-{topics}x{partitions}.json"
+    source.write_text(json.dumps(rows))
+    proc = subprocess.run([str(SUBMIT), str(LOAD), "--source", str(source),
+                           "--table", str(table)], capture_output=True, text=True,
+                          timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"load_manifest failed: {proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return table
+
+
+def parse_steps(output: str) -> list[dict[str, Any]]:
+    return [{"step": m["name"], "secs": float(m["secs"]), "at": float(m["at"])}
+            for m in STEP.finditer(output)]
+
+
+def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
+            spark_args: Sequence[str], env: Mapping[str, str] | None = None
+            ) -> dict[str, Any]:
+    warehouse = work / "warehouse"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    warehouse.mkdir(parents=True)
+    shutil.copytree(manifest, warehouse / "desired_topics")
+    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size)
+    cmd = [str(SUBMIT), *spark_args, str(JOB), "apply", "--conf", str(conf), "--json"]
+    launched = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, cwd=work,
+                          env={**os.environ, **(env or {})})
+    exited = time.time()
+    output = proc.stdout + proc.stderr
+    (work / "job.log").write_text(output)
+    if proc.returncode != 0:
+        raise RuntimeError(f"job failed ({proc.returncode}): {output[-4000:]}")
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    steps = parse_steps(output)
+    at = {s["step"]: s["at"] - launched for s in steps}
+    secs: dict[str, float] = {}
+    for s in steps:
+        secs[s["step"]] = secs.get(s["step"], 0.0) + s["secs"]
+    if "create" not in at or "verify" not in at:
+        raise RuntimeError(f"no step lines in the job's output: {output[-3000:]}")
+    return {
+        "acknowledged": at["create"],
+        "ready": at["verify"],
+        "exit": exited - launched,
+        "session": at.get("start"),
+        "steps": secs,
+        "counts": doc.get("counts"),
+        "run_id": doc.get("run_id"),
+        "command": " ".join(cmd),
+    }
+
+
+def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argparse.Namespace,
+            manifest: Path | None) -> dict[str, Any]:
+    topics, partitions = case
+    work = root / f"{method}-{topics}x{partitions}-r{rep}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    before = loadavg()
+    cluster = _start_broker(work / "kafka", args.broker_heap_mb)
+    try:
+        if method == "job":
+            assert manifest is not None
+            result = run_job(work, cluster.bootstrap_servers, manifest, args.batch_size,
+                             args.spark_arg)
+        else:
+            result = run_direct(method, cluster.bootstrap_servers, topics, partitions,
+                                args.batch_size)
+    finally:
+        cluster.stop()
+    result.update(method=method, topics=topics, partitions=partitions, rep=rep,
+                  load_before=before, load_after=loadavg())
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+# -- summaries --------------------------------------------------------------------------
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple[int, int]]
+                     ) -> tuple[list[dict[str, Any]], str]:
+    rows: list[dict[str, Any]] = []
+    lines = ["| topics x partitions | method | runs | acknowledged s (median) | ready s (median)"
+             " | all runs ack / ready s | load before (1m) |",
+             "|---|---|---|---|---|---|---|"]
+    for case in cases:
+        per: dict[str, dict[str, Any]] = {}
+        for method in METHODS:
+            runs = [r for r in results if r["method"] == method
+                    and (r["topics"], r["partitions"]) == case]
+            if not runs:
+                continue
+            entry = {
+                "topics": case[0], "partitions": case[1], "method": method, "runs": len(runs),
+                "acknowledged": median([r["acknowledged"] for r in runs]),
+                "ready": median([r["ready"] for r in runs]),
+                "exit": median([r["exit"] for r in runs]),
+            }
+            if method == "job":
+                names = list(dict.fromkeys(k for r in runs for k in r["steps"]))
+                entry["steps"] = {n: median([r["steps"].get(n, 0.0) for r in runs])
+                                  for n in names}
+                entry["session"] = median([r["session"] for r in runs if r["session"]])
+            per[method] = entry
+            rows.append(entry)
+            all_runs = ", ".join(f"{r['acknowledged']:.1f}/{r['ready']:.1f}" for r in runs)
+            loads = ", ".join(f"{r['load_before'][0]:.2f}" for r in runs)
+            lines.append(f"| {case[0]:,} x {case[1]} | {method} | {len(runs)} | "
+                         f"{entry['acknowledged']:.1f} | {entry['ready']:.1f} | {all_runs} | "
+                         f"{loads} |")
+        if "job" in per and "floor" in per:
+            job, floor = per["job"], per["floor"]
+            for end in ("acknowledged", "ready"):
+                lines.append(
+                    f"|  | job/floor ({end}) | | {job[end] / floor[end]:.1f}x | | "
+                    f"job - floor = {job[end] - floor[end]:.1f} s, of which session start "
+                    f"{job['session']:.1f} s | |")
+        if "job" in per and "loop" in per:
+            job, loop = per["job"], per["loop"]
+            for end in ("acknowledged", "ready"):
+                lines.append(f"|  | loop/job ({end}) | | {loop[end] / job[end]:.1f}x | | | |")
+    steps = [r for r in rows if r["method"] == "job"]
+    if steps:
+        names = list(dict.fromkeys(k for r in steps for k in r["steps"]))
+        lines += ["", "Job steps (median seconds; `start` = launch to pipeline start: "
+                  "JVM, Python, SparkSession):", "",
+                  "| step | " + " | ".join(f"{r['topics']:,} x {r['partitions']}" for r in steps)
+                  + " |", "|---|" + "---|" * len(steps)]
+        lines.append("| start (session) | " + " | ".join(f"{r['session']:.1f}" for r in steps)
+                     + " |")
+        for n in names:
+            lines.append(f"| {n} | " + " | ".join(f"{r['steps'].get(n, 0.0):.1f}"
+                                                  for r in steps) + " |")
+    return rows, "\n".join(lines)
+
+
+# -- parts ------------------------------------------------------------------------------
+
+def broker_part(args: argparse.Namespace, out: Path) -> str:
+    cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
+    methods = [m for m in args.methods.split(",") if m]
+    root = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    results: list[dict[str, Any]] = []
+    raw = out / "broker_runs.json"
+    for case in cases:
+        manifest = prepare_manifest(root, *case) if "job" in methods else None
+        for rep in range(1, args.reps + 1):
+            for method in methods:
+                if method == "loop" and case[0] > args.loop_limit:
+                    continue
+                print(f"[{dt.datetime.now():%H:%M:%S}] {method} {case[0]}x{case[1]} rep {rep} "
+                      f"(load {loadavg()[0]:.2f})", flush=True)
+                result = measure(method, case, rep, root, args, manifest)
+                print(f"    acknowledged {result['acknowledged']:.1f}s ready "
+                      f"{result['ready']:.1f}s exit {result['exit']:.1f}s", flush=True)
+                results.append(result)
+                raw.write_text(json.dumps(results, indent=1))
+    rows, table = summarize_broker(results, [c for c in cases])  # type: ignore[misc]
+    (out / "broker_summary.json").write_text(json.dumps(rows, indent=1))
+    if not args.work and not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return table
+
+
+def script_part(script: str, extra: Sequence[str], out: Path, name: str) -> str:
+    cmd = [PY, str(REPO / "bench" / script), "--out", str(out / f"{name}.json"), *extra]
+    print(f"[{dt.datetime.now():%H:%M:%S}] {' '.join(cmd)} (load {loadavg()[0]:.2f})",
+          flush=True)
+    proc = subprocess.run(cmd, text=True, capture_output=True, timeout=7200)
+    sys.stdout.write(proc.stdout[-6000:])
+    if proc.returncode != 0:
+        raise RuntimeError(f"{script} failed: {proc.stderr[-4000:]}")
+    return (out / f"{name}.md").read_text() if (out / f"{name}.md").exists() else proc.stdout
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=("broker", "plan", "pipelining"), action="append",
+                        help="run only this part (repeatable); default: all")
+    parser.add_argument("--cases", default="1000x1,10000x1,1000x3",
+                        help="TOPICSxPARTITIONS,... (default %(default)s)")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--loop-limit", type=int, default=10000,
+                        help="skip the per-topic loop above this many topics")
+    parser.add_argument("--batch-size", type=int, default=1000,
+                        help="topics per CreateTopics (the job's kafka.batch_size and the floor's)")
+    parser.add_argument("--broker-heap-mb", type=int, default=1024)
+    parser.add_argument("--spark-arg", action="append", default=[],
+                        help="extra spark-submit argument for the job (repeatable)")
+    parser.add_argument("--plan-rows", default="100000,300000,1000000")
+    parser.add_argument("--work", default=None, help="keep run directories here")
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results"))
+    args = parser.parse_args(argv)
+    parts = args.only or ["broker", "plan", "pipelining"]
+
+    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    out = Path(args.out) / stamp
+    out.mkdir(parents=True, exist_ok=True)
+    header = {"started": stamp, "machine": machine(), "versions": versions(),
+              "load_at_start": loadavg(), "argv": [sys.argv[0], *(argv or sys.argv[1:])]}
+    (out / "environment.json").write_text(json.dumps(header, indent=1))
+    print(json.dumps(header, indent=1), flush=True)
+    sections = [f"# bench {stamp}", "", "```", json.dumps(header, indent=1), "```", ""]
+    if "broker" in parts:
+        sections += ["## one broker: floor, per-topic loop, job", "", broker_part(args, out), ""]
+    if "pipelining" in parts:
+        sections += ["## pipelining CreateTopics within one cluster", "",
+                     script_part("pipelining.py", [], out, "pipelining"), ""]
+    if "plan" in parts:
+        sections += ["## plan only, synthetic, no broker", "",
+                     script_part("plan_scale.py", ["--rows", args.plan_rows], out, "plan"), ""]
+    sections += [f"load at the end: {loadavg()}"]
+    summary = "\n".join(sections)
+    (out / "summary.md").write_text(summary + "\n")
+    print(summary)
+    print(f"\nresults in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Example Airflow DAG: plan, decide, then apply exactly the plan that was made.
+
+    plan ──► anything_to_apply ──► apply
+
+- `plan` runs `provision_topics.py plan --out PLAN_FILE` with SparkSubmitOperator.
+  Any non-zero exit fails the task, and the apply never runs: 1 means some topics
+  were rejected (invalid manifest row, broker refused them in the validateOnly
+  pass) or blocked by a policy, and a person has to look; 2, 3 and 4 are bad conf,
+  an unreachable cluster and a held lock.
+- `anything_to_apply` (ShortCircuitOperator) reads the saved plan and skips the
+  apply when the plan recorded a non-zero exit code or holds nothing the apply
+  would do (no clean CREATE, nor a clean DELETE when deletes are allowed).
+- `apply` runs `provision_topics.py apply --plan PLAN_FILE`: the job plans again
+  and exits 2 before any request reaches Kafka if the fresh plan differs from the
+  saved one (the manifests, the conf or the cluster changed in between).
+
+Deployment settings come from the environment of the scheduler and workers, read
+when the DAG file is parsed (this file needs nothing but Airflow, the Spark
+provider and the standard library):
+
+- PROVISIONING_HOME (/opt/topic-provisioning): the checkout with jobs/provision_topics.py.
+- PROVISIONING_CONF ($PROVISIONING_HOME/conf/local.yaml): the job's YAML conf.
+- PROVISIONING_PY_FILES ($PROVISIONING_HOME/dist/provisioning.zip): a zip of
+  lib/provisioning and schemas (what spark-submit.sh builds into .cache/dist).
+- PROVISIONING_PLAN_DIR ($PROVISIONING_HOME/plans): where plans are saved, on
+  storage that the Spark driver and the Airflow workers share.
+- PROVISIONING_DELTA_JARS (unset): comma-separated local Delta jars; when unset,
+  Delta comes with --packages PROVISIONING_DELTA_PACKAGE
+  (io.delta:delta-spark_4.2_2.13:4.4.0) from a Maven repository.
+- PROVISIONING_SPARK_CONN_ID (spark_default): the Airflow connection naming the master.
+- PROVISIONING_SPARK_CONF ({}): a JSON object of extra Spark properties.
+- PROVISIONING_DRIVER_MEMORY (unset): spark-submit --driver-memory.
+- PROVISIONING_ALLOW_DELETES (false): `true` passes --allow-deletes to the apply.
+- PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.
+
+SASL credentials reach the job as the environment variables its conf names
+(`sasl_username_env`, `sasl_password_env`): set them in the worker's
+environment; they never appear in this file, the task arguments or the logs.
+The job's Python (PYSPARK_PYTHON) needs the project's packages installed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.standard.operators.python import ShortCircuitOperator
+from airflow.sdk import DAG
+
+DAG_ID = "provision_topics"
+PLAN_FORMAT = "topic-provisioning-plan/1"
+
+HOME = os.environ.get("PROVISIONING_HOME", "/opt/topic-provisioning")
+CONF = os.environ.get("PROVISIONING_CONF", f"{HOME}/conf/local.yaml")
+PY_FILES = os.environ.get("PROVISIONING_PY_FILES", f"{HOME}/dist/provisioning.zip")
+PLAN_DIR = os.environ.get("PROVISIONING_PLAN_DIR", f"{HOME}/plans")
+DELTA_JARS = os.environ.get("PROVISIONING_DELTA_JARS") or None
+DELTA_PACKAGE = os.environ.get("PROVISIONING_DELTA_PACKAGE",
+                               "io.delta:delta-spark_4.2_2.13:4.4.0")
+SPARK_CONN_ID = os.environ.get("PROVISIONING_SPARK_CONN_ID", "spark_default")
+DRIVER_MEMORY = os.environ.get("PROVISIONING_DRIVER_MEMORY") or None
+ALLOW_DELETES = os.environ.get("PROVISIONING_ALLOW_DELETES", "false").lower() == "true"
+SCHEDULE = os.environ.get("PROVISIONING_SCHEDULE") or None
+
+SPARK_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # The admin step talks to Kafka: a speculative duplicate would send requests twice.
+    "spark.speculation": "false",
+    **json.loads(os.environ.get("PROVISIONING_SPARK_CONF") or "{}"),
+}
+
+# One file per DAG run, so a rerun of `apply` reads the plan of its own DAG run.
+PLAN_FILE = PLAN_DIR + "/" + DAG_ID + "/{{ run_id | replace(':', '-') | replace('+', '-') }}.json"
+
+
+def plan_verdict(plan_file: str, allow_deletes: bool) -> tuple[bool, str]:
+    """Whether the saved plan should be applied, and why (pure: reads only the file)."""
+    path = Path(plan_file)
+    if not path.exists():
+        return False, f"no saved plan at {plan_file}"
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("format") != PLAN_FORMAT:
+        return False, f"{plan_file} is not a saved plan of format {PLAN_FORMAT}"
+    exit_code = doc.get("meta", {}).get("exit_code")
+    if exit_code != 0:
+        return False, f"the plan exited {exit_code}: some topics need a person (see the audit)"
+    actions = ("CREATE", "DELETE") if allow_deletes else ("CREATE",)
+    todo = [c for c in doc["plan"]["changes"]
+            if c["action"] in actions and not c["violations"] and not c["row_errors"]]
+    if not todo:
+        return False, "nothing to apply"
+    counts: dict[str, int] = {}
+    for c in todo:
+        counts[c["action"]] = counts.get(c["action"], 0) + 1
+    summary = ", ".join(f"{n} {a.lower()}" for a, n in sorted(counts.items()))
+    return True, f"applying {summary} (plan digest {doc['digest'][:12]})"
+
+
+def _should_apply(plan_file: str, allow_deletes: bool) -> bool:
+    go, why = plan_verdict(plan_file, allow_deletes)
+    print(f"anything_to_apply: {why}")
+    return go
+
+
+def _submit(task_id: str, args: list[str]) -> SparkSubmitOperator:
+    return SparkSubmitOperator(
+        task_id=task_id,
+        conn_id=SPARK_CONN_ID,
+        application=f"{HOME}/jobs/provision_topics.py",
+        application_args=args,
+        py_files=PY_FILES,
+        conf=SPARK_CONF,
+        jars=DELTA_JARS,
+        packages=None if DELTA_JARS else DELTA_PACKAGE,
+        driver_memory=DRIVER_MEMORY,
+        name=f"{DAG_ID}.{task_id}",
+        # The job records its own outcome per topic; a blind retry of a whole apply
+        # would only repeat a refusal (or, for `plan`, hide it).
+        retries=0,
+    )
+
+
+with DAG(
+    dag_id=DAG_ID,
+    description="Plan Kafka topics from the Delta manifests, then apply exactly that plan",
+    schedule=SCHEDULE,
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+    catchup=False,
+    max_active_runs=1,
+    tags=["kafka", "provisioning"],
+    doc_md=__doc__,
+) as dag:
+    plan = _submit("plan", ["plan", "--conf", CONF, "--out", PLAN_FILE, "--json"])
+    anything_to_apply = ShortCircuitOperator(
+        task_id="anything_to_apply",
+        python_callable=_should_apply,
+        op_args=[PLAN_FILE, ALLOW_DELETES],
+    )
+    apply = _submit("apply", ["apply", "--conf", CONF, "--plan", PLAN_FILE, "--json",
+                              *(["--allow-deletes"] if ALLOW_DELETES else [])])
+    plan >> anything_to_apply >> apply

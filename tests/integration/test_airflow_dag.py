@@ -1,0 +1,290 @@
+"""The example Airflow DAG, run for real: `airflow dags test` with SparkSubmitOperator.
+
+Airflow lives in its own virtualenv (cached under .cache/airflow-venv, or
+$AIRFLOW_TEST_VENV), never in the project's: its pins would fight pyspark's.
+The first run installs it from PyPI (a few minutes); the test is skipped only
+when that install cannot reach the package index, and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import REPO, broker_state, write_conf, write_manifest_table
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+DAG_FILE = REPO / "jobs" / "airflow" / "provision_topics_dag.py"
+REQUIREMENTS = ("apache-airflow==3.3.2", "apache-airflow-providers-apache-spark==6.3.4",
+                "pyspark==4.2.0")
+# pip's words for "the package index cannot be reached"; anything else is a real failure.
+_NO_NETWORK = ("Failed to establish a new connection", "Network is unreachable",
+               "Connection refused", "Temporary failure in name resolution",
+               "Name or service not known", "No route to host", "ProxyError")
+
+
+def airflow_venv() -> Path:
+    """The cached Airflow virtualenv, built on first use; skips when PyPI is unreachable."""
+    venv = Path(os.environ.get("AIRFLOW_TEST_VENV", REPO / ".cache" / "airflow-venv"))
+    marker = venv / ".installed"
+    wanted = "\n".join(REQUIREMENTS)
+    if marker.exists() and marker.read_text() == wanted:
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    done = subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check",
+                           "--retries", "2", *REQUIREMENTS],
+                          capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        output = done.stdout + done.stderr
+        shutil.rmtree(venv, ignore_errors=True)
+        if any(word in output for word in _NO_NETWORK):
+            pytest.skip("cannot install Airflow: the package index is unreachable from this "
+                        f"machine (pip said: {output.strip().splitlines()[-1]})")
+        pytest.fail(f"pip install {' '.join(REQUIREMENTS)} failed:\n{output[-4000:]}")
+    marker.write_text(wanted)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def airflow_python() -> str:
+    return str(airflow_venv() / "bin" / "python")
+
+
+def build_py_files(target: Path) -> Path:
+    """The zip of lib/provisioning and schemas that a deployment ships (as spark-submit.sh)."""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for base, package in ((REPO / "lib", "provisioning"), (REPO, "schemas")):
+            for f in sorted((base / package).rglob("*.py")):
+                z.write(f, f.relative_to(base).as_posix())
+    return target
+
+
+def airflow_env(tmp: Path, conf: Path, plan_dir: Path) -> dict[str, str]:
+    """A private Airflow (sqlite metadata DB under tmp) that runs the DAG against `conf`."""
+    dags = tmp / "dags"
+    dags.mkdir(exist_ok=True)
+    shutil.copy(DAG_FILE, dags / DAG_FILE.name)
+    delta_jars = ",".join(sorted(str(p) for p in (REPO / ".cache/jars/delta").glob("*.jar")))
+    spark_conf = {
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+        "AIRFLOW_HOME": str(tmp / "airflow-home"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "PROVISIONING_HOME": str(REPO),
+        "PROVISIONING_CONF": str(conf),
+        "PROVISIONING_PY_FILES": str(build_py_files(tmp / "provisioning.zip")),
+        "PROVISIONING_PLAN_DIR": str(plan_dir),
+        "PROVISIONING_DELTA_JARS": delta_jars,
+        "PROVISIONING_SPARK_CONF": json.dumps(spark_conf),
+        "PROVISIONING_DRIVER_MEMORY": "1g",
+        # The job's driver and workers run the project's interpreter and packages;
+        # `spark-submit` on the PATH is the project's pyspark.
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
+def airflow(python: str, env: dict[str, str], *args: str, timeout: float = 1200
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, "-m", "airflow", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+_PARSE = """
+import json, sys
+from airflow.models.dagbag import DagBag
+sys.path.insert(0, sys.argv[1])
+import provision_topics_dag as m
+bag = DagBag(dag_folder=sys.argv[1])
+dag = bag.dags.get("provision_topics")
+cases = json.loads(sys.argv[2])
+verdicts = {name: list(m.plan_verdict(path, allow)) for name, path, allow in cases}
+print(json.dumps({
+    "import_errors": {k: str(v) for k, v in bag.import_errors.items()},
+    "dags": sorted(bag.dags),
+    "tasks": {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} if dag else None,
+    "operators": {t.task_id: type(t).__name__ for t in dag.tasks} if dag else None,
+    "plan_args": dag.get_task("plan").application_args if dag else None,
+    "apply_args": dag.get_task("apply").application_args if dag else None,
+    "verdicts": verdicts,
+}))
+"""
+
+
+def _saved_plan(path: Path, exit_code: int, changes: list[dict[str, Any]]) -> str:
+    path.write_text(json.dumps({
+        "format": "topic-provisioning-plan/1", "digest": "0123456789abcdef" * 4,
+        "plan": {"conf_digest": "c", "scope": {"clusters": ["local"], "topics": None},
+                 "changes": changes},
+        "meta": {"run_id": "r", "exit_code": exit_code}}))
+    return str(path)
+
+
+def _change(action: str, **kw: Any) -> dict[str, Any]:
+    return {"cluster": "local", "topic": f"t.{action.lower()}", "action": action,
+            "violations": [], "row_errors": [], **kw}
+
+
+def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
+                                                            tmp_path: Path) -> None:
+    env = airflow_env(tmp_path, tmp_path / "conf.yaml", tmp_path / "plans")
+    cases = [
+        ("creates", _saved_plan(tmp_path / "a.json", 0, [_change("CREATE")]), False),
+        ("failed plan", _saved_plan(tmp_path / "b.json", 1, [_change("CREATE")]), False),
+        ("only drift", _saved_plan(tmp_path / "c.json", 0, [_change("DRIFT")]), False),
+        ("delete, deletes off", _saved_plan(tmp_path / "d.json", 0, [_change("DELETE")]),
+         False),
+        ("delete, deletes on", _saved_plan(tmp_path / "d.json", 0, [_change("DELETE")]),
+         True),
+        ("blocked create", _saved_plan(tmp_path / "e.json", 0, [_change(
+            "CREATE", violations=[{"policy": "p", "message": "m"}])]), False),
+        ("missing", str(tmp_path / "missing.json"), False),
+    ]
+    done = subprocess.run([airflow_python, "-c", _PARSE, env["AIRFLOW__CORE__DAGS_FOLDER"],
+                           json.dumps(cases)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    plan_file = f"{tmp_path / 'plans'}/provision_topics/{{{{ run_id | replace(':', '-') | " \
+                "replace('+', '-') }}.json"
+    assert doc == {
+        "import_errors": {},
+        "dags": ["provision_topics"],
+        "tasks": {"plan": ["anything_to_apply"], "anything_to_apply": ["apply"], "apply": []},
+        "operators": {"plan": "SparkSubmitOperator", "anything_to_apply": "ShortCircuitOperator",
+                      "apply": "SparkSubmitOperator"},
+        "plan_args": ["plan", "--conf", str(tmp_path / "conf.yaml"), "--out", plan_file,
+                      "--json"],
+        "apply_args": ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file,
+                       "--json"],
+        "verdicts": {
+            "creates": [True, "applying 1 create (plan digest 0123456789ab)"],
+            "failed plan": [False, "the plan exited 1: some topics need a person (see the "
+                                   "audit)"],
+            "only drift": [False, "nothing to apply"],
+            "delete, deletes off": [False, "nothing to apply"],
+            "delete, deletes on": [True, "applying 1 delete (plan digest 0123456789ab)"],
+            "blocked create": [False, "nothing to apply"],
+            "missing": [False, f"no saved plan at {tmp_path / 'missing.json'}"],
+        },
+    }
+
+
+def _state(bootstrap: str) -> dict[str, dict[str, Any]]:
+    return {name: {k: v for k, v in spec.items() if k != "topic_id"}
+            for name, spec in broker_state(bootstrap).items() if name.startswith("af.")}
+
+
+def _runs(spark: Any, warehouse: Path) -> list[tuple[Any, ...]]:
+    rows = spark.read.format("delta").load(str(warehouse / "provision_runs")) \
+        .orderBy("started_at").collect()
+    return [(r["run_id"], r["command"], r["status"], r["exit_code"],
+             json.loads(r["arguments"])) for r in rows]
+
+
+def _audit(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]]:
+    rows = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
+        .where(f"run_id = '{run_id}'").collect()
+    return sorted((r["topic"], r["action"], r["phase"], r["outcome"], r["requested_partitions"],
+                   r["result_partitions"]) for r in rows)
+
+
+def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
+        airflow_python: str, kafka: Any, spark: Any, tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    manifest = [
+        {"cluster": "local", "topic": "af.orders", "partitions": 3, "replication_factor": 1,
+         "configs": {"retention.ms": "3600000"}, "owner": "orders-team"},
+        {"cluster": "local", "topic": "af.events", "owner": "events-team"},
+    ]
+    write_manifest_table(spark, warehouse / "desired_topics", manifest)
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse, extra={
+        "policies": {"create": [{"name": "partitions_range", "max": 8}]}})
+    plan_dir = tmp_path / "plans"
+    env = airflow_env(tmp_path, conf, plan_dir)
+    assert _state(kafka.bootstrap_servers) == {}
+
+    migrated = airflow(airflow_python, env, "db", "migrate")
+    assert migrated.returncode == 0, (migrated.stdout + migrated.stderr)[-4000:]
+
+    # First DAG run: the plan finds two creates, the gate opens, the apply makes them.
+    first = airflow(airflow_python, env, "dags", "test", "provision_topics")
+    assert first.returncode == 0, (first.stdout + first.stderr)[-6000:]
+    assert _state(kafka.bootstrap_servers) == {
+        "af.orders": {"partitions": 3, "replication_factor": 1,
+                      "configs": {"retention.ms": "3600000"}},
+        "af.events": {"partitions": 1, "replication_factor": 1, "configs": {}},
+    }
+    runs = _runs(spark, warehouse)
+    assert [(c, s, e) for _, c, s, e, _ in runs] == [("plan", "succeeded", 0),
+                                                     ("apply", "succeeded", 0)]
+    (plan_id, *_, plan_args), (apply_id, *_, apply_args) = runs
+    saved = sorted((plan_dir / "provision_topics").glob("*.json"))
+    assert [str(p) for p in saved] == [plan_args["out"]] == [apply_args["plan"]]
+    plan_doc = json.loads(saved[0].read_text())
+    assert (plan_doc["meta"]["run_id"], plan_doc["meta"]["exit_code"]) == (plan_id, 0)
+    assert [(c["topic"], c["action"]) for c in plan_doc["plan"]["changes"]] == [
+        ("af.events", "CREATE"), ("af.orders", "CREATE")]
+    assert _audit(spark, warehouse, plan_id) == [
+        ("af.events", "CREATE", "plan", "planned", None, None),
+        ("af.events", "CREATE", "validate", "validated", None, 1),
+        ("af.orders", "CREATE", "plan", "planned", 3, None),
+        ("af.orders", "CREATE", "validate", "validated", 3, 3),
+    ]
+    assert _audit(spark, warehouse, apply_id) == [
+        ("af.events", "CREATE", "apply", "created", None, 1),
+        ("af.events", "CREATE", "plan", "planned", None, None),
+        ("af.events", "CREATE", "validate", "validated", None, 1),
+        ("af.events", "CREATE", "verify", "created", None, 1),
+        ("af.orders", "CREATE", "apply", "created", 3, 3),
+        ("af.orders", "CREATE", "plan", "planned", 3, None),
+        ("af.orders", "CREATE", "validate", "validated", 3, 3),
+        ("af.orders", "CREATE", "verify", "created", 3, 3),
+    ]
+
+    # Second DAG run: one more topic, and one the policy blocks. The plan exits 1,
+    # its task fails, and the apply never runs: the valid new topic is not created.
+    write_manifest_table(spark, warehouse / "desired_topics", [
+        *manifest,
+        {"cluster": "local", "topic": "af.later", "partitions": 2},
+        {"cluster": "local", "topic": "af.huge", "partitions": 64},
+    ])
+    second = airflow(airflow_python, env, "dags", "test", "provision_topics")
+    assert second.returncode != 0
+    assert "DagRun failed" in second.stdout + second.stderr
+    assert _state(kafka.bootstrap_servers) == {
+        "af.orders": {"partitions": 3, "replication_factor": 1,
+                      "configs": {"retention.ms": "3600000"}},
+        "af.events": {"partitions": 1, "replication_factor": 1, "configs": {}},
+    }
+    runs = _runs(spark, warehouse)
+    assert [(c, s, e) for _, c, s, e, _ in runs] == [
+        ("plan", "succeeded", 0), ("apply", "succeeded", 0),
+        ("plan", "completed_with_errors", 1)]
+    assert _audit(spark, warehouse, runs[2][0]) == [
+        ("af.events", "NOOP", "plan", "already_present", None, None),
+        ("af.huge", "CREATE", "plan", "blocked", 64, None),
+        ("af.later", "CREATE", "plan", "planned", 2, None),
+        ("af.later", "CREATE", "validate", "validated", 2, 2),
+        ("af.orders", "NOOP", "plan", "already_present", 3, None),
+    ]

@@ -1,0 +1,324 @@
+"""Faults against real brokers: nothing lost, nothing wrong deleted, reruns converge.
+
+Mirrors the scenarios of Kafka's CreateTopicsRequestTest, DeleteTopicsRequestTest
+and ControllerMutationQuotaTest, driven through the real CLI.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+
+from tests.helpers import (
+    audit_rows,
+    broker_state,
+    kafka_tool,
+    run_cli,
+    runs_rows,
+    write_conf,
+    write_manifest_table,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+
+def _topics(prefix: str, n: int, partitions: int = 1) -> list[dict[str, Any]]:
+    return [{"cluster": "local", "topic": f"{prefix}{i:03d}", "partitions": partitions,
+             "replication_factor": 1} for i in range(n)]
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[Any]:
+    from provisioning.devkafka import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path / "kafka", nodes=1)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _created_rows(names: list[str]) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for name in names:
+        rows += [("local", name, "CREATE", phase, outcome) for phase, outcome in
+                 (("plan", "planned"), ("validate", "validated"), ("apply", "created"),
+                  ("verify", "created"))]
+    return sorted(rows)
+
+
+def _present_rows(names: list[str]) -> list[tuple[Any, ...]]:
+    return sorted(("local", n, "NOOP", "plan", "already_present") for n in names)
+
+
+def test_killed_driver_rerun_records_each_topic_once(fresh_broker: Any, spark: Any,
+                                                     tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    rows = _topics("kill.", 12)
+    names = [r["topic"] for r in rows]
+    write_manifest_table(spark, warehouse / "desired_topics", rows)
+    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
+
+    killed = run_cli(["apply", "--conf", str(conf)],
+                     env={"PROVISIONING_FAULT": "kill-driver-before-audit:apply"})
+    assert killed.returncode != 0
+    # the creates happened; the apply audit commit never did
+    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+    audit = spark.read.format("delta").load(str(warehouse / "topic_audit")).collect()
+    first_run = {r["run_id"] for r in audit}
+    assert len(first_run) == 1
+    assert sorted({r["phase"] for r in audit}) == ["plan", "validate"]
+    assert runs_rows(spark, warehouse) == {}
+
+    # the dead driver's lock is stale at once (its pid is gone), so the rerun proceeds
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    assert rerun.returncode == 0, rerun.output[-3000:]
+    second = rerun.json()["run_id"]
+    assert audit_rows(spark, warehouse, second) == _present_rows(names)
+    per_topic = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
+        .where(f"run_id = '{second}'").groupBy("topic").count().collect()
+    assert {r["topic"]: r["count"] for r in per_topic} == dict.fromkeys(names, 1)
+
+
+def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
+        fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
+    from provisioning.lock import RunLock
+
+    warehouse = tmp_path / "wh"
+    write_manifest_table(spark, warehouse / "desired_topics", _topics("lock.", 3))
+    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
+    holder = RunLock(spark, str(warehouse / "provision_runs_locks"), ["local"],
+                     "20260101T000000Z-holder", "apply", ttl_seconds=600)
+    holder.acquire()
+    try:
+        refused = run_cli(["apply", "--conf", str(conf)])
+    finally:
+        holder.release()
+    assert refused.returncode == 4, refused.output[-3000:]
+    assert ("another run holds the lock: cluster local is locked by apply run "
+            "20260101T000000Z-holder") in refused.output
+    assert broker_state(fresh_broker.bootstrap_servers) == {}
+    assert not (warehouse / "topic_audit").exists()
+    runs = list(runs_rows(spark, warehouse).values())
+    assert [(r["command"], r["status"], r["exit_code"]) for r in runs] == [
+        ("apply", "failed", 4)]
+
+    after = run_cli(["apply", "--conf", str(conf)])
+    assert after.returncode == 0, after.output[-3000:]
+    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == [
+        "lock.000", "lock.001", "lock.002"]
+
+
+def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) -> None:
+    from provisioning.errors import LockHeld
+    from provisioning.lock import RunLock
+
+    table = str(tmp_path / "locks")
+    RunLock(spark, table, ["a"], "r0", "apply", 60)._create_table()
+    outcomes: dict[str, str] = {}
+    start = threading.Barrier(3)
+
+    def contend(run_id: str) -> None:
+        lock = RunLock(spark, table, ["a", "b"], run_id, "apply", 60)
+        start.wait()
+        try:
+            lock.acquire()
+            outcomes[run_id] = "acquired"
+            time.sleep(1)
+            lock.release()
+        except LockHeld:
+            outcomes[run_id] = "refused"
+
+    threads = [threading.Thread(target=contend, args=(f"r{i}",)) for i in (1, 2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert sorted(outcomes.values()) == ["acquired", "refused", "refused"]
+
+
+def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark: Any,
+                                                       tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    rows = _topics("stop.", 200)
+    names = [r["topic"] for r in rows]
+    write_manifest_table(spark, warehouse / "desired_topics", rows)
+    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
+                      extra={"kafka": {"batch_size": 5, "request_timeout_ms": 3000,
+                                       "operation_timeout_ms": 3000,
+                                       "verify_timeout_ms": 3000}})
+    stopped = threading.Event()
+
+    def stop_when_some_exist() -> None:
+        admin = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap_servers)
+        try:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                if len([t for t in admin.list_topics() if t.startswith("stop.")]) >= 20:
+                    break
+                time.sleep(0.05)
+        finally:
+            admin.close()
+        fresh_broker.kill_node(1)
+        stopped.set()
+
+    watcher = threading.Thread(target=stop_when_some_exist, daemon=True)
+    watcher.start()
+    broken = run_cli(["apply", "--conf", str(conf), "--json"])
+    watcher.join(timeout=60)
+    assert stopped.is_set()
+    assert broken.returncode == 1, broken.output[-3000:]
+    first = broken.json()["run_id"]
+    apply_outcomes = {t: o for _, t, _, phase, o in audit_rows(spark, warehouse, first)
+                      if phase == "apply"}
+    # every topic sent for creation has its apply row; none claims a success it lacks
+    assert sorted(apply_outcomes) == names
+    assert set(apply_outcomes.values()) <= {"created", "unknown", "failed"}
+    assert "created" in apply_outcomes.values()
+    assert {"unknown", "failed"} & set(apply_outcomes.values())
+
+    fresh_broker.start_node(1)
+    live_before = broker_state(fresh_broker.bootstrap_servers)
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    assert rerun.returncode == 0, rerun.output[-3000:]
+    after = broker_state(fresh_broker.bootstrap_servers)
+    assert sorted(after) == names
+    assert all((s["partitions"], s["replication_factor"]) == (1, 1) for s in after.values())
+    second = audit_rows(spark, warehouse, rerun.json()["run_id"])
+    assert second == sorted(_present_rows(sorted(live_before))
+                            + _created_rows(sorted(set(names) - set(live_before))))
+
+
+def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
+        fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    rows = _topics("slow.", 30, partitions=3)
+    names = [r["topic"] for r in rows]
+    write_manifest_table(spark, warehouse / "desired_topics", rows)
+    # KIP-4: a timeout of 0 starts the creation and returns at once with REQUEST_TIMED_OUT,
+    # so the job cannot know from the response whether the topic exists.
+    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
+                      extra={"kafka": {"operation_timeout_ms": 0, "verify_timeout_ms": 5000}})
+    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    run_id = done.json()["run_id"]
+    rows_seen = audit_rows(spark, warehouse, run_id)
+    assert {o for _, _, _, phase, o in rows_seen if phase == "apply"} == {"unknown"}
+    exists = set(broker_state(fresh_broker.bootstrap_servers))
+    # verify says exactly what the broker has: created where it exists, failed where not
+    assert {t: o for _, t, _, phase, o in rows_seen if phase == "verify"} == {
+        n: "created" if n in exists else "failed" for n in names}
+    assert done.returncode == (0 if exists == set(names) else 1)
+
+    conf_normal = write_conf(tmp_path / "conf2.yaml", fresh_broker.bootstrap_servers,
+                             warehouse)
+    rerun = run_cli(["apply", "--conf", str(conf_normal), "--json"])
+    assert rerun.returncode == 0, rerun.output[-3000:]
+    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+
+
+def test_controller_mutation_quota_is_retried_after_the_throttle(
+        fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
+    kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server",
+               fresh_broker.bootstrap_servers, "--alter", "--add-config",
+               "controller_mutation_rate=2", "--entity-type", "clients",
+               "--entity-name", "topic-provisioning")
+    warehouse = tmp_path / "wh"
+    # The quota is a rate over an 11-second window: 40 partitions in a burst is well
+    # over 2 per second, so later batches come back THROTTLING_QUOTA_EXCEEDED.
+    rows = _topics("quota.", 40)
+    names = [r["topic"] for r in rows]
+    write_manifest_table(spark, warehouse / "desired_topics", rows)
+    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
+                      extra={"kafka": {"batch_size": 5, "throttle_retries": 30}})
+    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    assert done.returncode == 0, done.output[-3000:]
+    run_id = done.json()["run_id"]
+    assert audit_rows(spark, warehouse, run_id) == _created_rows(names)
+    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+    attempts = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
+        .where(f"run_id = '{run_id}' and phase = 'apply'").collect()
+    # some batches were throttled and retried; the audit keeps the broker's final answer
+    assert {r["error_name"] for r in attempts} == {"NONE"}
+    assert max(r["attempts"] for r in attempts) > 1
+
+
+def test_deletion_disabled_is_recorded_not_retried(spark: Any, tmp_path: Path) -> None:
+    from provisioning.devkafka import KafkaCluster
+
+    with KafkaCluster(tmp_path / "kafka", nodes=1,
+                      broker_properties={"delete.topic.enable": "false"}) as broker:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        admin.create_topics({"keep.me": {"num_partitions": 1, "replication_factor": 1}},
+                            wait_for_metadata=True)
+        admin.close()
+        before = broker_state(broker.bootstrap_servers)
+        warehouse = tmp_path / "wh"
+        write_manifest_table(spark, warehouse / "desired_topics",
+                             [{"cluster": "local", "topic": "keep.me", "state": "absent"}])
+        conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse)
+        done = run_cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"])
+        assert done.returncode == 1, done.output[-3000:]
+        assert broker_state(broker.bootstrap_servers) == before
+        row = spark.read.format("delta").load(str(warehouse / "topic_audit")).where(
+            f"run_id = '{done.json()['run_id']}' and phase = 'apply'").collect()
+        assert [(r["topic"], r["outcome"], r["error_name"]) for r in row] == [
+            ("keep.me", "failed", "TOPIC_DELETION_DISABLED")]
+
+
+def test_delete_of_a_recreated_topic_deletes_nothing(fresh_broker: Any, spark: Any,
+                                                     tmp_path: Path) -> None:
+    from provisioning import admin_io
+    from provisioning.conf import ClusterConf, KafkaConf
+
+    admin = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap_servers)
+    spec = {"num_partitions": 1, "replication_factor": 1}
+    admin.create_topics({"again": spec, "plain": spec}, wait_for_metadata=True)
+    old = broker_state(fresh_broker.bootstrap_servers)
+    admin.delete_topics(["again"])
+    time.sleep(1)
+    admin.create_topics({"again": spec}, wait_for_metadata=True)
+    admin.close()
+    recreated = broker_state(fresh_broker.bootstrap_servers)
+    assert recreated["again"]["topic_id"] != old["again"]["topic_id"]
+
+    requests = spark.createDataFrame(
+        [("local", "again", old["again"]["topic_id"]),
+         ("local", "plain", old["plain"]["topic_id"])],
+        "cluster string, topic string, topic_id string")
+    cluster = ClusterConf(name="local", bootstrap_servers=fresh_broker.bootstrap_servers)
+    results = admin_io.send_deletes(spark, requests, [cluster], {}, KafkaConf()).collect()
+    assert sorted((r["topic"], r["outcome"], r["error_name"], r["topic_id"], r["error_message"])
+                  for r in results) == [
+        ("again", "blocked", "UNKNOWN_TOPIC_ID", recreated["again"]["topic_id"],
+         f"topic again was recreated since the snapshot (id now "
+         f"{recreated['again']['topic_id']}, the plan saw {old['again']['topic_id']}); "
+         "nothing was deleted"),
+        ("plain", "deleted", "NONE", old["plain"]["topic_id"], None),
+    ]
+    assert broker_state(fresh_broker.bootstrap_servers) == {"again": recreated["again"]}
+
+
+def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark: Any,
+                                                       tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    rows = _topics("retry.", 8)
+    names = [r["topic"] for r in rows]
+    write_manifest_table(spark, warehouse / "desired_topics", rows)
+    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
+    done = run_cli(["apply", "--conf", str(conf), "--json"],
+                   env={"PROVISIONING_FAULT": "fail-task-after-create"},
+                   spark_args=["--master", "local[2,3]"])
+    assert done.returncode == 0, done.output[-3000:]
+    assert audit_rows(spark, warehouse, done.json()["run_id"]) == _created_rows(names)
+    messages = {r["error_message"] for r in
+                spark.read.format("delta").load(str(warehouse / "topic_audit"))
+                .where("phase = 'apply'").collect()}
+    assert messages == {"created by an earlier attempt of this Spark task"}
+    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names

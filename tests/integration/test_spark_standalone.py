@@ -1,0 +1,239 @@
+"""The job, unchanged, on a real Spark standalone cluster: a master and two workers on loopback.
+
+The master and workers are the pyspark distribution's own daemons
+(`bin/spark-class org.apache.spark.deploy.master.Master` / `...worker.Worker`),
+started on free loopback ports with small memory. The job is submitted with
+`./spark-submit.sh --master spark://127.0.0.1:PORT` and the cached Delta jars
+(`--delta-jars`: no Maven repository needed). The test checks the broker's
+exact state, the run's exact audit rows, one audit commit per phase, and,
+from Spark's event log and the workers' directories, that every admin task
+(validateOnly, create, verify) ran in an executor a worker launched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+
+from tests.helpers import audit_rows, broker_state, run_cli, write_conf, write_manifest_table
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+REPO = Path(__file__).resolve().parents[2]
+DELTA_JARS = REPO / ".cache" / "jars" / "delta"
+WORKERS = 2
+
+CREATES = {
+    "sa.orders": {"partitions": 3, "replication_factor": 1,
+                  "configs": {"retention.ms": "3600000"}},
+    "sa.ledger": {"partitions": 1, "replication_factor": 1,
+                  "configs": {"cleanup.policy": "compact"}},
+    "sa.clicks": {"partitions": 4, "replication_factor": 1, "configs": {}},
+    "sa.audit": {"partitions": 2, "replication_factor": 1,
+                 "configs": {"retention.ms": "86400000", "cleanup.policy": "delete"}},
+}
+EXISTING = {"sa.same": {"num_partitions": 2, "replication_factor": 1,
+                        "configs": {"cleanup.policy": "compact"}}}
+ADMIN_JOBS = ("validateOnly CreateTopics", "CreateTopics and DeleteTopics", "verify leaders")
+
+
+def _spark_class() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+class Standalone:
+    """A master and `workers` workers of the pyspark distribution, all on 127.0.0.1."""
+
+    def __init__(self, base: Path, workers: int) -> None:
+        from provisioning.devkafka import free_ports
+
+        self.base = base
+        ports = free_ports(2 + 2 * workers)
+        self.port, self.ui_port = ports[0], ports[1]
+        self.worker_ports = [(ports[2 + 2 * i], ports[3 + 2 * i]) for i in range(workers)]
+        self.work_dirs = [base / f"worker-{i}" for i in range(workers)]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        conf_dir = base / "conf"
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m",
+                    "SPARK_CONF_DIR": str(conf_dir), "PYSPARK_PYTHON": sys.executable}
+        self.env.pop("SPARK_HOME", None)
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def _launch(self, name: str, args: list[str]) -> None:
+        log = (self.base / f"{name}.log").open("wb")
+        self.procs.append(subprocess.Popen([str(_spark_class()), *args], env=self.env,
+                                           stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True))
+
+    def start(self, timeout_s: float = 120) -> None:
+        self._launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                "--port", str(self.port), "--webui-port", str(self.ui_port)])
+        for i, ((port, ui), work) in enumerate(zip(self.worker_ports, self.work_dirs,
+                                                   strict=True)):
+            work.mkdir(parents=True, exist_ok=True)
+            self._launch(f"worker-{i}", [
+                "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                "--port", str(port), "--webui-port", str(ui), "--cores", "1",
+                "--memory", "768m", "--work-dir", str(work), self.url])
+        deadline = time.monotonic() + timeout_s
+        master_log = self.base / "master.log"
+        while time.monotonic() < deadline:
+            for proc in self.procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"a Spark daemon exited ({proc.returncode}): "
+                                       f"{self.logs()}")
+            text = master_log.read_text(errors="replace") if master_log.exists() else ""
+            if text.count("Registering worker 127.0.0.1:") == len(self.work_dirs):
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"standalone cluster not ready in {timeout_s}s\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                         for p in sorted(self.base.glob("*.log")))
+
+    def stop(self) -> None:
+        import signal
+
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    cluster = Standalone(tmp_path_factory.mktemp("spark-standalone"), WORKERS)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from provisioning.devkafka import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-standalone"), nodes=1)
+    cluster.start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        admin.create_topics(EXISTING, raise_errors=True, wait_for_metadata=True)
+        admin.close()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _events(directory: Path) -> list[dict[str, Any]]:
+    """Every event of the one application logged under `directory` (rolled files in order)."""
+    files = sorted((p for p in directory.rglob("events_*") if not p.name.endswith(".crc")),
+                   key=lambda p: int(p.name.split("_")[1]))
+    assert files, list(directory.rglob("*"))
+    return [json.loads(line) for f in files for line in f.read_text().splitlines()
+            if line.strip()]
+
+
+def _admin_task_executors(events: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Job description -> executor ids that ran the tasks of that admin job's stages."""
+    stages: dict[int, str] = {}
+    for e in events:
+        if e["Event"] == "SparkListenerJobStart":
+            text = (e.get("Properties") or {}).get("spark.job.description") or ""
+            for marker in ADMIN_JOBS:
+                if marker in text:
+                    for stage in e["Stage IDs"]:
+                        stages[stage] = marker
+    ran: dict[str, set[str]] = {}
+    for e in events:
+        if e["Event"] == "SparkListenerTaskEnd" and e["Stage ID"] in stages:
+            ran.setdefault(stages[e["Stage ID"]], set()).add(e["Task Info"]["Executor ID"])
+    return ran
+
+
+def test_apply_on_a_standalone_cluster(standalone: Standalone, broker: Any, spark: Any,
+                                       tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    rows = [{"cluster": "local", "topic": name, "owner": "team-s", **spec}
+            for name, spec in CREATES.items()]
+    rows.append({"cluster": "local", "topic": "sa.same", "partitions": 2,
+                 "replication_factor": 1, "configs": {"cleanup.policy": "compact"}})
+    write_manifest_table(spark, warehouse / "desired_topics", rows)
+    conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse)
+    events = tmp_path / "events"
+    events.mkdir()
+    before = broker_state(broker.bootstrap_servers)
+
+    done = run_cli(["apply", "--conf", str(conf), "--json"], spark_args=[
+        "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
+        "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}",
+        "--conf", "spark.eventLog.compress=false",
+    ])
+    assert done.returncode == 0, done.output[-6000:] + standalone.logs()
+    run_id = done.json()["run_id"]
+
+    # the broker: exactly the manifest, the existing topic untouched
+    after = broker_state(broker.bootstrap_servers)
+    assert {n: {k: v for k, v in s.items() if k != "topic_id"} for n, s in after.items()} == {
+        **{n: {"partitions": s["partitions"], "replication_factor": 1, "configs": s["configs"]}
+           for n, s in CREATES.items()},
+        "sa.same": {"partitions": 2, "replication_factor": 1,
+                    "configs": {"cleanup.policy": "compact"}},
+    }
+    assert after["sa.same"]["topic_id"] == before["sa.same"]["topic_id"]
+
+    # the audit: every phase of every topic, exactly
+    expected = [("local", name, "CREATE", phase, outcome) for name in CREATES
+                for phase, outcome in (("plan", "planned"), ("validate", "validated"),
+                                       ("apply", "created"), ("verify", "created"))]
+    expected.append(("local", "sa.same", "NOOP", "plan", "already_present"))
+    assert audit_rows(spark, warehouse, run_id) == sorted(expected)
+    created = {r["topic"]: (r["topic_id"], r["result_partitions"])
+               for r in spark.read.format("delta").load(str(warehouse / "topic_audit"))
+               .where(f"run_id = '{run_id}' and phase = 'apply'").collect()}
+    assert created == {n: (after[n]["topic_id"], s["partitions"]) for n, s in CREATES.items()}
+
+    # Delta: one commit per phase, one data file each (no small-file storm on a cluster)
+    from delta.tables import DeltaTable
+
+    history = (DeltaTable.forPath(spark, str(warehouse / "topic_audit")).history()
+               .orderBy("version").collect())
+    assert [(h["version"], h["operation"], h["operationMetrics"]["numFiles"])
+            for h in history] == [(v, "WRITE", "1") for v in range(4)]
+
+    # the admin work ran in executors the two workers launched, never in the driver
+    log = _events(events)
+    executors = {e["Executor ID"]: e["Executor Info"]["Host"] for e in log
+                 if e["Event"] == "SparkListenerExecutorAdded"}
+    assert len(executors) == WORKERS and set(executors.values()) == {"127.0.0.1"}
+    ran = _admin_task_executors(log)
+    assert set(ran) == set(ADMIN_JOBS)
+    assert set().union(*ran.values()) <= set(executors)
+    app_id = next(e["App ID"] for e in log if e["Event"] == "SparkListenerApplicationStart")
+    launched_by = {d.name: w.name for w in standalone.work_dirs
+                   for d in (w / app_id).iterdir() if d.is_dir()}
+    assert set(launched_by) == set(executors)
+    assert sorted(launched_by.values()) == sorted(w.name for w in standalone.work_dirs)
