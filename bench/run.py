@@ -164,6 +164,17 @@ def parse_steps(output: str) -> list[dict[str, Any]]:
             for m in STEP.finditer(output)]
 
 
+def delta_commits(table: Path) -> list[dict[str, Any]]:
+    """(version, operation, data files added) of every commit in a Delta table's log."""
+    commits = []
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        commits.append({"version": int(f.stem), "operation": info.get("operation"),
+                        "files": sum(1 for a in actions if "add" in a)})
+    return commits
+
+
 def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
             spark_args: Sequence[str], env: Mapping[str, str] | None = None
             ) -> dict[str, Any]:
@@ -198,6 +209,8 @@ def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
         "counts": doc.get("counts"),
         "run_id": doc.get("run_id"),
         "command": " ".join(cmd),
+        "delta_commits": {t.name: delta_commits(t) for t in sorted(warehouse.iterdir())
+                          if (t / "_delta_log").is_dir() and t.name != "desired_topics"},
     }
 
 
@@ -274,6 +287,19 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
             job, loop = per["job"], per["loop"]
             for end in ("acknowledged", "ready"):
                 lines.append(f"|  | loop/job ({end}) | | {loop[end] / job[end]:.1f}x | | | |")
+    jobs = [r for r in results if r["method"] == "job"]
+    if jobs:
+        lines += ["", "Delta commits one job run made (operation x data files added), "
+                  "per table:", ""]
+        seen = set()
+        for r in jobs:
+            text = "; ".join(
+                f"{table}: " + ", ".join(f"{c['operation']} x{c['files']}" for c in commits)
+                for table, commits in r["delta_commits"].items())
+            key = (r["topics"], r["partitions"], text)
+            if key not in seen:
+                seen.add(key)
+                lines.append(f"- {r['topics']:,} x {r['partitions']} (rep {r['rep']}): {text}")
     steps = [r for r in rows if r["method"] == "job"]
     if steps:
         names = list(dict.fromkeys(k for r in steps for k in r["steps"]))

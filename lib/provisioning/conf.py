@@ -86,6 +86,8 @@ class KafkaConf:
     max_records_per_request: int = 10000
     throttle_retries: int = 8
     verify_timeout_ms: int = 60000
+    # CreateTopics requests one task keeps in flight to one cluster (1 = one at a time).
+    max_in_flight_requests: int = 4
 
 
 @dataclass(frozen=True)

@@ -162,14 +162,16 @@ def _run(
     # The manifests come first: a principal's topic listing leaves out what it may not
     # describe, so the snapshot describes the manifests' topics by name as well.
     with job_description(spark, f"{options.command}: read manifests"):
-        manifests = read_manifests(spark, conf.tables.manifests)
-        steps.done("manifest read")
         desired = (
-            manifests
+            read_manifests(spark, conf.tables.manifests)
             .transform(with_row_errors(known_clusters))
             .transform(with_duplicate_errors)
             .transform(in_scope(names, options.topics_glob, known_clusters))
+            # Read and validated once: the snapshot (topics to describe by name), the plan
+            # and both sides of the policy split below all read these rows.
+            .localCheckpoint(eager=True)
         )
+        steps.done("manifest read")
 
     with job_description(spark, f"{options.command}: snapshot live metadata"):
         live = snapshot_topics(spark, clusters, credentials, conf.kafka, run_id,
@@ -189,7 +191,9 @@ def _run(
             plan = plan.unionByName(
                 prune_candidates(live_in_scope, desired, _created_by_job(spark, conf)))
         context = PolicyContext(
-            clusters=cluster_states_frame(spark, states),
+            # Built from driver-side rows (a Python RDD): materialized once here, so the
+            # policies' joins with it do not each start Python workers to unpickle them.
+            clusters=cluster_states_frame(spark, states).localCheckpoint(eager=True),
             live=live,
             protected=conf.deletes.protected,
             deny_list=conf.deletes.deny_list,

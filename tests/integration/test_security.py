@@ -90,6 +90,7 @@ HIDDEN = ("sec.out.exists", "sec.out.gone", "sec.out.new", "sec.out.old")
 @dataclass(frozen=True)
 class Runs:
     cluster: KafkaCluster
+    work: Path
     warehouse: Path
     before: dict[str, dict[str, Any]]
     plan: Completed
@@ -150,23 +151,31 @@ def secure(tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles) -> Iterator[
 def runs(secure: KafkaCluster, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
     work = tmp_path_factory.mktemp("sec-runs")
     warehouse = work / "wh"
+    events = work / "events"
+    events.mkdir()
     write_manifest_table(spark, warehouse / "desired_topics",
                          [{"cluster": CLUSTER, **row} for row in MANIFEST])
     admin = secure.client_settings()
     before = broker_state_as(admin)
     plan = run_cli(["plan", "--conf", str(_conf(work / "plain.yaml", secure, warehouse,
-                                                     "PLAIN")), "--json"],
+                                                     "PLAIN")), "--json",
+                    "--out", str(work / "plan.json")],
                    env=_login(PLAIN_PASSWORD))
     after_plan = broker_state_as(admin)
     apply = run_cli(["apply", "--conf", str(_conf(work / "scram512.yaml", secure, warehouse,
                                                        "SCRAM-SHA-512")),
-                     "--allow-deletes", "--json", "--verbose"], env=_login(SCRAM_PASSWORD))
+                     "--allow-deletes", "--json", "--verbose"], env=_login(SCRAM_PASSWORD),
+                    # uncompressed, one file: the event log searched as plain text
+                    spark_args=["--conf", "spark.eventLog.enabled=true",
+                                "--conf", "spark.eventLog.compress=false",
+                                "--conf", "spark.eventLog.rolling.enabled=false",
+                                "--conf", f"spark.eventLog.dir={events.as_uri()}"])
     after_apply = broker_state_as(admin)
     scram256 = _conf(work / "scram256.yaml", secure, warehouse, "SCRAM-SHA-256")
     replan = run_cli(["plan", "--conf", str(scram256)], env=_login(SCRAM_PASSWORD))
     wrong = run_cli(["apply", "--conf", str(scram256), "--allow-deletes", "--json"],
                     env=_login(WRONG_PASSWORD))
-    return Runs(secure, warehouse, before, plan, after_plan, apply, after_apply, replan,
+    return Runs(secure, work, warehouse, before, plan, after_plan, apply, after_apply, replan,
                 wrong, broker_state_as(admin))
 
 
@@ -362,6 +371,9 @@ def test_no_password_reaches_any_output_table_or_exception(runs: Runs, spark: An
         texts[f"{name} stderr"] = run.stderr
     texts["plan --json"] = json.dumps(runs.plan.json())
     texts["apply --json"] = json.dumps(runs.apply.json())
+    texts["plan --out"] = (runs.work / "plan.json").read_text()
+    event_logs = sorted((runs.work / "events").iterdir())
+    texts["spark event log"] = "\n".join(f.read_text() for f in event_logs)
     for table in ("desired_topics", "topic_audit", "provision_runs", "topic_snapshots"):
         texts[f"table {table}"] = "\n".join(table_json(spark, runs.warehouse / table))
     # What the job raises on a refused login, with everything chained to it.
@@ -376,6 +388,9 @@ def test_no_password_reaches_any_output_table_or_exception(runs: Runs, spark: An
     assert runs.run_id(runs.apply) in texts["table topic_audit"]
     assert runs.run_id(runs.wrong) in texts["table provision_runs"]
     assert "Invalid username or password" in texts["exception"]
+    assert [f.name.split("-")[0] for f in event_logs] == ["local"]  # the apply run's
+    assert '"Event":"SparkListenerApplicationEnd"' in texts["spark event log"]
+    assert "sec.ok.a" in texts["plan --out"]
     leaks = {(where, pw[:7]) for where, text in texts.items() for pw in PASSWORDS
              if pw in text}
     assert leaks == set()
