@@ -243,5 +243,43 @@ def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
     _emit(as_json, payload, lambda: click.echo("\n".join(render_report(payload))))
 
 
+@cli.command()
+@click.option("--conf", "conf_path", required=True, type=click.Path(dir_okay=False),
+              help="The environment's YAML conf.")
+@click.option("--no-optimize", is_flag=True, help="Skip compaction; only prune and VACUUM.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--verbose", is_flag=True, help="Log every step in detail.")
+def maintain(conf_path: str, no_optimize: bool, as_json: bool, verbose: bool) -> None:
+    """Compact the job's tables, drop expired snapshot rows, VACUUM old files."""
+    _setup_logging(verbose)
+    conf = _load(conf_path)
+    from provisioning.maintenance import maintain_tables
+    from provisioning.runs import utc_now
+
+    record = RunRecord(new_run_id(), "maintain", {"optimize": not no_optimize}, conf.digest)
+    spark = None
+    try:
+        spark = build_session(conf.spark.app_name, conf.spark.settings)
+        done = maintain_tables(spark, conf, utc_now(), optimize=not no_optimize)
+    except ProvisioningError as exc:
+        _fail(spark, conf, record, exc, as_json)
+        return
+    record.outcome_counts = {
+        "files_compacted": sum(max(t.files_before - t.files_after, 0) for t in done),
+        "snapshot_rows_deleted": sum(t.rows_deleted for t in done),
+        "files_vacuumed": sum(t.files_vacuumed for t in done)}
+    record.finish("succeeded", 0)
+    write_run(spark, conf.tables.runs, record)
+
+    def human() -> None:
+        click.echo(f"maintain {record.run_id} (VACUUM retains "
+                   f"{conf.maintenance.vacuum_retain_hours} h)")
+        for t in done:
+            click.echo(f"  {t.role} {t.table}: {t.files_before} -> {t.files_after} file(s), "
+                       f"{t.rows_deleted} row(s) deleted, {t.files_vacuumed} file(s) vacuumed")
+
+    _emit(as_json, {"run_id": record.run_id, "tables": [t.as_dict() for t in done]}, human)
+
+
 if __name__ == "__main__":
     cli()

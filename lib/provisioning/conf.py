@@ -119,6 +119,19 @@ class RunConf:
     lock_ttl_seconds: int = 600
 
 
+# Delta refuses a shorter VACUUM retention unless its safety check is turned off.
+DELTA_SAFE_RETAIN_HOURS = 168
+_RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+@dataclass(frozen=True)
+class MaintenanceConf:
+    # Files no table version within this many hours needs are removed by `maintain`.
+    vacuum_retain_hours: int = DELTA_SAFE_RETAIN_HOURS
+    # Snapshot rows older than this are deleted by `maintain` (None: kept forever).
+    snapshot_retention_days: int | None = None
+
+
 @dataclass(frozen=True)
 class Conf:
     source: str
@@ -131,6 +144,7 @@ class Conf:
     create_policies: tuple[PolicySpec, ...] = ()
     delete_policies: tuple[PolicySpec, ...] = ()
     run: RunConf = RunConf()
+    maintenance: MaintenanceConf = MaintenanceConf()
 
 
 T = TypeVar("T")
@@ -365,7 +379,8 @@ def parse_conf(data: Any, source: str, digest: str = "",
     top = r.mapping(data, "(top level)")
     if top is None:
         raise ConfError(source, r.problems)
-    r.no_unknown(top, "", ("clusters", "tables", "kafka", "spark", "deletes", "policies", "run"))
+    r.no_unknown(top, "", ("clusters", "tables", "kafka", "spark", "deletes", "policies", "run",
+                           "maintenance"))
 
     clusters: dict[str, ClusterConf] = {}
     raw_clusters = top.get("clusters")
@@ -469,10 +484,13 @@ def parse_conf(data: Any, source: str, digest: str = "",
             run = RunConf(lock_ttl_seconds=r.value(body, "run", "lock_ttl_seconds", int,
                                                    run.lock_ttl_seconds, _positive))
 
+    maintenance = _read_maintenance(r, top.get("maintenance"), spark)
+
     if r.problems:
         raise ConfError(source, r.problems)
     return Conf(
         run=run,
+        maintenance=maintenance,
         source=source,
         digest=digest,
         clusters=clusters,
@@ -483,6 +501,26 @@ def parse_conf(data: Any, source: str, digest: str = "",
         create_policies=create_policies,
         delete_policies=delete_policies,
     )
+
+
+def _read_maintenance(r: _Reader, node: Any, spark: SparkConf) -> MaintenanceConf:
+    default = MaintenanceConf()
+    if node is None:
+        return default
+    body = r.mapping(node, "maintenance")
+    if body is None:
+        return default
+    r.no_unknown(body, "maintenance", ("vacuum_retain_hours", "snapshot_retention_days"))
+    hours = r.value(body, "maintenance", "vacuum_retain_hours", int,
+                    default.vacuum_retain_hours, _at_least_zero)
+    if (isinstance(hours, int) and hours < DELTA_SAFE_RETAIN_HOURS
+            and spark.settings.get(_RETENTION_CHECK) != "false"):
+        r.problem("maintenance.vacuum_retain_hours",
+                  f"{hours} is below Delta's safety margin of {DELTA_SAFE_RETAIN_HOURS} hours, "
+                  f"which Delta refuses unless spark.settings has {_RETENTION_CHECK}: false "
+                  "(keep it longer than the longest run)")
+    days = r.value(body, "maintenance", "snapshot_retention_days", int, None, _positive)
+    return MaintenanceConf(vacuum_retain_hours=hours, snapshot_retention_days=days)
 
 
 def _spark_value(v: Any) -> str:

@@ -75,13 +75,24 @@ def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None
     writes them twice. `df` must be materialized (no Kafka I/O in its lineage),
     because a retry recomputes it.
     """
+    # Tables written by an older release gain the columns added since then.
+    retry_conflicts(lambda: _write(df, ref, mode="append", options={"mergeSchema": "true"}),
+                    ref, attempts, done=committed)
+
+
+def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5,
+                    done: Callable[[], bool] | None = None) -> None:
+    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict.
+
+    Before a retry, `done()` (when given) is asked whether the failed attempt committed
+    after all; then nothing is retried.
+    """
     for attempt in range(1, attempts + 1):
-        if attempt > 1 and committed is not None and committed():
-            log.info("rows for %s were committed by the previous attempt", ref.text)
+        if attempt > 1 and done is not None and done():
+            log.info("the change to %s was committed by the previous attempt", ref.text)
             return
         try:
-            # Tables written by an older release gain the columns added since then.
-            _write(df, ref, mode="append", options={"mergeSchema": "true"})
+            action()
             return
         except PySparkException as exc:
             if attempt == attempts or not _RETRYABLE.search(str(exc)):

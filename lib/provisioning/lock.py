@@ -82,17 +82,10 @@ class RunLock:
     # -- reading --------------------------------------------------------------
 
     def _claims(self) -> list[Holder]:
-        """Unreleased rows for our clusters, whoever wrote them."""
-        if not table_exists(self.spark, self.ref):
-            return []
+        """Unreleased rows for our clusters, whoever wrote them (the table exists)."""
         rows = (read_table(self.spark, self.ref)
                 .where(F.col("name").isin(*self.names) & ~F.col("released")).collect())
         return [Holder.of(r) for r in rows]
-
-    def holders(self) -> list[Holder]:
-        """Live holders of any of our clusters other than this run."""
-        now = time.time()
-        return [h for h in self._claims() if h.run_id != self.run_id and h.live(now)]
 
     # -- writing --------------------------------------------------------------
 
@@ -103,7 +96,8 @@ class RunLock:
                  int(expires.timestamp()), released) for name in self.names]
         return self.spark.createDataFrame(rows, LOCKS)
 
-    def _merge(self, released: bool, only_mine: bool) -> None:
+    def _merge(self, released: bool, only_mine: bool,
+               stale: Sequence[Holder] = ()) -> None:
         from delta.tables import DeltaTable
 
         table = (DeltaTable.forPath(self.spark, self.ref.text) if self.ref.is_path
@@ -113,31 +107,38 @@ class RunLock:
         if only_mine:
             merge.whenMatchedUpdate(condition="t.run_id = s.run_id", set=values).execute()
             return
-        stale = [h.run_id for h in self._claims() if not h.live(time.time())]
         free = (f"t.released OR t.expires_epoch < {int(time.time())} OR t.run_id = s.run_id"
-                + "".join(f" OR t.run_id = '{r}'" for r in stale))
+                + "".join(f" OR t.run_id = '{h.run_id}'" for h in stale))
         merge.whenMatchedUpdate(condition=free, set=values).whenNotMatchedInsertAll().execute()
 
-    def _create_table(self) -> None:
+    def _create_table(self) -> bool:
+        """Create the table when missing; True when it already existed."""
         if table_exists(self.spark, self.ref):
-            return
+            return True
         try:
             append(self.spark.createDataFrame([], LOCKS), self.ref)
         except PySparkException:
             if not table_exists(self.spark, self.ref):
                 raise
+        return False
 
     def acquire(self) -> None:
-        """Take every cluster's lock or raise LockHeld naming the holder; never waits."""
-        self._create_table()
-        held = self.holders()
+        """Take every cluster's lock or raise LockHeld naming the holder; never waits.
+
+        One read (live holders, stale claims), one MERGE, one read-back.
+        """
+        claims = self._claims() if self._create_table() else []
+        now = time.time()
+        others = [h for h in claims if h.run_id != self.run_id]
+        held = [h for h in others if h.live(now)]
         if held:
             raise LockHeld(_held_message(held))
-        for stale in self._stale_rows():
+        stale = [h for h in others if not h.live(now)]
+        for h in stale:
             log.warning("taking over the lock on %s from run %s (pid %d on %s is gone)",
-                        stale.name, stale.run_id, stale.pid, stale.host)
+                        h.name, h.run_id, h.pid, h.host)
         try:
-            self._merge(released=False, only_mine=False)
+            self._merge(released=False, only_mine=False, stale=stale)
         except PySparkException as exc:
             # A concurrent acquisition committed first; the read-back names it.
             log.info("lock MERGE conflicted: %s", type(exc).__name__)
@@ -145,10 +146,6 @@ class RunLock:
         self._heartbeat = threading.Thread(target=self._beat, name="run-lock-heartbeat",
                                            daemon=True)
         self._heartbeat.start()
-
-    def _stale_rows(self) -> list[Holder]:
-        now = time.time()
-        return [h for h in self._claims() if h.run_id != self.run_id and not h.live(now)]
 
     def _check_owned(self) -> None:
         now = time.time()

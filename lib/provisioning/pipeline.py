@@ -22,14 +22,14 @@ from provisioning.audit import ATTENTION, plan_audit, result_audit
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta_io import TableRef, append, read_table, table_exists
 from provisioning.faults import Fault
-from provisioning.lock import run_lock
+from provisioning.lock import RunLock
 from provisioning.manifests import read_manifests
 from provisioning.plan import build_plan, in_scope, prune_candidates
 from provisioning.policies import with_create_policies, with_delete_policies
 from provisioning.policies.base import PolicyContext
 from provisioning.runs import RunRecord, utc_now
 from provisioning.snapshot import cluster_states_frame, preflight, snapshot_topics
-from provisioning.spark import job_description
+from provisioning.spark import Background, job_description
 from provisioning.validation import with_duplicate_errors, with_row_errors
 
 log = logging.getLogger(__name__)
@@ -121,17 +121,28 @@ def run_pipeline(
 ) -> RunResult:
     """Run plan (and validate, apply, verify as the options say); return the run's result.
 
-    An apply first takes the lock of every cluster it touches (LockHeld, exit 4,
-    when another run has one), before it reads anything from Kafka.
+    An apply holds the lock of every cluster it touches (LockHeld, exit 4, when another
+    run has one) before it snapshots or changes anything; it is taken while the
+    preflight and the manifest read run.
     """
     steps = _Steps()
     steps.done("start")
     if not options.apply:
-        return _run(spark, conf, clusters, credentials, record, options, steps)
-    with run_lock(spark, conf.tables.locks, [c.name for c in clusters], record.run_id,
-                  options.command, conf.run.lock_ttl_seconds):
+        return _run(spark, conf, clusters, credentials, record, options, steps, lambda: None)
+    lock = RunLock(spark, conf.tables.locks, [c.name for c in clusters], record.run_id,
+                   options.command, conf.run.lock_ttl_seconds)
+    with job_description(spark, f"{options.command}: take the run lock"):
+        taking = Background(lock.acquire, "run-lock")
+
+    def locked() -> None:
+        taking.join()
         steps.done("lock")
-        result = _run(spark, conf, clusters, credentials, record, options, steps)
+
+    try:
+        result = _run(spark, conf, clusters, credentials, record, options, steps, locked)
+    finally:
+        if taking.succeeded():
+            lock.release()
     steps.done("unlock")
     return result
 
@@ -144,6 +155,29 @@ def _run(
     record: RunRecord,
     options: RunOptions,
     steps: _Steps,
+    locked: Callable[[], None],
+) -> RunResult:
+    """The run's phases; `locked()` returns once the run holds its lock (or raises)."""
+    background: list[Background] = []
+    try:
+        return _phases(spark, conf, clusters, credentials, record, options, steps, locked,
+                       background)
+    finally:
+        # A Delta commit still running on a thread finishes before the run ends.
+        for task in background:
+            task.succeeded()
+
+
+def _phases(
+    spark: SparkSession,
+    conf: Conf,
+    clusters: Sequence[ClusterConf],
+    credentials: Mapping[str, Credentials],
+    record: RunRecord,
+    options: RunOptions,
+    steps: _Steps,
+    locked: Callable[[], None],
+    background: list[Background],
 ) -> RunResult:
     run_id = record.run_id
     names = tuple(c.name for c in clusters)
@@ -172,6 +206,7 @@ def _run(
             .localCheckpoint(eager=True)
         )
         steps.done("manifest read")
+    locked()
 
     with job_description(spark, f"{options.command}: snapshot live metadata"):
         live = snapshot_topics(spark, clusters, credentials, conf.kafka, run_id,
@@ -179,10 +214,12 @@ def _run(
                                wanted=desired.where(F.size("row_errors") == 0))
         live = live.localCheckpoint(eager=True)
         steps.done("snapshot")
-        append(live, TableRef(conf.tables.snapshots))
+        # Recorded while the plan is computed; committed before anything is changed.
+        snapshot_written = Background(
+            lambda: append(live, TableRef(conf.tables.snapshots)), "snapshot-write")
+        background.append(snapshot_written)
         live_in_scope = live.transform(in_scope(names, options.topics_glob, known_clusters))
         _timed("snapshot", started, live, by="cluster")
-        steps.done("snapshot write")
 
     started = time.monotonic()
     with job_description(spark, f"{options.command}: plan, policies"):
@@ -209,12 +246,20 @@ def _run(
     audit = _Audit(spark, conf.tables.audit, run_id, options.fault)
     with job_description(spark, f"{options.command}: audit plan"):
         plan_rows = plan_audit(plan, run_id, utc_now()).localCheckpoint(eager=True)
-        audit.write("plan", plan_rows)
         _timed("plan", started, plan_rows)
-        steps.done("audit write")
+        # The saved-plan check and the validateOnly pass change nothing: they run while
+        # the plan is committed.
+        plan_written = Background(lambda: audit.write("plan", plan_rows), "audit-plan")
+        background.append(plan_written)
     if options.on_plan is not None:
         with job_description(spark, f"{options.command}: saved plan"):
             options.on_plan(plan)
+
+    def recorded() -> None:
+        """The snapshot and the plan are committed: the run may change something."""
+        snapshot_written.join()
+        plan_written.join()
+        steps.done("plan recorded")
 
     clean = (F.size("row_errors") == 0) & (F.size("policy_violations") == 0)
     creatable = plan.where(clean & (F.col("action") == "CREATE"))
@@ -232,10 +277,12 @@ def _run(
             ).localCheckpoint(eager=True)
             steps.done("validate")
             validated_rows = result_audit(validated, plan, run_id, utc_now())
+            recorded()
             audit.write("validate", validated_rows)
             _timed("validate", started, validated)
             steps.done("audit write")
     else:
+        recorded()
         finals.append(plan_rows.where((F.col("outcome") == "planned")
                                       & (F.col("action") == "CREATE")))
 

@@ -99,7 +99,8 @@ def snapshot_topics(
     rdd = (work.repartition(len(names), "cluster")
            .sortWithinPartitions("cluster", F.col("topic").asc_nulls_first())
            .rdd.mapPartitions(task))
-    return spark.createDataFrame(rdd, SNAPSHOT)
+    # Rows built from SNAPSHOT's own column list (see admin_io._run_on_executors).
+    return spark.createDataFrame(rdd, SNAPSHOT, verifySchema=False)
 
 
 def _snapshot_partition(

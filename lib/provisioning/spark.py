@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -44,3 +44,35 @@ def job_description(spark: SparkSession, text: str) -> Iterator[None]:
         yield
     finally:
         sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]
+
+
+class Background:
+    """Runs `fn` on a thread of its own while the caller goes on; `join` waits for it and
+    raises what `fn` raised. Spark jobs it starts keep the caller's job description."""
+
+    def __init__(self, fn: Callable[[], None], name: str) -> None:
+        from pyspark import InheritableThread
+
+        self._error: BaseException | None = None
+        self._ok = False
+
+        def target() -> None:
+            try:
+                fn()
+                self._ok = True
+            except BaseException as exc:  # handed to whoever joins
+                self._error = exc
+
+        self._thread = InheritableThread(target=target, name=name, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def succeeded(self) -> bool:
+        """Wait for `fn`; True when it returned (its error, if any, is not raised here)."""
+        self._thread.join()
+        return self._ok
