@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,7 +129,9 @@ def run_pipeline(
     steps = _Steps()
     steps.done("start")
     if not options.apply:
-        return _run(spark, conf, clusters, credentials, record, options, steps, lambda: None)
+        with _background_commits() as background:
+            return _run(spark, conf, clusters, credentials, record, options, steps,
+                        lambda: None, background)
     lock = RunLock(spark, conf.tables.locks, [c.name for c in clusters], record.run_id,
                    options.command, conf.run.lock_ttl_seconds)
     with job_description(spark, f"{options.command}: take the run lock"):
@@ -139,12 +142,25 @@ def run_pipeline(
         steps.done("lock")
 
     try:
-        result = _run(spark, conf, clusters, credentials, record, options, steps, locked)
+        with _background_commits() as background:
+            result = _run(spark, conf, clusters, credentials, record, options, steps, locked,
+                          background)
     finally:
         if taking.succeeded():
             lock.release()
     steps.done("unlock")
     return result
+
+
+@contextmanager
+def _background_commits() -> Iterator[list[Background]]:
+    """Collects the run's Delta commits made on threads; each has finished when it ends."""
+    background: list[Background] = []
+    try:
+        yield background
+    finally:
+        for task in background:
+            task.succeeded()
 
 
 def _run(
@@ -156,29 +172,10 @@ def _run(
     options: RunOptions,
     steps: _Steps,
     locked: Callable[[], None],
-) -> RunResult:
-    """The run's phases; `locked()` returns once the run holds its lock (or raises)."""
-    background: list[Background] = []
-    try:
-        return _phases(spark, conf, clusters, credentials, record, options, steps, locked,
-                       background)
-    finally:
-        # A Delta commit still running on a thread finishes before the run ends.
-        for task in background:
-            task.succeeded()
-
-
-def _phases(
-    spark: SparkSession,
-    conf: Conf,
-    clusters: Sequence[ClusterConf],
-    credentials: Mapping[str, Credentials],
-    record: RunRecord,
-    options: RunOptions,
-    steps: _Steps,
-    locked: Callable[[], None],
     background: list[Background],
 ) -> RunResult:
+    """The run's phases; `locked()` returns once the run holds its lock (or raises); the
+    Delta commits the run makes on threads are added to `background`."""
     run_id = record.run_id
     names = tuple(c.name for c in clusters)
     known_clusters = tuple(conf.clusters)
