@@ -255,9 +255,9 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def run_child(args: Sequence[str], env: dict[str, str], sample: bool
-              ) -> tuple[dict[str, Any], dict[str, Any]]:
-    cmd = [str(SUBMIT), "--driver-memory", DRIVER_MEMORY, str(Path(__file__).resolve()),
+def run_child(args: Sequence[str], env: dict[str, str], sample: bool,
+              driver_memory: str = DRIVER_MEMORY) -> tuple[dict[str, Any], dict[str, Any]]:
+    cmd = [str(SUBMIT), "--driver-memory", driver_memory, str(Path(__file__).resolve()),
            *args]
     launched = time.time()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -304,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=0)
     parser.add_argument("--out", default=None)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--driver-memory", default=DRIVER_MEMORY,
+                        help="the plan process's --driver-memory (JVM heap), default %(default)s")
     args = parser.parse_args(argv)
 
     if args.child == "generate":
@@ -321,18 +323,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "--clusters", str(args.clusters)], {}, sample=False)
             load = os.getloadavg()
             measured, memory = run_child(["--child", "plan", "--dir", str(work),
-                                          "--clusters", str(args.clusters)], {}, sample=True)
+                                          "--clusters", str(args.clusters)], {}, sample=True,
+                                         driver_memory=args.driver_memory)
         finally:
             if not args.keep:
                 shutil.rmtree(work, ignore_errors=True)
         result = {"rows": n, "clusters": args.clusters, **gen, **measured, **memory,
                   "load_before": [round(x, 2) for x in load],
-                  "driver_memory": DRIVER_MEMORY}
+                  "driver_memory": args.driver_memory}
         print(json.dumps(result), flush=True)
         results.append(result)
     lines = [
         f"Plan only: manifests over {args.clusters} clusters, every configurable policy, "
-        f"`./spark-submit.sh --driver-memory {DRIVER_MEMORY}` (local[2]).", "",
+        f"`./spark-submit.sh --driver-memory {args.driver_memory}` (local[2]).", "",
         "| desired rows | live rows | plan total s | manifest read s | plan + policies s "
         "| audit write s | process wall s (incl. session, snapshot read) "
         "| peak RSS, JVM + Python (MiB) | audit rows / files | load before |",
