@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/plan_scale.py --rows 100000,300000,1000000 [--clusters 100]
 
-For each row count, two processes through ./spark-submit.sh (local[2], --driver-memory 2g):
+For each row count, two processes through ./spark-submit.sh (local[2], --driver-memory
+1200m unless --driver-memory says otherwise):
 
 generate  writes the synthetic manifest table (N desired rows over --clusters clusters)
           and the synthetic snapshot table (the live topics) as Delta tables.
@@ -36,7 +37,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SUBMIT = REPO / "spark-submit.sh"
-DRIVER_MEMORY = "2g"
+DRIVER_MEMORY = "1200m"
 
 POLICIES: dict[str, Any] = {
     "create": [
