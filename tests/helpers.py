@@ -71,32 +71,7 @@ def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
 
 def broker_state(bootstrap: str, include_internal: bool = False) -> dict[str, dict[str, Any]]:
     """Every topic as the broker reports it: id, partitions, replication factor, overrides."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import ConfigResource, ConfigResourceType
-
-    from provisioning.kafka_admin import topic_id_text
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        topics = [t for t in admin.describe_topics()
-                  if include_internal or not t["is_internal"]]
-        names = [t["name"] for t in topics]
-        configs = admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]).get("topic", {}) \
-            if names else {}
-    finally:
-        admin.close()
-    state = {}
-    for t in topics:
-        parts = sorted(t["partitions"], key=lambda p: p["partition_index"])
-        state[t["name"]] = {
-            "topic_id": topic_id_text(t["topic_id"]),
-            "partitions": len(parts),
-            "replication_factor": len(parts[0]["replica_nodes"]) if parts else None,
-            "configs": {k: v["value"] for k, v in configs.get(t["name"], {}).items()
-                        if v["config_source"] == "DYNAMIC_TOPIC_CONFIG"},
-        }
-    return state
+    return broker_state_as({"bootstrap_servers": bootstrap}, include_internal)
 
 
 def compile_policy_jar(work: Path) -> Path:
@@ -149,8 +124,9 @@ def runs_rows(spark: Any, warehouse: Path) -> dict[str, Any]:
 
 def broker_state_as(settings: Mapping[str, Any], include_internal: bool = False
                     ) -> dict[str, dict[str, Any]]:
-    """`broker_state` through a client built from kafka-python `settings` (a secured
-    cluster's super user: KafkaCluster.client_settings())."""
+    """Every topic as the broker reports it (id, partitions, replication factor, overrides),
+    through a client built from kafka-python `settings` (for a secured cluster, its super
+    user: KafkaCluster.client_settings())."""
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType
 
