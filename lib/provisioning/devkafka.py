@@ -24,6 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from provisioning.processes import process_exists
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_JARS_DIR = REPO_ROOT / ".cache" / "jars" / "kafka"
 JARS_ENV = "PROVISIONING_KAFKA_JARS"
@@ -382,13 +384,7 @@ def _is_our_node(pid: int, properties_file: str) -> bool:
     """Whether pid is still the broker started with properties_file (not a reused pid)."""
     proc = Path(f"/proc/{pid}")
     if not Path("/proc/self").exists():  # no procfs: existence is all we can check
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return process_exists(pid)
     try:
         # A detached node's reaper (init) may leave it a zombie for seconds; it is gone.
         if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from provisioning.delta_io import TableRef, append, read_table, table_exists
 from provisioning.errors import LockHeld
+from provisioning.processes import process_exists
 from provisioning.runs import utc_now
 from schemas import LOCKS, column_names
 
@@ -52,15 +53,7 @@ class Holder:
 
 def _alive_here(host: str, pid: int) -> bool:
     """False only when the holder ran on this host and its process is gone."""
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return host != socket.gethostname() or process_exists(pid)
 
 
 class RunLock:
