@@ -54,16 +54,21 @@ def read_table(spark: SparkSession, ref: TableRef, version: int | None = None) -
     return reader.load(ref.text) if ref.is_path else reader.table(ref.text)
 
 
-def current_version(spark: SparkSession, ref: TableRef) -> int:
-    """The latest committed version of the table."""
+def table_version(spark: SparkSession, ref: TableRef) -> int | None:
+    """The latest committed version of the table; None when it is not a Delta table."""
+    if ref.is_path:
+        # One load of the Delta log's latest snapshot (reads of the same version reuse it);
+        # DESCRIBE HISTORY would build a DataFrame of commit infos: ~4 s on a cold driver.
+        delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog  # type: ignore[union-attr]
+        version = int(delta_log.forTableWithSnapshot(spark._jsparkSession, ref.text)._2()
+                      .version())
+        return version if version >= 0 else None
+    if not table_exists(spark, ref):
+        return None
     from delta.tables import DeltaTable
 
-    table = (DeltaTable.forPath(spark, ref.text) if ref.is_path
-             else DeltaTable.forName(spark, ref.text))
-    row = table.history(1).select("version").first()
-    if row is None:
-        raise UsageError(f"table {ref.text} has no history")
-    return int(row["version"])
+    row = DeltaTable.forName(spark, ref.text).history(1).select("version").first()
+    return None if row is None else int(row["version"])
 
 
 def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None = None,

@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from provisioning.delta_io import TableRef, current_version, read_table, table_exists
+from provisioning.delta_io import TableRef, read_table, table_version
 from provisioning.errors import UsageError
 from schemas import DESIRED, MANIFEST, column_names
 
@@ -25,7 +25,10 @@ def write_manifest(spark: SparkSession, rows: Sequence[tuple[Any, ...]], table: 
         writer.save(ref.text)
     else:
         writer.saveAsTable(ref.text)
-    return current_version(spark, ref)
+    version = table_version(spark, ref)
+    if version is None:
+        raise UsageError(f"manifest table {table} was not written")
+    return version
 
 
 def read_manifests(spark: SparkSession, tables: Sequence[str]) -> DataFrame:
@@ -38,7 +41,7 @@ def read_manifests(spark: SparkSession, tables: Sequence[str]) -> DataFrame:
     frames = []
     for table in tables:
         ref = TableRef(table)
-        version = current_version(spark, ref) if table_exists(spark, ref) else None
+        version = table_version(spark, ref)
         if version is None:
             raise UsageError(f"manifest table {table} does not exist or is not a Delta table")
         df = read_table(spark, ref, version)

@@ -275,7 +275,14 @@ def _run(
             steps.done("validate")
             validated_rows = result_audit(validated, plan, run_id, utc_now())
             recorded()
-            audit.write("validate", validated_rows)
+            if options.apply:
+                # Committed while the creates run; joined before the apply phase is
+                # audited, so the phases still commit in order.
+                validate_written = Background(
+                    lambda: audit.write("validate", validated_rows), "audit-validate")
+                background.append(validate_written)
+            else:
+                audit.write("validate", validated_rows)
             _timed("validate", started, validated)
             steps.done("audit write")
     else:
@@ -314,7 +321,11 @@ def _run(
             applied = applied.localCheckpoint(eager=True)
             steps.done("create")
             applied_rows = result_audit(applied, plan, run_id, utc_now())
+            # The apply rows are written even when the validate commit failed; its error
+            # is raised after them.
+            validate_written.succeeded()
             audit.write("apply", applied_rows)
+            validate_written.join()
             _timed("apply", started, applied)
             steps.done("audit write")
 
