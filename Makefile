@@ -9,9 +9,9 @@ CONF ?= conf/local.yaml
 MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
-.PHONY: setup venv jars run test test-unit test-integration lint bench kafka-up kafka-down clean
+.PHONY: setup venv jars driver-archive run test test-unit test-integration lint bench kafka-up kafka-down clean
 
-setup: venv jars
+setup: venv jars driver-archive
 
 venv: $(VENV)/.installed
 
@@ -37,6 +37,19 @@ $(CACHE)/jars/delta/.done: lib/jvm/pom.xml
 	cd lib/jvm && $(MVN) $(MVN_FLAGS) -Pdelta dependency:copy-dependencies \
 	  -DincludeScope=runtime -DincludeGroupIds=io.delta -DoutputDirectory=$(CURDIR)/$(CACHE)/jars/delta
 	touch $@
+
+# A class-data-sharing archive of the classes a driver run loads (jobs/driver_archive.py
+# on throwaway tables); spark-submit.sh starts drivers with it. Remade when the venv
+# (Spark) or the Delta jars change; a stale one is ignored by the JVM.
+driver-archive: $(CACHE)/driver/driver.jsa
+
+$(CACHE)/driver/driver.jsa: $(VENV)/.installed $(CACHE)/jars/delta/.done jobs/driver_archive.py
+	mkdir -p $(CACHE)/driver
+	rm -f $@.tmp
+	PROVISIONING_DRIVER_ARCHIVE=off SPARK_SUBMIT_OPTS="-XX:ArchiveClassesAtExit=$(CURDIR)/$@.tmp" \
+	  ./spark-submit.sh jobs/driver_archive.py > $(CACHE)/driver/archive.log 2>&1 \
+	  || { tail -40 $(CACHE)/driver/archive.log; exit 1; }
+	mv $@.tmp $@
 
 kafka-up: setup
 	$(PY) -m provisioning.devkafka up --dir $(KAFKA_DIR)

@@ -127,6 +127,15 @@ case "$master" in
     ;;
 esac
 
+# The driver JVM maps the classes a run loads from a class-data-sharing archive when
+# `make driver-archive` made one (client deploy mode: the driver is this JVM).
+# PROVISIONING_DRIVER_ARCHIVE names another archive, or is "off". A stale archive
+# (other JDK or Spark jars) is ignored by the JVM, which then loads classes as usual.
+driver_archive="${PROVISIONING_DRIVER_ARCHIVE:-$here/.cache/driver/driver.jsa}"
+if [ "$deploy_mode" = client ] && [ "$driver_archive" != off ] && [ -f "$driver_archive" ]; then
+  export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }-XX:SharedArchiveFile=$driver_archive -Xshare:auto -Xlog:cds=off,cds+dynamic=off"
+fi
+
 files_arg=()
 if [ ${#files[@]} -gt 0 ]; then files_arg=(--files "$(IFS=,; echo "${files[*]}")"); fi
 

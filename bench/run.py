@@ -92,7 +92,17 @@ def versions() -> dict[str, str]:
         "kafka broker": kafka_jar[0].name.removeprefix("kafka_2.13-").removesuffix(".jar")
         if kafka_jar else "missing",
         "java": java.splitlines()[0] if java else "unknown",
+        "driver class archive": _driver_archive(),
     }
+
+
+def _driver_archive() -> str:
+    """Whether spark-submit.sh starts the job's driver with a class-data-sharing archive."""
+    setting = os.environ.get("PROVISIONING_DRIVER_ARCHIVE")
+    path = Path(setting) if setting else REPO / ".cache" / "driver" / "driver.jsa"
+    if setting == "off" or not path.is_file():
+        return "off"
+    return f"{path} ({path.stat().st_size // 2**20} MiB)"
 
 
 # -- one measured run -------------------------------------------------------------------
