@@ -52,14 +52,14 @@ $(CACHE)/driver/driver.jsa: $(VENV)/.installed $(CACHE)/jars/delta/.done jobs/dr
 	mv $@.tmp $@
 
 kafka-up: setup
-	$(PY) -m provisioning.devkafka up --dir $(KAFKA_DIR)
+	$(PY) -m tests.support.devkafka up --dir $(KAFKA_DIR)
 
 kafka-down:
-	@if [ -x $(PY) ]; then $(PY) -m provisioning.devkafka down --dir $(KAFKA_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) -m tests.support.devkafka down --dir $(KAFKA_DIR); fi
 
 # The embedded default: a local broker, local Delta tables, the example manifest.
 run: kafka-up
-	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m provisioning.devkafka status --dir $(KAFKA_DIR)) && \
+	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m tests.support.devkafka status --dir $(KAFKA_DIR)) && \
 	./spark-submit.sh jobs/load_manifest.py --source conf/examples/desired_topics.yaml \
 	  --table warehouse/desired_topics && \
 	./spark-submit.sh jobs/provision_topics.py apply --conf $(CONF)

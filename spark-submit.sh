@@ -58,7 +58,11 @@ dist="$here/.cache/dist"
 mkdir -p "$dist"
 # Named by its content and built under a per-process temp name: runs started at the same
 # time (cron overlap, parallel tests) never rewrite a zip another run's workers read.
-package_zip=$("$python" - "$here" "$dist" <<'PY'
+# The package zip (only lib/provisioning and schemas: what the job runs), named by its
+# content and built under a per-process temp name: runs started at the same time (cron
+# overlap, parallel tests) never rewrite a zip another run's workers read. Then the
+# session settings every run needs, from provisioning.session (read without Spark).
+mapfile -t built < <("$python" - "$here" "$dist" <<'PY'
 import hashlib, os, pathlib, sys, zipfile
 root, dist = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 tmp = dist / f".provisioning.{os.getpid()}.tmp"
@@ -69,8 +73,17 @@ with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
 out = dist / f"provisioning-{hashlib.sha256(tmp.read_bytes()).hexdigest()[:16]}.zip"
 tmp.replace(out)
 print(out)
+sys.path.insert(0, str(root / "lib"))
+from provisioning.session import submit_arguments
+print("\n".join(submit_arguments()))
 PY
 )
+package_zip="${built[0]}"
+session_conf=("${built[@]:1}")
+if [ -z "$package_zip" ] || [ ${#session_conf[@]} -eq 0 ]; then
+  echo "could not build the package zip or read the session settings with $python" >&2
+  exit 2
+fi
 
 if [ -x "$venv/bin/spark-submit" ]; then submit="$venv/bin/spark-submit"; else submit="spark-submit"; fi
 
@@ -83,11 +96,7 @@ delta_jar_list() {
   fi
 }
 
-delta_conf=(
-  --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension
-  --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog
-  --conf spark.speculation=false
-)
+delta_conf=("${session_conf[@]}")
 loopback_conf=(--conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1)
 case "$master" in
   local*)

@@ -4,8 +4,8 @@
                                          [--workers 1,2,4]
 
 For each batch size, concurrency level and repetition, on a fresh one-node KRaft broker,
-the code a Spark task runs for one cluster (admin_io._create_batches over one
-kafka_admin.ClusterAdmin) sends every topic, first validateOnly then for real, with
+the code a Spark task runs for one cluster (kafka.tasks.create_batches over one
+kafka.client.ClusterAdmin) sends every topic, first validateOnly then for real, with
 kafka.batch_size and kafka.max_in_flight_requests set to the level measured
 (1 = one request at a time). Reports the median time of each pass and how many topics
 did not come back validated / created.
@@ -28,19 +28,20 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
-from provisioning.admin_io import _create_batches  # noqa: E402
 from provisioning.conf import ClusterConf, KafkaConf  # noqa: E402
-from provisioning.devkafka import KafkaCluster  # noqa: E402
-from provisioning.kafka_admin import ClusterAdmin, TopicRequest, batches  # noqa: E402
+from provisioning.kafka.batching import TopicRequest, batches  # noqa: E402
+from provisioning.kafka.client import ClusterAdmin  # noqa: E402
+from provisioning.kafka.tasks import create_batches  # noqa: E402
+from tests.support.devkafka import KafkaCluster  # noqa: E402
 
 
 def send(admin: ClusterAdmin, rows: list[dict[str, Any]], validate_only: bool
          ) -> tuple[float, int]:
-    """Every row through _create_batches; (seconds, topics without the expected outcome)."""
+    """Every row through create_batches; (seconds, topics without the expected outcome)."""
     wanted = "validated" if validate_only else "created"
     outcome_at = 3  # TOPIC_RESULT: cluster, topic, phase, outcome, ...
     started = time.monotonic()
-    results = list(_create_batches(admin, rows, validate_only))  # type: ignore[arg-type]
+    results = list(create_batches(admin, rows, validate_only))  # type: ignore[arg-type]
     elapsed = time.monotonic() - started
     return elapsed, sum(1 for r in results if r[outcome_at] != wanted) + len(rows) - len(results)
 

@@ -7,13 +7,13 @@ For each row count, two processes through ./spark-submit.sh (local[2], --driver-
 
 generate  writes the synthetic manifest table (N desired rows over --clusters clusters)
           and the synthetic snapshot table (the live topics) as Delta tables.
-plan      reads them and runs what the pipeline runs up to the plan's audit rows (mirroring
-          pipeline._run): read_manifests, with_row_errors, with_duplicate_errors, in_scope
-          (checkpointed), build_plan, every configurable
-          create and delete policy after the always-on ones, plan_audit, and appends the
-          audit rows to a Delta table as one commit (local checkpoints as the pipeline
-          takes them; the snapshot table is read into a local checkpoint first, as the
-          pipeline holds the live snapshot). Only this process is timed and measured.
+plan      reads them and runs the product's own chain up to the plan's audit rows
+          (provisioning.run.planning: read_desired, plan_rows, judge_plan with every
+          configurable create and delete policy after the always-on ones; then
+          plan_audit), and appends the audit rows to a Delta table as one commit (local
+          checkpoints as the run takes them; the snapshot table is read into a local
+          checkpoint first, as the run holds the live snapshot). Only this process is
+          timed and measured.
 
 While `plan` runs, the parent samples the resident memory (RSS) of the whole process
 tree (spark-submit's JVM, which in local mode is driver and executor, and the Python
@@ -75,7 +75,7 @@ def generate(work: Path, rows: int, clusters: int) -> dict[str, Any]:
     """Write the synthetic manifest and snapshot tables (Spark column expressions only)."""
     from pyspark.sql import functions as F
 
-    from provisioning.spark import build_session
+    from provisioning.session import build_session
     from schemas import MANIFEST, SNAPSHOT, column_names
 
     spark = build_session("plan-scale-generate")
@@ -147,17 +147,13 @@ def plan(work: Path, clusters: int) -> dict[str, Any]:
     """The plan phase over the synthetic tables; timings of its steps."""
     from pyspark.sql import functions as F
 
-    from provisioning.audit import plan_audit
-    from provisioning.delta_io import TableRef, append, read_table
-    from provisioning.kafka_admin import ClusterState
-    from provisioning.manifests import read_manifests
-    from provisioning.plan import build_plan, in_scope
-    from provisioning.policies import with_create_policies, with_delete_policies
-    from provisioning.policies.base import PolicyContext
-    from provisioning.runs import new_run_id, utc_now
-    from provisioning.snapshot import cluster_states_frame
-    from provisioning.spark import build_session
-    from provisioning.validation import with_duplicate_errors, with_row_errors
+    from provisioning.delta.tables import TableRef, append, delta_table, read_table
+    from provisioning.kafka.client import ClusterState
+    from provisioning.results import new_run_id, utc_now
+    from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
+    from provisioning.session import build_session
+    from provisioning.transforms.audit import plan_audit
+    from provisioning.transforms.scope import in_scope
 
     launched = float(os.environ.get("PLAN_SCALE_LAUNCHED", time.time()))
     conf = _conf(work, clusters)
@@ -166,39 +162,26 @@ def plan(work: Path, clusters: int) -> dict[str, Any]:
     started = time.monotonic()
     names = tuple(conf.clusters)
     run_id = new_run_id()
-    # The pipeline holds the live snapshot as a local checkpoint (taken from Kafka), not as
+    # The run holds the live snapshot as a local checkpoint (taken from Kafka), not as
     # a Delta scan: the same here, timed apart from the plan.
     live = read_table(spark, TableRef(conf.tables.snapshots)).localCheckpoint(eager=True)
     snapshot_read = time.monotonic() - started
     started = time.monotonic()
     live_in_scope = live.transform(in_scope(names, None, names))
-    desired = (read_manifests(spark, conf.tables.manifests)
-               .transform(with_row_errors(names))
-               .transform(with_duplicate_errors)
-               .transform(in_scope(names, None, names))
-               .localCheckpoint(eager=True))
+    desired = read_desired(spark, conf, names, None).localCheckpoint(eager=True)
     read = time.monotonic()
-    planned = build_plan(desired, live_in_scope)
     states = {n: ClusterState(cluster_id=f"id-{n}", controller_id=1, broker_ids=(1, 2, 3),
                               default_partitions=3, default_replication_factor=3)
               for n in names}
-    context = PolicyContext(clusters=cluster_states_frame(spark, states)
-                            .localCheckpoint(eager=True), live=live,
-                            protected=conf.deletes.protected, deny_list=conf.deletes.deny_list,
-                            max_deletes_per_cluster=conf.deletes.max_per_cluster)
-    valid = F.size("row_errors") == 0
-    judged = (planned.where(valid)
-              .transform(lambda df: with_create_policies(df, conf.create_policies, context))
-              .transform(lambda df: with_delete_policies(df, conf.delete_policies, context)))
+    context = policy_context(spark, conf, states, live)
+    judged = judge_plan(plan_rows(desired, live_in_scope, None), conf, context)
     built = time.monotonic()
-    planned = judged.unionByName(planned.where(~valid)).localCheckpoint(eager=True)
+    planned = judged.localCheckpoint(eager=True)
     checkpointed = time.monotonic()
     rows = plan_audit(planned, run_id, utc_now()).localCheckpoint(eager=True)
     append(rows, TableRef(conf.tables.audit))
     written = time.monotonic()
-    from delta.tables import DeltaTable
-
-    last = DeltaTable.forPath(spark, conf.tables.audit).history(1).first()
+    last = delta_table(spark, TableRef(conf.tables.audit)).history(1).first()
     metrics = dict(last["operationMetrics"]) if last else {}
     outcomes = {r["outcome"]: r["n"] for r in rows.groupBy("outcome")
                 .agg(F.count(F.lit(1)).alias("n")).collect()}

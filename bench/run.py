@@ -15,7 +15,7 @@ broker      one fresh local KRaft broker (devkafka.KafkaCluster) per measured ru
             end points, all from the moment the harness launched the process:
               acknowledged  the create responses are back
               ready         every partition of every topic has a leader
-            plus the job's own step timings (the `step ...` lines pipeline.py logs).
+            plus the job's own step timings (the `step ...` lines provisioning.run.engine logs).
 plan        bench/plan_scale.py: the plan with every policy on synthetic rows, no broker.
 pipelining  bench/pipelining.py: sequential vs concurrent CreateTopics batches on one client.
 
@@ -44,14 +44,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
-from provisioning.devkafka import KafkaCluster  # noqa: E402
+from tests.support.devkafka import KafkaCluster  # noqa: E402
 
 PY = sys.executable
 SUBMIT = REPO / "spark-submit.sh"
 JOB = REPO / "jobs" / "provision_topics.py"
 LOAD = REPO / "jobs" / "load_manifest.py"
 METHODS = ("floor", "loop", "job")
-# The job's step lines, in the order a run logs them (pipeline.py `_step`).
+# The job's step lines, in the order a run logs them (provisioning.run.engine.Steps).
 STEP = re.compile(r"step (?P<name>[a-z_ ]+): (?P<secs>[0-9.]+)s \(at (?P<at>[0-9.]+)\)")
 
 

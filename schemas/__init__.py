@@ -1,7 +1,8 @@
-"""Every table schema of the project: manifests, snapshots, plan, audit and runs.
+"""Every table schema of the project: manifests, snapshots, plan, audit, runs and locks.
 
-Readers, writers, transforms and test builders import these; no other module
-spells out a table's columns.
+Readers, writers, transforms and test builders import these. A module that shows or
+sends a few columns of a table (a view, a request) names the ones it uses; none
+defines a table of its own.
 """
 
 from schemas.tables import (

@@ -148,6 +148,9 @@ TOPIC_RESULT = _fields(
     ("result_configs", ArrayType(CONFIG_ENTRY, True)),
     ("topic_config_error_code", IntegerType()),
     ("attempts", IntegerType()),
+    # The live assignment of a topic the broker said already exists (compared with the
+    # request for drift); null otherwise.
+    ("result_assignment", ASSIGNMENT),
 )
 
 # One row per topic per phase per run.

@@ -30,7 +30,7 @@ def _jars(directory: Path) -> list[str]:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A small local session with Delta: local[2], no UI, few partitions."""
-    from provisioning.spark import build_session
+    from provisioning.session import build_session
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = build_session(
@@ -59,7 +59,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 def _cluster(base: Path, nodes: int, **kwargs: object) -> Iterator[object]:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     _jars(KAFKA_JARS)
     cluster = KafkaCluster(base, nodes=nodes, **kwargs)  # type: ignore[arg-type]
@@ -74,12 +74,6 @@ def _cluster(base: Path, nodes: int, **kwargs: object) -> Iterator[object]:
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real one-node KRaft cluster for the whole session."""
     yield from _cluster(tmp_path_factory.mktemp("kafka-1"), 1)
-
-
-@pytest.fixture(scope="session")
-def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A real three-node KRaft cluster (replication factor 3, explicit assignments)."""
-    yield from _cluster(tmp_path_factory.mktemp("kafka-3"), 3)
 
 
 @pytest.fixture
@@ -97,7 +91,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.when != "call" or not report.failed:
         return
-    for name in ("kafka", "kafka3"):
+    for name in ("kafka",):
         cluster = getattr(item, "funcargs", {}).get(name)
         if cluster is None:
             continue

@@ -130,7 +130,7 @@ def broker_state_as(settings: Mapping[str, Any], include_internal: bool = False
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    from provisioning.kafka_admin import topic_id_text
+    from provisioning.kafka.codes import topic_id_text
 
     admin = KafkaAdminClient(**settings)
     try:

@@ -39,3 +39,10 @@ class LockHeld(ProvisioningError):
     """Another run holds the lock for this conf."""
 
     exit_code = 4
+
+
+class PolicyError(ProvisioningError):
+    """A policy is configured or implemented wrongly (bad parameters, a custom policy
+    that breaks the PLAN contract); the run stops before anything is changed."""
+
+    exit_code = 2

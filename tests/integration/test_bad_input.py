@@ -31,7 +31,7 @@ def _row(case: dict[str, Any]) -> dict[str, Any]:
 
 def test_bad_rows_are_rejected_by_name_and_the_rest_proceed(kafka: Any, spark: Any,
                                                             tmp_path: Path) -> None:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     warehouse = tmp_path / "wh"
     m1, m2 = warehouse / "M1", warehouse / "M2"

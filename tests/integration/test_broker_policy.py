@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 @pytest.fixture(scope="module")
 def policy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     work = tmp_path_factory.mktemp("policy-broker")
     jar = compile_policy_jar(work / "java")

@@ -1,4 +1,4 @@
-"""provisioning.devkafka starts real KRaft clusters that kafka-python can use."""
+"""tests.support.devkafka starts real KRaft clusters that kafka-python can use."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient
 
-from provisioning.devkafka import KafkaCluster
+from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +105,8 @@ def test_cli_up_is_idempotent_and_down_stops_the_nodes(tmp_path: Path) -> None:
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "provisioning.devkafka", *args, "--dir", str(tmp_path)],
+            [sys.executable, "-m", "tests.support.devkafka", *args, "--dir", str(tmp_path)],
+            cwd=Path(__file__).resolve().parents[2],
             capture_output=True,
             text=True,
             env=env,

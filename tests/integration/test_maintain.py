@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from provisioning.conf import load_conf
+from provisioning.delta.maintenance import maintain_tables
 from provisioning.errors import UsageError
-from provisioning.maintenance import maintain_tables
 from tests.builders import audit_df, snapshot_df
 from tests.helpers import run_cli, write_conf
 

@@ -73,7 +73,7 @@ def manifest_rows() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-e2e"), nodes=1)
     cluster.start()

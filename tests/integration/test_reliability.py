@@ -35,7 +35,7 @@ def _topics(prefix: str, n: int, partitions: int = 1) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[Any]:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     cluster = KafkaCluster(tmp_path / "kafka", nodes=1)
     cluster.start()
@@ -89,7 +89,7 @@ def test_killed_driver_rerun_records_each_topic_once(fresh_broker: Any, spark: A
 
 def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
         fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
-    from provisioning.lock import RunLock
+    from provisioning.delta.lock import RunLock
 
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics", _topics("lock.", 3))
@@ -117,8 +117,8 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
 
 
 def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) -> None:
+    from provisioning.delta.lock import RunLock
     from provisioning.errors import LockHeld
-    from provisioning.lock import RunLock
 
     table = str(tmp_path / "locks")
     RunLock(spark, table, ["a"], "r0", "apply", 60)._create_table()
@@ -250,7 +250,7 @@ def test_controller_mutation_quota_is_retried_after_the_throttle(
 
 
 def test_deletion_disabled_is_recorded_not_retried(spark: Any, tmp_path: Path) -> None:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     with KafkaCluster(tmp_path / "kafka", nodes=1,
                       broker_properties={"delete.topic.enable": "false"}) as broker:
@@ -274,8 +274,8 @@ def test_deletion_disabled_is_recorded_not_retried(spark: Any, tmp_path: Path) -
 
 def test_delete_of_a_recreated_topic_deletes_nothing(fresh_broker: Any, spark: Any,
                                                      tmp_path: Path) -> None:
-    from provisioning import admin_io
     from provisioning.conf import ClusterConf, KafkaConf
+    from provisioning.run import executors as admin_io
 
     admin = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap_servers)
     spec = {"num_partitions": 1, "replication_factor": 1}

@@ -33,10 +33,9 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-from provisioning.devkafka import KafkaCluster, ListenerSpec, SaslUsers, TlsFiles
 from provisioning.errors import ClusterUnreachable
-from provisioning.kafka_admin import ClusterAdmin, ClusterState
-from provisioning.snapshot import snapshot_rows
+from provisioning.kafka.client import ClusterAdmin, ClusterState
+from provisioning.kafka.snapshot import snapshot_rows
 from schemas import SNAPSHOT, column_names
 from tests.helpers import (
     Completed,
@@ -47,6 +46,7 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
+from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, TlsFiles
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

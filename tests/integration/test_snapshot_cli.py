@@ -9,7 +9,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import OffsetAndMetadata
 
-from provisioning.kafka_admin import topic_id_text
+from provisioning.kafka.codes import topic_id_text
 from tests.helpers import run_cli, write_conf
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]

@@ -56,7 +56,7 @@ class Standalone:
     """A master and `workers` workers of the pyspark distribution, all on 127.0.0.1."""
 
     def __init__(self, base: Path, workers: int) -> None:
-        from provisioning.devkafka import free_ports
+        from tests.support.devkafka import free_ports
 
         self.base = base
         ports = free_ports(2 + 2 * workers)
@@ -133,7 +133,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from provisioning.devkafka import KafkaCluster
+    from tests.support.devkafka import KafkaCluster
 
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-standalone"), nodes=1)
     cluster.start()

@@ -8,7 +8,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.policies.base import PolicyContext, is_create, is_delete, with_violation
+from provisioning.transforms.policies.base import (
+    PolicyContext,
+    is_create,
+    is_delete,
+    with_violation,
+)
 
 
 def refuse_word(plan: DataFrame, context: PolicyContext, params: Mapping[str, Any]) -> DataFrame:

@@ -6,15 +6,9 @@ import uuid
 
 import pytest
 
-from provisioning.admin_io import create_outcome, delete_outcome
-from provisioning.kafka_admin import (
-    TopicRequest,
-    batches,
-    config_entry,
-    error_name,
-    topic_id_text,
-    topic_id_uuid,
-)
+from provisioning.kafka.batching import TopicRequest, batches
+from provisioning.kafka.codes import config_entry, error_name, topic_id_text, topic_id_uuid
+from provisioning.kafka.outcomes import create_outcome, delete_outcome
 
 
 @pytest.mark.parametrize(("name", "validate_only", "outcome"), [

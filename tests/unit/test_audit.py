@@ -8,7 +8,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.audit import plan_audit, result_audit
+from provisioning.transforms.audit import final_rows, plan_audit, result_audit
 from schemas import TOPIC_RESULT
 from tests.builders import audit_df, plan_df, rows_df, violation
 
@@ -96,3 +96,28 @@ def test_topic_the_job_may_not_see_fails_in_the_plan_whatever_the_manifest_says(
     ])
     assert_df_equality(plan_audit(plan, "r1", AT), expected, ignore_row_order=True,
                        ignore_nullable=True)
+
+
+def test_final_rows_are_each_topics_last_phase(spark: SparkSession) -> None:
+    rows = [
+        audit("created", "CREATE", "plan", "planned"),
+        audit("created", "CREATE", "validate", "validated"),
+        audit("created", "CREATE", "apply", "created"),
+        audit("created", "CREATE", "verify", "created"),
+        audit("refused", "CREATE", "plan", "planned"),
+        audit("refused", "CREATE", "validate", "rejected"),
+        audit("failed", "CREATE", "plan", "planned"),
+        audit("failed", "CREATE", "validate", "validated"),
+        audit("failed", "CREATE", "apply", "failed"),
+        audit("kept", "DELETE", "plan", "planned"),
+        audit("same", "NOOP", "plan", "already_present"),
+        # two copies of one topic, both rejected in the plan: each is a final row
+        audit("twice", "CREATE", "plan", "rejected", source_version=1),
+        audit("twice", "CREATE", "plan", "rejected", source_version=2),
+        # rows without a topic never leave the plan either
+        {**audit("", "CREATE", "plan", "rejected"), "topic": None},
+        {**audit("", "CREATE", "plan", "rejected", source_version=5), "topic": None},
+    ]
+    expected = [rows[3], rows[5], rows[8], *rows[9:]]
+    assert_df_equality(final_rows(audit_df(spark, rows)), audit_df(spark, expected),
+                       ignore_row_order=True, ignore_nullable=True)

@@ -202,7 +202,7 @@ def test_missing_ssl_cafile_is_a_conf_error_naming_the_key(tmp_path: Path) -> No
 
 def test_ssl_cafile_reaches_the_kafka_client_settings(tmp_path: Path) -> None:
     from provisioning.conf import Credentials
-    from provisioning.kafka_admin import client_settings
+    from provisioning.kafka.client import client_settings
 
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")

@@ -8,7 +8,9 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
-from provisioning.plan import build_plan, glob_regex, in_scope, prune_candidates
+from provisioning.transforms.plan import build_plan, prune_candidates
+from provisioning.transforms.scope import glob_to_regex as glob_regex
+from provisioning.transforms.scope import in_scope
 from tests.builders import desired_df, plan_df, rows_df, snapshot_df
 
 OVERRIDE = "DYNAMIC_TOPIC_CONFIG"

@@ -12,7 +12,7 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 from provisioning.errors import UsageError
-from provisioning.planfile import (
+from provisioning.views.planfile import (
     PlanDocument,
     diff_plans,
     load_plan,

@@ -8,7 +8,7 @@ import pytest
 
 from provisioning.conf import PolicySpec, parse_conf
 from provisioning.errors import ConfError
-from provisioning.policies.registry import CREATE_POLICIES, DELETE_POLICIES
+from provisioning.transforms.policies.registry import CREATE_POLICIES, DELETE_POLICIES
 
 EXAMPLE = "tests.unit.custom_policy_example"
 BASE = {

@@ -10,8 +10,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
-from provisioning.policies import PolicyContext, PolicyError, with_create_policies
-from provisioning.policies.create import (
+from provisioning.transforms.policies import PolicyContext, PolicyError, with_create_policies
+from provisioning.transforms.policies.create import (
     assignment_brokers_exist,
     forbidden_configs,
     min_insync_below_rf,

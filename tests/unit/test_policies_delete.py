@@ -11,15 +11,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import DEFAULT_PROTECTED_TOPICS, PolicySpec
-from provisioning.policies import PolicyContext, PolicyError, with_delete_policies
-from provisioning.policies.columns import glob_to_regex
-from provisioning.policies.delete import (
+from provisioning.transforms.policies import PolicyContext, PolicyError, with_delete_policies
+from provisioning.transforms.policies.delete import (
     ALWAYS_PROTECTED,
     max_deletes_per_cluster,
     protected_patterns,
     protected_topics,
     topic_in_use,
 )
+from provisioning.transforms.scope import glob_to_regex
 from tests.builders import cluster_states_df, plan_df, snapshot_df, violation
 
 EXAMPLE = "tests.unit.custom_policy_example"

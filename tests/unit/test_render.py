@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from provisioning.pipeline import RunResult
-from provisioning.render import broker_defaults, drift_lines, render_run, topic_lines
-from provisioning.report import render_report
+from provisioning.results import RunResult
+from provisioning.views.plan_text import broker_defaults, drift_lines, render_run, topic_lines
+from provisioning.views.report import render_report
 
 CONFIGS = [
     {"name": "cleanup.policy", "value": "delete", "source": "DEFAULT_CONFIG",

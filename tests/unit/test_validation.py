@@ -7,7 +7,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.validation import with_duplicate_errors, with_row_errors
+from provisioning.transforms.validation import with_duplicate_errors, with_row_errors
 from tests.builders import desired_df
 
 

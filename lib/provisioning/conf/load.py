@@ -1,0 +1,379 @@
+"""Load the YAML conf into typed, frozen objects, reporting every bad key at once."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from provisioning.conf.model import (
+    DEFAULT_PROTECTED_TOPICS,
+    DELTA_SAFE_RETAIN_HOURS,
+    SASL_MECHANISMS,
+    SECURITY_PROTOCOLS,
+    ClusterConf,
+    Conf,
+    Credentials,
+    DeletesConf,
+    KafkaConf,
+    MaintenanceConf,
+    PolicySpec,
+    RunConf,
+    Secret,
+    SparkConf,
+    TablesConf,
+)
+from provisioning.conf.policies import check_policy_specs
+from provisioning.conf.reader import (
+    Reader,
+    at_least_zero,
+    bootstrap,
+    env_name,
+    one_of,
+    positive,
+    readable_file,
+    type_name,
+)
+from provisioning.errors import ConfError, UsageError
+
+# `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
+_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$")
+_RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+_CLUSTER_KEYS = (
+    "bootstrap_servers",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_username_env",
+    "sasl_password_env",
+    "ssl_cafile",
+    "cluster_id",
+    "client_id",
+)
+
+
+def _interpolate(r: Reader, where: str, value: Any, environ: Mapping[str, str]) -> Any:
+    if not isinstance(value, str):
+        return value
+    m = _ENV_REF.match(value.strip())
+    if not m:
+        return value
+    var, default = m.group(1), m.group(2)
+    if environ.get(var):
+        return environ[var]
+    if default is None:
+        r.problem(where, f"environment variable {var} is not set and there is no default")
+    return default
+
+
+def _read_cluster(r: Reader, name: str, node: Any,
+                  environ: Mapping[str, str]) -> ClusterConf | None:
+    key = f"clusters.{name}"
+    body = r.mapping(node, key)
+    if body is None:
+        return None
+    r.no_unknown(body, key, _CLUSTER_KEYS)
+    if "bootstrap_servers" in body:
+        body = {**body, "bootstrap_servers": _interpolate(
+            r, f"{key}.bootstrap_servers", body["bootstrap_servers"], environ)}
+    protocol = r.value(body, key, "security_protocol", str, "PLAINTEXT",
+                       one_of(SECURITY_PROTOCOLS))
+    mechanism = r.value(body, key, "sasl_mechanism", str, None, one_of(SASL_MECHANISMS))
+    user_env = r.value(body, key, "sasl_username_env", str, None, env_name)
+    pass_env = r.value(body, key, "sasl_password_env", str, None, env_name)
+    if protocol and protocol.startswith("SASL"):
+        for k, v in (("sasl_mechanism", mechanism), ("sasl_username_env", user_env),
+                     ("sasl_password_env", pass_env)):
+            if v is None and k not in body:
+                r.problem(f"{key}.{k}", f"required when security_protocol is {protocol}")
+    elif protocol in SECURITY_PROTOCOLS:
+        # Credentials named for a cluster that never sends them are a mistake, not a no-op.
+        for k in ("sasl_mechanism", "sasl_username_env", "sasl_password_env"):
+            if body.get(k) is not None:
+                r.problem(f"{key}.{k}", "only used when security_protocol is SASL_PLAINTEXT "
+                                        f"or SASL_SSL, not {protocol}")
+    cafile = r.value(body, key, "ssl_cafile", str, None, readable_file)
+    if cafile is not None and protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        r.problem(f"{key}.ssl_cafile", "only used when security_protocol is SSL or SASL_SSL, "
+                                       f"not {protocol}")
+    cluster = ClusterConf(
+        name=name,
+        bootstrap_servers=r.value(body, key, "bootstrap_servers", str, check=bootstrap) or "",
+        security_protocol=protocol or "PLAINTEXT",
+        sasl_mechanism=mechanism,
+        sasl_username_env=user_env,
+        sasl_password_env=pass_env,
+        ssl_cafile=cafile,
+        cluster_id=r.value(body, key, "cluster_id", str, None),
+        client_id=r.value(body, key, "client_id", str, "topic-provisioning"),
+    )
+    return cluster
+
+
+def _table_list(r: Reader, node: Mapping[str, Any], key: str, name: str) -> tuple[str, ...]:
+    raw = node.get(name)
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list) and raw and all(isinstance(x, str) and x for x in raw):
+        return tuple(raw)
+    r.problem(f"{key}.{name}", "expected a table path or name, or a non-empty list of them")
+    return ()
+
+
+def _read_policies(r: Reader, node: Any, key: str) -> tuple[PolicySpec, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, list):
+        r.problem(key, f"expected a list of policies, got {type_name(node)}")
+        return ()
+    specs = []
+    for i, item in enumerate(node):
+        where = f"{key}[{i}]"
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            r.problem(where, "expected a mapping with a `name` and the policy's parameters")
+            continue
+        params = {k: v for k, v in item.items() if k != "name"}
+        specs.append(PolicySpec(name=item["name"], params=params, key=where))
+    return tuple(specs)
+
+
+def _string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
+                 default: tuple[str, ...]) -> tuple[str, ...]:
+    if name not in node or node[name] is None:
+        return default
+    raw = node[name]
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        r.problem(f"{key}.{name}", "expected a list of strings")
+        return default
+    return tuple(raw)
+
+
+_TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "policies", "run",
+             "maintenance")
+
+
+def parse_conf(data: Any, source: str, digest: str = "",
+               environ: Mapping[str, str] | None = None) -> Conf:
+    """Build a Conf from parsed YAML; raise ConfError listing every problem."""
+    r = Reader()
+    top = r.mapping(data, "(top level)")
+    if top is None:
+        raise ConfError(source, r.problems)
+    r.no_unknown(top, "", _TOP_KEYS)
+    clusters = _read_clusters(r, top.get("clusters"), environ or {})
+    tables = _read_tables(r, top.get("tables"))
+    kafka = _read_kafka(r, r.section(top, "kafka"))
+    spark = _read_spark(r, r.section(top, "spark"))
+    deletes = _read_deletes(r, r.section(top, "deletes"))
+    create_policies, delete_policies = _read_policy_sections(r, r.section(top, "policies"))
+    run = _read_run(r, r.section(top, "run"))
+    maintenance = _read_maintenance(r, top.get("maintenance"), spark)
+    if r.problems:
+        raise ConfError(source, r.problems)
+    return Conf(
+        run=run,
+        maintenance=maintenance,
+        source=source,
+        digest=digest,
+        clusters=clusters,
+        tables=tables,
+        kafka=kafka,
+        spark=spark,
+        deletes=deletes,
+        create_policies=create_policies,
+        delete_policies=delete_policies,
+    )
+
+
+def _read_clusters(r: Reader, node: Any, environ: Mapping[str, str]
+                   ) -> dict[str, ClusterConf]:
+    clusters: dict[str, ClusterConf] = {}
+    if node is None:
+        r.problem("clusters", "required key is missing")
+    elif not isinstance(node, Mapping) or not node:
+        r.problem("clusters", "expected a mapping of cluster name -> connection settings")
+    else:
+        for name, body in node.items():
+            if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_.-]+$", name):
+                r.problem(f"clusters.{name}", "cluster names use letters, digits, '.', '_', '-'")
+                continue
+            cluster = _read_cluster(r, name, body, environ)
+            if cluster is not None:
+                clusters[name] = cluster
+    return clusters
+
+
+def _read_tables(r: Reader, node: Any) -> TablesConf:
+    if node is None:
+        r.problem("tables", "required key is missing")
+        return TablesConf(manifests=(), audit="", runs="", snapshots="")
+    body = r.mapping(node, "tables")
+    if body is None:
+        return TablesConf(manifests=(), audit="", runs="", snapshots="")
+    r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots", "locks"))
+    runs = r.value(body, "tables", "runs", str) or ""
+    return TablesConf(
+        manifests=_table_list(r, body, "tables", "manifests"),
+        audit=r.value(body, "tables", "audit", str) or "",
+        runs=runs,
+        snapshots=r.value(body, "tables", "snapshots", str) or "",
+        locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
+    )
+
+
+def _read_kafka(r: Reader, body: Mapping[str, Any] | None) -> KafkaConf:
+    kafka = KafkaConf()
+    if body is None:
+        return kafka
+    names = tuple(KafkaConf.__dataclass_fields__)
+    r.no_unknown(body, "kafka", names)
+    values = {}
+    for name in names:
+        # A KIP-4 timeout of 0 means "start the operation, do not wait for it".
+        zero_ok = name in ("throttle_retries", "operation_timeout_ms")
+        check = at_least_zero if zero_ok else positive
+        values[name] = r.value(body, "kafka", name, int, getattr(kafka, name), check)
+    for name, cap in (("max_partitions_per_request", 10000),
+                      ("max_records_per_request", 10000)):
+        if isinstance(values[name], int) and values[name] > cap:
+            r.problem(f"kafka.{name}", f"the broker rejects more than {cap} per request")
+    return KafkaConf(**values)
+
+
+def _read_spark(r: Reader, body: Mapping[str, Any] | None) -> SparkConf:
+    spark = SparkConf()
+    if body is None:
+        return spark
+    r.no_unknown(body, "spark", ("app_name", "settings"))
+    settings = body.get("settings") or {}
+    if not isinstance(settings, Mapping):
+        r.problem("spark.settings", "expected a mapping of Spark property -> value")
+        settings = {}
+    return SparkConf(
+        app_name=r.value(body, "spark", "app_name", str, spark.app_name),
+        settings={str(k): _spark_value(v) for k, v in settings.items()},
+    )
+
+
+def _read_deletes(r: Reader, body: Mapping[str, Any] | None) -> DeletesConf:
+    deletes = DeletesConf()
+    if body is None:
+        return deletes
+    r.no_unknown(body, "deletes", ("max_per_cluster", "protected", "deny_list", "prune"))
+    return DeletesConf(
+        max_per_cluster=r.value(body, "deletes", "max_per_cluster", int,
+                                deletes.max_per_cluster, at_least_zero),
+        # The built-in protections always stay; conf can only add to them.
+        protected=tuple(dict.fromkeys(
+            DEFAULT_PROTECTED_TOPICS + _string_list(r, body, "deletes", "protected", ()))),
+        deny_list=_string_list(r, body, "deletes", "deny_list", ()),
+        prune=r.value(body, "deletes", "prune", bool, False),
+    )
+
+
+def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None
+                          ) -> tuple[tuple[PolicySpec, ...], tuple[PolicySpec, ...]]:
+    create: tuple[PolicySpec, ...] = ()
+    delete: tuple[PolicySpec, ...] = ()
+    if body is not None:
+        r.no_unknown(body, "policies", ("create", "delete"))
+        create = _read_policies(r, body.get("create"), "policies.create")
+        delete = _read_policies(r, body.get("delete"), "policies.delete")
+    r.problems.extend(check_policy_specs(create, "create"))
+    r.problems.extend(check_policy_specs(delete, "delete"))
+    return create, delete
+
+
+def _read_run(r: Reader, body: Mapping[str, Any] | None) -> RunConf:
+    run = RunConf()
+    if body is None:
+        return run
+    r.no_unknown(body, "run", ("lock_ttl_seconds",))
+    return RunConf(lock_ttl_seconds=r.value(body, "run", "lock_ttl_seconds", int,
+                                            run.lock_ttl_seconds, positive))
+
+
+def _read_maintenance(r: Reader, node: Any, spark: SparkConf) -> MaintenanceConf:
+    default = MaintenanceConf()
+    if node is None:
+        return default
+    body = r.mapping(node, "maintenance")
+    if body is None:
+        return default
+    r.no_unknown(body, "maintenance", ("vacuum_retain_hours", "snapshot_retention_days"))
+    hours = r.value(body, "maintenance", "vacuum_retain_hours", int,
+                    default.vacuum_retain_hours, at_least_zero)
+    if (isinstance(hours, int) and hours < DELTA_SAFE_RETAIN_HOURS
+            and spark.settings.get(_RETENTION_CHECK) != "false"):
+        r.problem("maintenance.vacuum_retain_hours",
+                  f"{hours} is below Delta's safety margin of {DELTA_SAFE_RETAIN_HOURS} hours, "
+                  f"which Delta refuses unless spark.settings has {_RETENTION_CHECK}: false "
+                  "(keep it longer than the longest run)")
+    days = r.value(body, "maintenance", "snapshot_retention_days", int, None, positive)
+    return MaintenanceConf(vacuum_retain_hours=hours, snapshot_retention_days=days)
+
+
+def _spark_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def load_conf(path: str | Path, environ: Mapping[str, str] | None = None) -> Conf:
+    """Read and validate the YAML conf at `path`; `environ` feeds `${VAR}` references."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfError(str(p), [f"cannot read the file: {exc.strerror or exc}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfError(str(p), [f"not valid YAML: {exc}"]) from None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return parse_conf(data, str(p), digest, environ)
+
+
+
+def resolve_credentials(conf: Conf, environ: Mapping[str, str]) -> dict[str, Credentials]:
+    """Read each SASL cluster's credentials from the named environment variables."""
+    problems = []
+    found: dict[str, Credentials] = {}
+    for cluster in conf.clusters.values():
+        if not cluster.security_protocol.startswith("SASL"):
+            continue
+        values = {}
+        for key in ("sasl_username_env", "sasl_password_env"):
+            var = getattr(cluster, key)
+            if var is None or not environ.get(var):
+                problems.append(
+                    f"clusters.{cluster.name}.{key}: environment variable {var!r} is not set"
+                )
+            else:
+                values[key] = Secret(environ[var])
+        if len(values) == 2:
+            found[cluster.name] = Credentials(values["sasl_username_env"],
+                                              values["sasl_password_env"])
+    if problems:
+        raise ConfError(conf.source, problems)
+    return found
+
+
+def select_clusters(conf: Conf, names: Iterator[str] | tuple[str, ...]) -> list[ClusterConf]:
+    """The clusters named on the command line (all of them when none is named)."""
+    wanted = list(names)
+    if not wanted:
+        return list(conf.clusters.values())
+    unknown = [n for n in wanted if n not in conf.clusters]
+    if unknown:
+        raise UsageError(
+            f"unknown cluster(s) {', '.join(unknown)}; the conf defines "
+            f"{', '.join(sorted(conf.clusters))}"
+        )
+    return [conf.clusters[n] for n in dict.fromkeys(wanted)]
+

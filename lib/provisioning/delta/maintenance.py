@@ -1,0 +1,97 @@
+"""Table maintenance for the job's own Delta tables: compaction, snapshot retention, VACUUM.
+
+Every run appends one small commit per phase to the audit table, so a table written by
+an hourly schedule gathers thousands of small files a month. `maintain` compacts them
+(OPTIMIZE), drops snapshot rows older than the configured retention, and removes the
+files no version inside the VACUUM retention still needs.
+
+The audit and runs tables are never pruned: they are the record of what was changed.
+The manifest tables are not the job's and are left alone (`report --topic` reads their
+history by time travel).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from provisioning.conf import Conf
+from provisioning.delta.tables import TableRef, delta_table, retry_conflicts, table_exists
+from provisioning.errors import ProvisioningError, UsageError
+from provisioning.results import TableMaintenance
+from provisioning.session import job_description
+
+
+class MaintenanceFailed(ProvisioningError):
+    """A Delta operation on one of the job's tables failed."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+
+def _collect(spark: SparkSession, sql: str) -> None:
+    spark.sql(sql).collect()
+
+
+def _file_count(spark: SparkSession, ref: TableRef) -> int:
+    row = spark.sql(f"DESCRIBE DETAIL {ref.sql()}").select("numFiles").first()
+    return int(row["numFiles"]) if row is not None else 0
+
+
+def _delete_older_than(spark: SparkSession, ref: TableRef, column: str,
+                       cutoff: dt.datetime) -> int:
+    table = delta_table(spark, ref)
+    # a concurrent append makes the DELETE conflict; it is safe to run again
+    retry_conflicts(lambda: table.delete(F.col(column) < F.lit(cutoff)), ref)
+    last = table.history(1).select("operation", "operationMetrics").first()
+    if last is None or last["operation"] != "DELETE":
+        return 0
+    return int((last["operationMetrics"] or {}).get("numDeletedRows", 0))
+
+
+def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
+                    optimize: bool = True) -> list[TableMaintenance]:
+    """Compact, prune snapshots and VACUUM each of the job's tables that exists."""
+    keep = conf.maintenance
+    cutoff = (now - dt.timedelta(days=keep.snapshot_retention_days)
+              if keep.snapshot_retention_days is not None else None)
+    roles = (("audit", conf.tables.audit, True), ("runs", conf.tables.runs, True),
+             ("snapshots", conf.tables.snapshots, True),
+             # The lock table is a handful of rows that every run MERGEs into: compacting
+             # it would only conflict with a running job's heartbeat.
+             ("locks", conf.tables.locks, False))
+    done = []
+    for role, name, compact in roles:
+        ref = TableRef(name)
+        if not table_exists(spark, ref):
+            continue
+        with job_description(spark, f"maintain: {role} table"):
+            before = _file_count(spark, ref)
+            deleted = 0
+            try:
+                if role == "snapshots" and cutoff is not None:
+                    deleted = _delete_older_than(spark, ref, "snapshot_at", cutoff)
+                if optimize and compact:
+                    # a running job's appends may conflict: compaction simply runs again
+                    optimize_sql = f"OPTIMIZE {ref.sql()}"
+                    retry_conflicts(functools.partial(_collect, spark, optimize_sql), ref)
+                hours = keep.vacuum_retain_hours
+                vacuum = f"VACUUM {ref.sql()} RETAIN {hours} HOURS"
+                doomed = spark.sql(f"{vacuum} DRY RUN").count()
+                spark.sql(vacuum).collect()
+            except PySparkException as exc:
+                raise MaintenanceFailed(
+                    f"{role} table {name}: {_first_line(exc)} (tables before it were "
+                    "maintained; run `maintain` again)") from exc
+            done.append(TableMaintenance(role, name, before, _file_count(spark, ref),
+                                         deleted, doomed))
+    if not done:
+        raise UsageError("none of the job's tables exists yet (tables.audit, tables.runs, "
+                         "tables.snapshots, tables.locks): nothing to maintain")
+    return done

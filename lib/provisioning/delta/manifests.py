@@ -1,0 +1,85 @@
+"""The Delta side of manifests: writing a manifest table, reading and unioning them."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from provisioning.delta.tables import TableRef, read_table, table_version, write
+from provisioning.errors import UsageError
+from schemas import DESIRED, MANIFEST, column_names
+
+
+def write_manifest(spark: SparkSession, rows: Sequence[tuple[Any, ...]], table: str,
+                   mode: str = "overwrite") -> int:
+    """Write MANIFEST rows as one commit; returns the table version written."""
+    ref = TableRef(table)
+    write(spark.createDataFrame(list(rows), MANIFEST), ref, mode,
+          {"overwriteSchema": "true"} if mode == "overwrite" else None)
+    version = table_version(spark, ref)
+    if version is None:
+        raise UsageError(f"manifest table {table} was not written")
+    return version
+
+
+def read_manifests(spark: SparkSession, tables: Sequence[str]) -> DataFrame:
+    """Union every manifest table as DESIRED rows, each tagged with its table and version.
+
+    Each table is read at the version it had when the run started, so the
+    audit can name exactly which manifest version asked for a topic. A table
+    that is missing or lacks a manifest column is a usage error naming it.
+    """
+    frames = []
+    for table in tables:
+        ref = TableRef(table)
+        version = table_version(spark, ref)
+        if version is None:
+            raise UsageError(f"manifest table {table} does not exist or is not a Delta table")
+        df = read_table(spark, ref, version)
+        missing = [c for c in ("cluster", "topic") if c not in df.columns]
+        if missing:
+            raise UsageError(
+                f"manifest table {table} lacks the required column(s) {', '.join(missing)} "
+                f"(it has: {', '.join(df.columns)})"
+            )
+        frames.append(df.transform(conform_to_manifest).select(
+            *column_names(MANIFEST),
+            F.lit(table).alias("source_table"),
+            F.lit(version).cast("long").alias("source_version"),
+            "row_errors",
+        ))
+    if not frames:
+        return spark.createDataFrame([], DESIRED)
+    return functools.reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def conform_to_manifest(df: DataFrame) -> DataFrame:
+    """MANIFEST columns in order and type, plus `row_errors` for values of the wrong type.
+
+    Optional columns a table lacks become null. A value that does not convert
+    (partitions 'six') becomes null with a reason, instead of failing the read.
+    """
+    columns = []
+    cast_errors = []
+    for f in MANIFEST.fields:
+        if f.name not in df.columns:
+            columns.append(F.lit(None).cast(f.dataType).alias(f.name))
+            continue
+        source = F.col(f.name)
+        if df.schema[f.name].dataType == f.dataType:
+            columns.append(source.alias(f.name))
+            continue
+        converted = source.try_cast(f.dataType)
+        columns.append(converted.alias(f.name))
+        cast_errors.append(F.when(
+            source.isNotNull() & converted.isNull(),
+            F.concat(F.lit(f"{f.name}: "), source.cast("string"),
+                     F.lit(f" is not a valid {f.dataType.simpleString()}")),
+        ))
+    errors = F.filter(F.array(*cast_errors), lambda e: e.isNotNull()) if cast_errors \
+        else F.array().cast("array<string>")
+    return df.select(*columns, errors.alias("row_errors"))

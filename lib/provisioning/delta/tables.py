@@ -1,0 +1,130 @@
+"""Delta tables by path or catalog name: read at a version, write, append idempotently, retry
+conflicts. Every write of the job goes through `write`."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from provisioning.errors import UsageError
+
+if TYPE_CHECKING:
+    from delta.tables import DeltaTable
+
+log = logging.getLogger(__name__)
+
+# Delta's optimistic concurrency errors that a blind append can simply try again.
+_RETRYABLE = re.compile(
+    r"ConcurrentAppendException|ConcurrentWriteException|ProtocolChangedException"
+    r"|MetadataChangedException|ConcurrentTransactionException|DELTA_CONCURRENT"
+)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A Delta table given as a path or as a catalog name."""
+
+    text: str
+
+    @property
+    def is_path(self) -> bool:
+        return "/" in self.text or "\\" in self.text or "://" in self.text
+
+    def sql(self) -> str:
+        return f"delta.`{self.text}`" if self.is_path else self.text
+
+
+def table_exists(spark: SparkSession, ref: TableRef) -> bool:
+    if ref.is_path:
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(spark, ref.text))
+    return bool(spark.catalog.tableExists(ref.text))
+
+
+def read_table(spark: SparkSession, ref: TableRef, version: int | None = None) -> DataFrame:
+    """The table (at `version` when given); a missing table is a usage error naming it."""
+    if not table_exists(spark, ref):
+        raise UsageError(f"table {ref.text} does not exist or is not a Delta table")
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(ref.text) if ref.is_path else reader.table(ref.text)
+
+
+def table_version(spark: SparkSession, ref: TableRef) -> int | None:
+    """The latest committed version of the table; None when it is not a Delta table."""
+    if ref.is_path:
+        # One load of the Delta log's latest snapshot (reads of the same version reuse it);
+        # DESCRIBE HISTORY would build a DataFrame of commit infos: ~4 s on a cold driver.
+        delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog  # type: ignore[union-attr]
+        version = int(delta_log.forTableWithSnapshot(spark._jsparkSession, ref.text)._2()
+                      .version())
+        return version if version >= 0 else None
+    if not table_exists(spark, ref):
+        return None
+    row = delta_table(spark, ref).history(1).select("version").first()
+    return None if row is None else int(row["version"])
+
+
+def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None = None,
+           attempts: int = 5) -> None:
+    """Append `df` as one commit, creating the table on first use; retry on conflicts.
+
+    Before a retry, `committed()` is asked whether the earlier attempt's rows
+    did land after all (an error raised after the commit), so a retry never
+    writes them twice. `df` must be materialized (no Kafka I/O in its lineage),
+    because a retry recomputes it.
+    """
+    # Tables written by an older release gain the columns added since then.
+    retry_conflicts(lambda: write(df, ref, "append", {"mergeSchema": "true"}),
+                    ref, attempts, done=committed)
+
+
+def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5,
+                    done: Callable[[], bool] | None = None) -> None:
+    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict.
+
+    Before a retry, `done()` (when given) is asked whether the failed attempt committed
+    after all; then nothing is retried.
+    """
+    for attempt in range(1, attempts + 1):
+        if attempt > 1 and done is not None and done():
+            log.info("the change to %s was committed by the previous attempt", ref.text)
+            return
+        try:
+            action()
+            return
+        except PySparkException as exc:
+            if attempt == attempts or not _RETRYABLE.search(str(exc)):
+                raise
+            log.warning("Delta commit conflict on %s (attempt %d/%d), retrying",
+                        ref.text, attempt, attempts)
+            time.sleep(0.2 * attempt)
+
+
+def write(df: DataFrame, ref: TableRef, mode: str,
+          options: Mapping[str, str] | None = None) -> None:
+    """Write `df` to the table as one commit (`mode` append, overwrite, error...)."""
+    writer = df.write.format("delta").mode(mode)
+    for k, v in (options or {}).items():
+        writer = writer.option(k, v)
+    if ref.is_path:
+        writer.save(ref.text)
+    else:
+        writer.saveAsTable(ref.text)
+
+
+def delta_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
+    """Delta's own handle on the table (for MERGE, DELETE and history)."""
+    from delta.tables import DeltaTable
+
+    return (DeltaTable.forPath(spark, ref.text) if ref.is_path
+            else DeltaTable.forName(spark, ref.text))

@@ -1,0 +1,306 @@
+"""A connection to one cluster's admin API: metadata, configs and consumer groups.
+
+Client construction from conf (credentials only from `Secret`s, never logged),
+the cluster's identity and broker defaults, topic metadata and configs (KIP-525
+sources kept), and which topics consumer groups use.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import kafka.errors as Errors
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.errors import ClusterUnreachable
+from provisioning.kafka.codes import config_rows, error_name, topic_id_text
+from provisioning.kafka.sasl import sasl_login_error
+
+log = logging.getLogger(__name__)
+
+
+class _BelowInfo(logging.Filter):
+    """Drops DEBUG records: kafka-python's carry credentials (below)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+# kafka-python loggers whose DEBUG records carry credentials: the client config dump, and
+# requests as objects (SaslAuthenticate) and as raw bytes. A filter on each (set once, when
+# this adapter is imported) keeps them out of every handler, whatever level a caller sets.
+_LEAKY_LOGGERS = ("kafka", "kafka.admin.client", "kafka.net.connection",
+                  "kafka.protocol.parser")
+_FILTER = _BelowInfo()
+for _name in _LEAKY_LOGGERS:
+    logging.getLogger(_name).addFilter(_FILTER)
+
+_CONNECT_ERRORS: tuple[type[BaseException], ...] = (
+    Errors.KafkaConnectionError,
+    Errors.KafkaTimeoutError,
+    Errors.NodeNotReadyError,
+)
+_AUTH_ERRORS: tuple[type[BaseException], ...] = (
+    Errors.SaslAuthenticationFailedError,
+    Errors.IllegalSaslStateError,
+    Errors.UnsupportedSaslMechanismError,
+    Errors.ClusterAuthorizationFailedError,
+)
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    cluster_id: str | None
+    controller_id: int | None
+    broker_ids: tuple[int, ...]
+    default_partitions: int | None = None
+    default_replication_factor: int | None = None
+
+
+@dataclass(frozen=True)
+class LiveTopic:
+    name: str
+    topic_id: str | None
+    internal: bool
+    partitions: int | None
+    replication_factor: int | None
+    replica_assignment: dict[int, list[int]] | None
+    error_name: str | None
+    leaderless_partitions: int = 0
+
+
+
+class _Settings(dict[str, Any]):
+    """Client settings that keep the SASL password out of their repr (tracebacks, logs)."""
+
+    def __repr__(self) -> str:
+        return repr({k: "***" if k == "sasl_plain_password" else v for k, v in self.items()})
+
+    __str__ = __repr__
+
+
+def client_settings(cluster: ClusterConf, credentials: Credentials | None,
+                    kafka: KafkaConf) -> dict[str, Any]:
+    """kafka-python admin client settings for one cluster."""
+    settings: dict[str, Any] = _Settings({
+        "bootstrap_servers": cluster.bootstrap_servers.split(","),
+        "client_id": cluster.client_id,
+        "security_protocol": cluster.security_protocol,
+        "request_timeout_ms": kafka.request_timeout_ms,
+        "bootstrap_timeout_ms": min(kafka.request_timeout_ms, 30000),
+        "reconnect_backoff_max_ms": 2000,
+    })
+    if cluster.ssl_cafile:
+        settings["ssl_cafile"] = cluster.ssl_cafile
+    if cluster.security_protocol.startswith("SASL"):
+        if credentials is None:
+            raise ClusterUnreachable(f"cluster {cluster.name}: no SASL credentials were resolved")
+        settings["sasl_mechanism"] = cluster.sasl_mechanism
+        settings["sasl_plain_username"] = credentials.username.reveal()
+        settings["sasl_plain_password"] = credentials.password.reveal()
+    return settings
+
+
+class ClusterAdmin:
+    """An admin connection to one cluster: `connect()` then `close()`, or a `with` block."""
+
+    def __init__(self, cluster: ClusterConf, credentials: Credentials | None,
+                 kafka: KafkaConf) -> None:
+        self.cluster = cluster
+        self.kafka = kafka
+        self._credentials = credentials
+        self._client: KafkaAdminClient | None = None
+
+    def connect(self) -> ClusterAdmin:
+        """Open the client (once); ClusterUnreachable says why it could not."""
+        if self._client is not None:
+            return self
+        try:
+            self._client = KafkaAdminClient(
+                **client_settings(self.cluster, self._credentials, self.kafka)
+            )
+        except _AUTH_ERRORS as exc:
+            raise ClusterUnreachable(
+                f"cluster {self.cluster.name}: authentication failed "
+                f"({type(exc).__name__})"
+            ) from None
+        except _CONNECT_ERRORS as exc:
+            # kafka-python retries a refused login like a lost connection until the
+            # bootstrap times out, so ask the broker once more, directly.
+            refused = sasl_login_error(self.cluster, self._credentials, self.kafka)
+            if refused is not None:
+                raise ClusterUnreachable(
+                    f"cluster {self.cluster.name}: authentication failed ({refused})"
+                ) from None
+            raise ClusterUnreachable(
+                f"cluster {self.cluster.name} at {self.cluster.bootstrap_servers} is "
+                f"unreachable ({type(exc).__name__})"
+            ) from None
+        return self
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:
+                log.warning("closing the admin client of %s failed", self.cluster.name)
+            self._client = None
+
+    def __enter__(self) -> ClusterAdmin:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def client(self) -> KafkaAdminClient:
+        if self._client is None:
+            raise RuntimeError("ClusterAdmin used outside its `with` block")
+        return self._client
+
+    # -- cluster and topic metadata -------------------------------------------
+
+    def cluster_state(self) -> ClusterState:
+        """Cluster id, controller and the live brokers."""
+        try:
+            meta = self.client.describe_cluster()
+        except _AUTH_ERRORS as exc:
+            raise ClusterUnreachable(
+                f"cluster {self.cluster.name}: authentication failed ({type(exc).__name__})"
+            ) from None
+        except _CONNECT_ERRORS as exc:
+            raise ClusterUnreachable(
+                f"cluster {self.cluster.name}: describe cluster failed ({type(exc).__name__})"
+            ) from None
+        brokers = tuple(sorted(int(b["broker_id"]) for b in meta.get("brokers", [])))
+        controller = meta.get("controller_id")
+        defaults = self._broker_defaults(brokers[0]) if brokers else {}
+        return ClusterState(
+            cluster_id=meta.get("cluster_id"),
+            controller_id=None if controller is None or controller < 0 else int(controller),
+            broker_ids=brokers,
+            default_partitions=defaults.get("num.partitions"),
+            default_replication_factor=defaults.get("default.replication.factor"),
+        )
+
+    def _broker_defaults(self, broker_id: int) -> dict[str, int]:
+        """num.partitions and default.replication.factor; empty when not authorized
+        (DescribeConfigs on the cluster)."""
+        wanted = ["num.partitions", "default.replication.factor"]
+        try:
+            entries = self.broker_configs(broker_id, wanted)
+        except Errors.KafkaError as exc:
+            log.info("cluster %s: broker defaults not readable (%s)", self.cluster.name,
+                     type(exc).__name__)
+            return {}
+        found = {}
+        for entry in entries:
+            value = entry["value"]
+            if value is not None and str(value).lstrip("-").isdigit():
+                found[entry["name"]] = int(value)
+        return found
+
+    def broker_configs(self, broker_id: int, names: Sequence[str] | None = None
+                       ) -> list[dict[str, Any]]:
+        """CONFIG_ENTRY rows of one broker (all of them, or `names`), sensitive values null."""
+        described = self.client.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker_id),
+                            list(names) if names is not None else None)],
+            config_filter="all")
+        entries = described.get("broker", {}).get(str(broker_id), {})
+        return config_rows(entries, only_non_default=False)
+
+    def describe_topics(self, names: Sequence[str] | None = None) -> list[LiveTopic]:
+        """Metadata of `names` (all topics when None); unknown names come back with an error."""
+        result = []
+        for t in self.client.describe_topics(list(names) if names is not None else None):
+            code = int(t.get("error_code", 0) or 0)
+            parts = t.get("partitions") or []
+            assignment = {int(p["partition_index"]): [int(b) for b in p["replica_nodes"]]
+                          for p in parts}
+            rf = len(next(iter(assignment.values()))) if assignment else None
+            result.append(LiveTopic(
+                name=t["name"],
+                topic_id=topic_id_text(t.get("topic_id")),
+                internal=bool(t.get("is_internal", False)),
+                partitions=len(parts) if code == 0 else None,
+                replication_factor=rf if code == 0 else None,
+                replica_assignment=assignment if code == 0 else None,
+                error_name=None if code == 0 else error_name(code),
+                leaderless_partitions=sum(1 for p in parts if int(p.get("leader_id", -1)) < 0),
+            ))
+        return result
+
+    def topic_configs(self, names: Sequence[str], only_non_default: bool = True,
+                      batch: int = 500) -> dict[str, list[dict[str, Any]]]:
+        """Config entries per topic (only the ones somebody set, unless told otherwise).
+
+        Topics whose configs the broker refused (no DescribeConfigs, KIP-525's
+        authorization) or no longer has are left out: unknown, never "no overrides".
+        """
+        found: dict[str, list[dict[str, Any]]] = {}
+        for start in range(0, len(names), batch):
+            chunk = names[start:start + batch]
+            resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in chunk]
+            described = self.client.describe_configs(resources, config_filter="all")
+            for topic, entries in described.get("topic", {}).items():
+                # kafka-python drops DescribeConfigs' per-resource error code; with
+                # config_filter="all" a topic the broker described always has entries.
+                if not entries:
+                    continue
+                found[topic] = config_rows(entries, only_non_default)
+        return found
+
+    def sees_every_group(self) -> bool:
+        """Whether ListGroups shows this principal every consumer group.
+
+        The broker lists all groups to a principal with Describe on the cluster and
+        otherwise only the groups it may describe; describing a random group name
+        tells whether that is any group (Describe on Group `*`).
+        """
+        if "DESCRIBE" in (self.client.describe_cluster().get("authorized_operations") or []):
+            return True
+        probe = f"topic-provisioning-probe-{uuid.uuid4().hex}"
+        deadline = time.monotonic() + self.kafka.request_timeout_ms / 1000
+        while True:
+            try:
+                self.client.describe_groups([probe])
+                return True
+            except Errors.GroupAuthorizationFailedError:
+                return False
+            except Errors.KafkaError as exc:
+                # The first FindCoordinator of a cluster creates __consumer_offsets and
+                # answers COORDINATOR_NOT_AVAILABLE until it has a leader.
+                if not exc.retriable or time.monotonic() >= deadline:
+                    log.info("cluster %s: cannot tell whether every consumer group is "
+                             "visible (%s)", self.cluster.name, type(exc).__name__)
+                    return False
+            time.sleep(0.25)
+
+    def topics_in_use(self) -> dict[str, list[str]] | None:
+        """Topic -> consumer groups that hold committed offsets on it.
+
+        None when the principal may not see every group: an in-use check over part
+        of the groups would let a deletion through that must not happen.
+        """
+        if not self.sees_every_group():
+            log.info("cluster %s: not every consumer group is visible; topics in use are "
+                     "unknown", self.cluster.name)
+            return None
+        groups = [g["group_id"] for g in self.client.list_groups()]
+        if not groups:
+            return {}
+        users: dict[str, set[str]] = {}
+        for group, offsets in self.client.list_group_offsets(groups).items():
+            for tp, meta in offsets.items():
+                if meta.offset is not None and meta.offset >= 0:
+                    users.setdefault(tp.topic, set()).add(group)
+        return {topic: sorted(g) for topic, g in users.items()}
+

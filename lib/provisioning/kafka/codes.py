@@ -1,0 +1,79 @@
+"""Kafka's codes as the job records them: error names, topic ids, config entries."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import kafka.errors as Errors
+
+CONFIG_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
+# Sources that mean "somebody set this", as opposed to a broker or built-in default.
+NON_DEFAULT_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "UNKNOWN"}
+
+
+def error_name(code: int) -> str:
+    """The name Kafka's Errors enum gives a code (0 -> NONE, 36 -> TOPIC_ALREADY_EXISTS)."""
+    return "NONE" if code == 0 else str(Errors.for_code(code).message)
+
+
+def topic_id_text(value: Any) -> str | None:
+    """A topic id as Kafka prints it (URL-safe base64, no padding); None for the zero id."""
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        raw = value.bytes
+    elif isinstance(value, bytes | bytearray):
+        raw = bytes(value)
+    else:
+        # kafka-python's to_dict() renders ids as hyphenated UUID strings.
+        raw = uuid.UUID(str(value)).bytes
+    if raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def topic_id_uuid(text: str) -> uuid.UUID:
+    """Inverse of `topic_id_text`."""
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+
+
+def config_entry(name: str, value: str | None, source: str, read_only: bool,
+                 sensitive: bool) -> dict[str, Any]:
+    """One CONFIG_ENTRY row; a sensitive value is never kept."""
+    return {
+        "name": name,
+        "value": None if sensitive else value,
+        "source": source,
+        "read_only": bool(read_only),
+        "sensitive": bool(sensitive),
+    }
+
+
+
+def config_rows(entries: Mapping[str, Mapping[str, Any]], only_non_default: bool
+                 ) -> list[dict[str, Any]]:
+    """CONFIG_ENTRY rows from kafka-python's describe_configs entries, by name."""
+    rows = []
+    for name, e in sorted(entries.items()):
+        source = str(e.get("config_source", "UNKNOWN"))
+        if only_non_default and source not in NON_DEFAULT_SOURCES:
+            continue
+        rows.append(config_entry(name, e.get("value"), source, bool(e.get("read_only")),
+                                 bool(e.get("is_sensitive"))))
+    return rows
+

@@ -1,0 +1,65 @@
+"""The one place that relies on kafka-python internals, checked against the installed version.
+
+The public CreateTopics / DeleteTopics helpers of kafka-python drop the response's
+`throttle_time_ms`, which KIP-599 retries need, so requests go through the admin
+client's own controller routing (`_manager.run(_send_request_to_controller, ...)`).
+Those are private names: this module checks them once, and a kafka-python release
+that moved them fails with a message saying so instead of an AttributeError mid-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import kafka
+from kafka import KafkaAdminClient
+
+from provisioning.errors import ProvisioningError
+
+# The kafka-python releases whose internals this module was written against.
+TESTED_VERSIONS = ("3.0.",)
+_CLASS_ATTRIBUTES = ("_send_request_to_controller",)
+_INSTANCE_ATTRIBUTES = ("_manager",)
+
+
+class KafkaPythonIncompatible(ProvisioningError):
+    """The installed kafka-python lacks an internal the job relies on."""
+
+    exit_code = 2
+
+
+def _moved(what: str) -> KafkaPythonIncompatible:
+    return KafkaPythonIncompatible(
+        f"kafka-python {kafka.__version__} has no {what}, which this job uses to send "
+        f"CreateTopics and DeleteTopics with their throttle time; it was written against "
+        f"kafka-python {', '.join(v + 'x' for v in TESTED_VERSIONS)}: install that version "
+        "(pyproject.toml pins it)")
+
+
+def check_client_class() -> None:
+    """Raise KafkaPythonIncompatible unless KafkaAdminClient still has what the job uses."""
+    for name in _CLASS_ATTRIBUTES:
+        if not callable(getattr(KafkaAdminClient, name, None)):
+            raise _moved(f"KafkaAdminClient.{name}")
+
+
+def send_to_controller(client: KafkaAdminClient, request: Any,
+                       error_codes: Callable[[Any], Iterable[int]]) -> Any:
+    """Send `request` to the controller (retried once on NOT_CONTROLLER by the client);
+    the whole response, per-topic errors included, is returned, never raised."""
+    check_client_class()
+    for name in _INSTANCE_ATTRIBUTES:
+        if getattr(client, name, None) is None:
+            raise _moved(f"KafkaAdminClient().{name}")
+    manager = client._manager
+    if not callable(getattr(manager, "run", None)):
+        raise _moved("KafkaAdminClient()._manager.run")
+    import kafka.errors as Errors
+
+    return manager.run(
+        client._send_request_to_controller,
+        request,
+        lambda resp: (Errors.for_code(c) for c in error_codes(resp)),
+        False,
+    )

@@ -1,0 +1,180 @@
+"""The CreateTopics and DeleteTopics requests: built, sent to the controller, retried when
+throttled (KIP-599), answered with one result per topic (`raise_errors=False` semantics).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import kafka.errors as Errors
+from kafka.protocol.admin import CreateTopicsRequest, DeleteTopicsRequest
+
+from provisioning.kafka.batching import TopicRequest
+from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.codes import (
+    CONFIG_SOURCES,
+    config_entry,
+    error_name,
+    topic_id_text,
+    topic_id_uuid,
+)
+from provisioning.kafka.compat import send_to_controller
+
+log = logging.getLogger(__name__)
+
+# How long a request may wait for a throttled connection to reopen before it fails.
+THROTTLE_PAUSE_LIMIT_S = 300.0
+_THROTTLED = Errors.ThrottlingQuotaExceededError.errno
+
+T = TypeVar("T")
+Answers = Iterable[tuple[str, dict[str, Any]]]
+
+
+def create_topics(admin: ClusterAdmin, requests: Sequence[TopicRequest], validate_only: bool,
+                  timeout_ms: int | None = None) -> list[dict[str, Any]]:
+    """One CreateTopics request (more when throttled); a result per topic, in order."""
+    # The KIP-4 timeout bounds the wait for creations to complete; a validateOnly request
+    # completes nothing, so only the client's request timeout applies to it.
+    timeout = timeout_ms or (admin.kafka.request_timeout_ms if validate_only
+                             else admin.kafka.operation_timeout_ms)
+
+    def send(pending: list[TopicRequest]) -> Any:
+        request = CreateTopicsRequest(topics=[_creatable(r) for r in pending],
+                                      timeout_ms=timeout, validate_only=validate_only)
+        return _to_controller(admin, request, lambda resp: (t.error_code for t in resp.topics))
+
+    def answers(response: Any) -> Answers:
+        return ((topic.name, _create_result(topic)) for topic in response.topics)
+
+    results = _retry_throttled(admin, requests, lambda r: r.name, send, answers)
+    return [results[r.name] for r in requests]
+
+
+def _creatable(r: TopicRequest) -> Any:
+    topic_cls = CreateTopicsRequest.CreatableTopic
+    assignment_cls = topic_cls.CreatableReplicaAssignment
+    config_cls = topic_cls.CreatableTopicConfig
+    return topic_cls(
+        name=r.name,
+        num_partitions=-1 if r.replica_assignment or r.partitions is None else r.partitions,
+        replication_factor=-1 if r.replica_assignment or r.replication_factor is None
+        else r.replication_factor,
+        assignments=[assignment_cls(partition_index=int(p), broker_ids=list(b))
+                     for p, b in sorted((r.replica_assignment or {}).items())],
+        configs=[config_cls(name=k, value=v) for k, v in sorted(r.configs.items())],
+    )
+
+
+def delete_topics(admin: ClusterAdmin, topics: Sequence[tuple[str, str | None]],
+                  timeout_ms: int | None = None) -> list[dict[str, Any]]:
+    """Delete (name, topic_id) pairs; by id when known, so a recreated name is safe."""
+    state_cls = DeleteTopicsRequest.DeleteTopicState
+    by_id = {tid: name for name, tid in topics if tid}
+
+    def send(pending: list[tuple[str, str | None]]) -> Any:
+        request = DeleteTopicsRequest(
+            topics=[state_cls(topic_id=topic_id_uuid(tid)) if tid else state_cls(name=name)
+                    for name, tid in pending],
+            timeout_ms=timeout_ms or admin.kafka.operation_timeout_ms,
+        )
+        return _to_controller(admin, request,
+                              lambda resp: (r.error_code for r in resp.responses))
+
+    def answers(response: Any) -> Answers:
+        for r in response.responses:
+            name = r.name or by_id.get(topic_id_text(r.topic_id) or "", "")
+            code = int(r.error_code)
+            yield name, {"topic": name, "topic_id": topic_id_text(r.topic_id),
+                         "error_code": code, "error_name": error_name(code),
+                         "error_message": getattr(r, "error_message", None)}
+
+    results = _retry_throttled(admin, topics, lambda t: t[0], send, answers)
+    return [results[name] for name, _ in topics]
+
+
+def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T], str],
+                     send: Callable[[list[T]], Any], answers: Callable[[Any], Answers]
+                     ) -> dict[str, dict[str, Any]]:
+    """Send `items`, then again the ones the broker throttled (THROTTLING_QUOTA_EXCEEDED)
+    after its throttle time, up to `kafka.throttle_retries` times; a result per key.
+
+    A key the broker did not answer for gets a result saying so: it never vanishes.
+    """
+    pending = list(items)
+    results: dict[str, dict[str, Any]] = {}
+    attempts = 0
+    while pending:
+        attempts += 1
+        response = send(pending)
+        throttled = set()
+        for name, row in answers(response):
+            row["attempts"] = attempts
+            if row["error_code"] == _THROTTLED and attempts <= admin.kafka.throttle_retries:
+                throttled.add(name)
+                continue
+            results[name] = row
+        if not throttled:
+            for item in pending:
+                results.setdefault(key(item), _missing_result(key(item), attempts))
+            break
+        pending = [item for item in pending if key(item) in throttled]
+        delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
+        log.info("cluster %s: %d topic(s) throttled, retrying in %d ms",
+                 admin.cluster.name, len(throttled), delay)
+        time.sleep(delay / 1000)
+    return results
+
+
+def _to_controller(admin: ClusterAdmin, request: Any,
+                   codes: Callable[[Any], Iterable[int]]) -> Any:
+    # After a response carrying a throttle time, kafka-python pauses the connection and
+    # refuses sends with NodeNotReadyError until the throttle ends (KIP-219).
+    deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
+    delay = 0.1
+    while True:
+        try:
+            return send_to_controller(admin.client, request, codes)
+        except Errors.NodeNotReadyError as exc:
+            if "throttle" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _create_result(topic: Any) -> dict[str, Any]:
+    code = int(topic.error_code)
+    config_error = getattr(topic, "topic_config_error_code", None)
+    # KIP-525: without DescribeConfigs the broker sends an empty list and an error
+    # code; the configs are unknown, not "nothing set". A refused topic has none at all.
+    configs = None if config_error or code else getattr(topic, "configs", None)
+    partitions = getattr(topic, "num_partitions", -1)
+    rf = getattr(topic, "replication_factor", -1)
+    return {
+        "topic": topic.name,
+        "topic_id": topic_id_text(getattr(topic, "topic_id", None)),
+        "error_code": code,
+        "error_name": error_name(code),
+        "error_message": getattr(topic, "error_message", None),
+        "result_partitions": partitions if partitions is not None and partitions >= 0 else None,
+        "result_replication_factor": rf if rf is not None and rf >= 0 else None,
+        "result_configs": None if configs is None else [
+            config_entry(c.name, c.value, CONFIG_SOURCES.get(int(c.config_source), "UNKNOWN"),
+                         c.read_only, c.is_sensitive)
+            for c in sorted(configs, key=lambda c: c.name)
+        ],
+        "topic_config_error_code": int(config_error) if config_error else None,
+    }
+
+
+def _missing_result(name: str, attempts: int) -> dict[str, Any]:
+    return {
+        "topic": name,
+        "topic_id": None,
+        "error_code": -1,
+        "error_name": "UNKNOWN_SERVER_ERROR",
+        "error_message": "the broker's response did not mention this topic",
+        "attempts": attempts,
+    }

@@ -1,0 +1,115 @@
+"""The live state of each cluster: a driver-side preflight and a per-cluster topic snapshot."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.errors import ClusterUnreachable
+from provisioning.kafka.client import ClusterAdmin, ClusterState, LiveTopic
+from schemas import SNAPSHOT, column_names
+
+# Describe-by-name answers that mean "no such topic": it is absent, not hidden.
+_ABSENT = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "INVALID_TOPIC_EXCEPTION"})
+# Topic names per Metadata request when describing wanted topics by name.
+_DESCRIBE_CHUNK = 1000
+
+
+def preflight(
+    clusters: Sequence[ClusterConf],
+    credentials: Mapping[str, Credentials],
+    kafka: KafkaConf,
+) -> dict[str, ClusterState]:
+    """Reach every cluster and check its identity before anything reads or changes it.
+
+    Raises ClusterUnreachable naming every cluster that failed, so an operator
+    sees all of them at once and nothing is changed anywhere.
+    """
+    states: dict[str, ClusterState] = {}
+    failures = []
+    for cluster in clusters:
+        try:
+            with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+                state = admin.cluster_state()
+        except ClusterUnreachable as exc:
+            failures.append(str(exc))
+            continue
+        if cluster.cluster_id and state.cluster_id != cluster.cluster_id:
+            failures.append(
+                f"cluster {cluster.name}: expected cluster id {cluster.cluster_id} but "
+                f"{cluster.bootstrap_servers} answers as {state.cluster_id}"
+            )
+            continue
+        states[cluster.name] = state
+    if failures:
+        raise ClusterUnreachable("; ".join(failures))
+    return states
+
+
+def snapshot_results(
+    rows: Iterable[Mapping[str, Any]],
+    clusters: Mapping[str, ClusterConf],
+    credentials: Mapping[str, Credentials],
+    kafka: KafkaConf,
+    run_id: str,
+    cluster_ids: Mapping[str, str | None],
+    taken_at: dt.datetime,
+) -> Iterator[tuple[Any, ...]]:
+    """SNAPSHOT rows of each cluster named by `rows` (cluster, topic; sorted by cluster, the
+    cluster's marker row with a null topic first): every listed topic, then the rows'
+    topics the listing lacked (see `snapshot_rows`)."""
+    for name, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
+        wanted = (r["topic"] for r in group if r["topic"] is not None)
+        with ClusterAdmin(clusters[name], credentials.get(name), kafka) as admin:
+            yield from snapshot_rows(admin, run_id, cluster_ids.get(name), taken_at, wanted)
+
+
+def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
+                  taken_at: dt.datetime, wanted: Iterable[str] = ()
+                  ) -> Iterator[tuple[Any, ...]]:
+    """SNAPSHOT rows for every topic the admin client can list, then for each `wanted`
+    topic the listing lacked that is not absent (hidden from this principal, or new)."""
+    topics = admin.describe_topics()
+    listed = {t.name for t in topics}
+    in_use = admin.topics_in_use()
+    row = functools.partial(_row, admin, run_id, cluster_id, taken_at, in_use)
+    yield from _rows_of(admin, sorted(topics, key=lambda t: t.name), row)
+    unlisted = (name for name in wanted if name not in listed)
+    while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
+        found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
+        yield from _rows_of(admin, found, row)
+
+
+def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any
+             ) -> Iterator[tuple[Any, ...]]:
+    configs = admin.topic_configs([t.name for t in topics if t.error_name is None])
+    for t in topics:
+        yield row(t, configs.get(t.name))
+
+
+def _row(admin: ClusterAdmin, run_id: str, cluster_id: str | None, taken_at: dt.datetime,
+         in_use: Mapping[str, list[str]] | None, t: LiveTopic,
+         configs: list[dict[str, Any]] | None) -> tuple[Any, ...]:
+    # Unknown stays null: configs the broker would not show, groups this principal
+    # cannot all see, and everything about a topic it may not describe.
+    visible = t.error_name is None
+    values = {
+        "run_id": run_id,
+        "cluster": admin.cluster.name,
+        "cluster_id": cluster_id,
+        "topic": t.name,
+        "topic_id": t.topic_id,
+        "internal": t.internal,
+        "partitions": t.partitions,
+        "replication_factor": t.replication_factor,
+        "replica_assignment": t.replica_assignment,
+        "configs": configs,
+        "consumer_groups": in_use.get(t.name, []) if in_use is not None and visible else None,
+        "error_name": t.error_name,
+        "snapshot_at": taken_at,
+    }
+    return tuple(values[c] for c in column_names(SNAPSHOT))

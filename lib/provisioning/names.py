@@ -1,0 +1,65 @@
+"""The job's vocabulary: phases, plan actions, audit outcomes and config sources.
+
+Every module that writes or reads one of these names takes it from here, so a
+phase or an outcome is spelled (and ordered) in exactly one place.
+"""
+
+from __future__ import annotations
+
+# -- phases: one audit row per topic per phase, in this order ---------------------------
+PLAN = "plan"
+VALIDATE = "validate"
+APPLY = "apply"
+VERIFY = "verify"
+PHASES = (PLAN, VALIDATE, APPLY, VERIFY)
+
+# -- plan actions -----------------------------------------------------------------------
+CREATE = "CREATE"
+DELETE = "DELETE"
+DRIFT = "DRIFT"
+NOOP = "NOOP"
+ACTIONS = (CREATE, DELETE, DRIFT, NOOP)
+
+# -- outcomes ---------------------------------------------------------------------------
+PLANNED = "planned"
+BLOCKED = "blocked"
+VALIDATED = "validated"
+REJECTED = "rejected"
+CREATED = "created"
+DELETED = "deleted"
+ALREADY_PRESENT = "already_present"
+ALREADY_ABSENT = "already_absent"
+DRIFTED = "drift"
+FAILED = "failed"
+UNKNOWN = "unknown"
+OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALREADY_PRESENT,
+            ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
+# Final outcomes that make a run exit 1: somebody has to look at these topics.
+ATTENTION = (REJECTED, BLOCKED, FAILED, UNKNOWN)
+# Final outcomes that mean "nothing to do": left out of the topic listing of a run.
+SETTLED = (ALREADY_PRESENT, ALREADY_ABSENT)
+
+# -- broker error names the job decides on ------------------------------------------------
+# CreateTopics for a topic that exists: settled against the manifest row, not failed.
+TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
+
+# -- manifest states --------------------------------------------------------------------
+PRESENT = "present"
+ABSENT = "absent"
+STATES = (PRESENT, ABSENT)
+
+# -- config sources (KIP-525, DescribeConfigs) ------------------------------------------
+# A config somebody set on the topic itself, as opposed to one it inherits.
+TOPIC_OVERRIDE = "DYNAMIC_TOPIC_CONFIG"
+# Broker-level settings that override Kafka's built-in default; they differ per cluster.
+BROKER_OVERRIDES = ("STATIC_BROKER_CONFIG", "DYNAMIC_BROKER_CONFIG",
+                    "DYNAMIC_DEFAULT_BROKER_CONFIG")
+
+# Topics no deletion may ever touch, whatever the conf says: Kafka's internal topics,
+# the schema registry's and Kafka Connect's.
+ALWAYS_PROTECTED = ("__*", "_schemas", "connect-*")
+
+
+def phase_index(phase: str) -> int:
+    """The position of `phase` in a run (plan 0 ... verify 3)."""
+    return PHASES.index(phase)

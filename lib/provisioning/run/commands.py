@@ -1,0 +1,117 @@
+"""The commands' work, between the CLI (parsing, output, exit codes) and the phases.
+
+Each command builds its phase list (checked when this module is imported) and runs
+it with a RunContext; `apply` holds the lock of every cluster it touches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import SparkSession
+
+from provisioning.conf import ClusterConf, Conf, Credentials
+from provisioning.delta.audit_log import AuditLog
+from provisioning.delta.lock import RunLock
+from provisioning.delta.tables import TableRef, append
+from provisioning.kafka.snapshot import preflight
+from provisioning.results import ClusterSummary, RunRecord, RunResult
+from provisioning.run import executors
+from provisioning.run.engine import Commits, Run, RunContext
+from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions
+from provisioning.run.phases import (
+    Apply,
+    Plan,
+    Preflight,
+    ReadManifests,
+    Snapshot,
+    Validate,
+    Verify,
+)
+from provisioning.run.summary import summarize
+from provisioning.session import Background, job_description
+from provisioning.transforms.summaries import summarize_snapshot
+
+PLAN_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate())
+PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), Snapshot(), Plan())
+APPLY_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate(), Apply(), Verify())
+
+
+def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+             credentials: Mapping[str, Credentials], record: RunRecord,
+             options: RunOptions) -> RunResult:
+    """`plan` (PlanOptions) or `apply` (ApplyOptions); the run's result.
+
+    An apply holds the lock of every cluster it touches (LockHeld, exit 4, when another
+    run has one) before it snapshots or changes anything; it is taken while the
+    preflight and the manifest read run.
+    """
+    ctx = RunContext(spark, conf, clusters, credentials, record, options,
+                     Commits(AuditLog(spark, conf.tables.audit, record.run_id,
+                                      options.fault.before_audit if options.fault else None)))
+    ctx.steps.done("start")
+    if isinstance(options, PlanOptions):
+        run = PLAN_RUN if options.validate else PLAN_RUN_UNVALIDATED
+        return _finish(ctx, run)
+    lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
+                   options.command, conf.run.lock_ttl_seconds)
+    with job_description(spark, f"{options.command}: take the run lock"):
+        taking = Background(lock.acquire, "run-lock")
+    ctx.wait_for_lock = taking.join
+    try:
+        return _finish(ctx, APPLY_RUN)
+    finally:
+        if taking.succeeded():
+            lock.release()
+        ctx.steps.done("unlock")
+
+
+def _finish(ctx: RunContext, run: Run) -> RunResult:
+    state = run.execute(ctx)
+    with job_description(ctx.spark, f"{ctx.command}: summarize outcomes"):
+        deletes_allowed = not isinstance(ctx.options, ApplyOptions) or ctx.options.allow_deletes
+        result = summarize(ctx.run_id, state.audit_rows, ctx.options.listing_limit,
+                           deletes_allowed)
+    ctx.steps.done("summary")
+    return result
+
+
+def take_snapshot(
+    spark: SparkSession,
+    conf: Conf,
+    clusters: Sequence[ClusterConf],
+    credentials: Mapping[str, Credentials],
+    record: RunRecord,
+) -> list[ClusterSummary]:
+    """Record every selected cluster's live topics in the snapshots table; change nothing."""
+    with job_description(spark, "snapshot: preflight"):
+        states = preflight(clusters, credentials, conf.kafka)
+    with job_description(spark, "snapshot: read live metadata"):
+        live = executors.snapshot_topics(
+            spark, clusters, credentials, conf.kafka, record.run_id,
+            {name: s.cluster_id for name, s in states.items()},
+        ).localCheckpoint(eager=True)
+    with job_description(spark, "snapshot: write snapshot table"):
+        append(live, TableRef(conf.tables.snapshots))
+    per_cluster = {r["cluster"]: r.asDict() for r in summarize_snapshot(live).collect()}
+    summaries = []
+    for cluster in clusters:
+        row = per_cluster.get(cluster.name, {})
+        summaries.append(ClusterSummary(
+            cluster=cluster.name,
+            cluster_id=states[cluster.name].cluster_id,
+            brokers=len(states[cluster.name].broker_ids),
+            topics=int(row.get("topics") or 0),
+            internal_topics=int(row.get("internal_topics") or 0),
+            partitions=int(row.get("partitions") or 0),
+            topics_in_use=int(row.get("topics_in_use") or 0),
+            undescribable_topics=int(row.get("undescribable_topics") or 0),
+        ))
+    record.clusters = [
+        {"cluster": s.cluster, "cluster_id": s.cluster_id, "brokers": s.brokers,
+         "topics": s.topics, "error": None}
+        for s in summaries
+    ]
+    record.outcome_counts = {"topics": sum(s.topics for s in summaries)}
+    return summaries
+

@@ -1,0 +1,233 @@
+"""The phase engine: a run is an ordered list of phases over one shared state.
+
+Each phase is one unit that names the state it reads and the state it writes; a
+list whose phase reads something no earlier phase writes is refused when the list
+is built, not halfway through a run. The engine owns the two orderings that make
+a run safe to interrupt:
+
+- every Delta commit that records the run's view before it acts (the snapshot, the
+  plan's audit rows) has landed before the first phase that changes Kafka starts;
+- audit commits land in phase order. Before Kafka was changed, a failed commit stops
+  the run; after, every phase's rows are still written and the first failure is raised
+  once they are (what happened must be recorded).
+
+A phase that needs the run lock waits for it; the lock is taken while the phases
+before it run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from provisioning.conf import ClusterConf, Conf, Credentials
+from provisioning.delta.audit_log import AuditLog
+from provisioning.results import RunRecord
+from provisioning.session import Background
+
+if TYPE_CHECKING:
+    from provisioning.kafka.client import ClusterState
+    from provisioning.run.options import RunOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunState:
+    """What the phases of one run hand each other; a field is None until a phase writes it."""
+
+    states: Mapping[str, ClusterState] | None = None   # preflight: each cluster's facts
+    desired: DataFrame | None = None                    # DESIRED rows, validated, in scope
+    live: DataFrame | None = None                       # SNAPSHOT rows of the run's clusters
+    plan: DataFrame | None = None                       # judged PLAN rows
+    plan_rows: DataFrame | None = None                  # the plan phase's AUDIT rows
+    validated: DataFrame | None = None                  # validateOnly TOPIC_RESULT rows
+    applied: DataFrame | None = None                    # real request TOPIC_RESULT rows
+    audit_rows: list[DataFrame] = field(default_factory=list)  # every phase's AUDIT rows
+
+
+STATE_FIELDS = frozenset(f.name for f in fields(RunState))
+
+
+class Steps:
+    """Logs `step NAME: SECONDS (at EPOCH)` as each step of a run ends (bench/run.py reads it)."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        log.info("step %s: %.3fs (at %.3f)", name, now - self._last, time.time())
+        self._last = now
+
+
+def log_phase(phase: str, started: float, rows: DataFrame, by: str = "outcome") -> None:
+    """Log the phase's topic count, duration, rate and counts per `by` (outcome, cluster)."""
+    counts = {str(r[by]): int(r["n"]) for r in
+              rows.groupBy(by).agg(F.count(F.lit(1)).alias("n")).collect()}
+    total = sum(counts.values())
+    elapsed = time.monotonic() - started
+    rate = f", {total / elapsed:.1f} topics/s" if elapsed > 0 and total else ""
+    detail = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
+    log.info("phase %s: %d topic(s) in %.1fs%s; %s", phase, total, elapsed, rate, detail)
+
+
+class Commits:
+    """The run's Delta commits and the order they land in (see the module docstring)."""
+
+    def __init__(self, audit: AuditLog) -> None:
+        self.audit_log = audit
+        self.kafka_changed = False
+        self._before_changes: list[Background] = []
+        self._pending: list[Background] = []
+
+    def record(self, name: str, commit: Callable[[], None]) -> None:
+        """Start a commit of the run's view on a thread; it lands before Kafka is changed."""
+        task = Background(commit, name)
+        self._before_changes.append(task)
+        self._pending.append(task)
+
+    def audit(self, phase: str, rows: DataFrame, background: bool = False,
+              before_changes: bool = False) -> None:
+        """Append the phase's AUDIT rows once every earlier commit has landed.
+
+        background: commit on a thread while the run goes on (the next audit commit, or
+          the end of the run, waits for it). before_changes: it must land before Kafka
+          is changed (implies background).
+        """
+        failure = self._settle_pending()
+        if before_changes:
+            self.record(f"audit-{phase}", lambda: self.audit_log.write(phase, rows))
+        elif background:
+            self._pending.append(Background(lambda: self.audit_log.write(phase, rows),
+                                            f"audit-{phase}"))
+        else:
+            self.audit_log.write(phase, rows)
+        if failure is not None:
+            raise failure
+
+    def _settle_pending(self) -> BaseException | None:
+        """Wait for every pending commit. Before Kafka was changed a failure is raised now;
+        after, it is returned, to be raised once the caller has written its own rows."""
+        pending, self._pending = self._pending, []
+        failure: BaseException | None = None
+        for task in pending:
+            if not self.kafka_changed:
+                task.join()
+            elif failure is None:
+                failure = task.error()
+            else:
+                task.succeeded()
+        return failure
+
+    def before_kafka_changes(self) -> None:
+        """Wait for the commits that must land before Kafka is changed (raising their error)."""
+        for task in self._before_changes:
+            task.join()
+        self._before_changes = []
+        self.kafka_changed = True
+
+    def finish(self) -> None:
+        """The run ended normally: every commit has landed, or its error is raised."""
+        failure = self._settle_pending()
+        if failure is not None:
+            raise failure
+
+    def abandon(self) -> None:
+        """The run failed: wait for commits still running, without raising theirs."""
+        for task in self._pending:
+            task.succeeded()
+        self._pending = []
+
+
+@dataclass
+class RunContext:
+    """What every phase of one run may use; fixed for the run."""
+
+    spark: SparkSession
+    conf: Conf
+    clusters: Sequence[ClusterConf]
+    credentials: Mapping[str, Credentials]
+    record: RunRecord
+    options: RunOptions
+    commits: Commits
+    steps: Steps = field(default_factory=Steps)
+    # Returns once the run holds its lock (or raises); None: the run takes no lock.
+    wait_for_lock: Callable[[], None] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def command(self) -> str:
+        return self.options.command
+
+    @property
+    def cluster_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.clusters)
+
+
+class Phase:
+    """One unit of a run. `reads` and `writes` name RunState fields."""
+
+    name: ClassVar[str]
+    reads: ClassVar[tuple[str, ...]] = ()
+    writes: ClassVar[tuple[str, ...]] = ()
+    changes_kafka: ClassVar[bool] = False
+    needs_lock: ClassVar[bool] = False
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        raise NotImplementedError
+
+
+def check_order(phases: Sequence[Phase]) -> None:
+    """Raise ValueError unless every phase reads only what an earlier phase writes."""
+    written: set[str] = {"audit_rows"}
+    for phase in phases:
+        unknown = [f for f in (*phase.reads, *phase.writes) if f not in STATE_FIELDS]
+        if unknown:
+            raise ValueError(f"phase {phase.name} names unknown state {unknown}")
+        missing = [f for f in phase.reads if f not in written]
+        if missing:
+            raise ValueError(f"phase {phase.name} reads {', '.join(missing)}, which no "
+                             "earlier phase writes")
+        written.update(phase.writes)
+
+
+class Run:
+    """An ordered list of phases, checked when built."""
+
+    def __init__(self, *phases: Phase) -> None:
+        check_order(phases)
+        self.phases = phases
+
+    def execute(self, ctx: RunContext) -> RunState:
+        """Run every phase in order; every commit has landed when this returns."""
+        state = RunState()
+        try:
+            for phase in self.phases:
+                if phase.needs_lock and ctx.wait_for_lock is not None:
+                    ctx.wait_for_lock()
+                    ctx.steps.done("lock")
+                if phase.changes_kafka:
+                    ctx.commits.before_kafka_changes()
+                phase.run(ctx, state)
+            ctx.commits.finish()
+        except BaseException:
+            ctx.commits.abandon()
+            raise
+        return state
+
+
+def require(value: Any, name: str) -> Any:
+    """`value`, which an earlier phase wrote (the order check makes None impossible)."""
+    if value is None:
+        raise RuntimeError(f"run state {name} is missing")
+    return value

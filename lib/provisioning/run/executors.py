@@ -1,0 +1,141 @@
+"""The admin I/O as Spark tasks: a DataFrame of requests in, a DataFrame of results out.
+
+Rows are spread one cluster per partition and sorted by topic; each task hands its
+rows to the Kafka room's per-cluster functions (`provisioning.kafka.tasks`,
+`provisioning.kafka.snapshot`) and their rows become the output DataFrame. Nothing is
+collected on the driver.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.kafka import snapshot, tasks
+from provisioning.kafka.client import ClusterState
+from provisioning.run.faults import Fault
+from schemas import CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
+
+PartitionWork = Callable[[Iterable[Mapping[str, Any]]], Iterator[tuple[Any, ...]]]
+
+
+def _task_attempt() -> int:
+    """Which attempt of the current Spark task this is (0 outside a task)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return 0 if ctx is None else ctx.attemptNumber()
+
+
+def _as_dicts(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
+    return (r.asDict() for r in rows)
+
+
+def _on_executors(spark: SparkSession, requests: DataFrame, work: PartitionWork,
+                  clusters: Sequence[ClusterConf], schema: StructType,
+                  order: Sequence[Any] = ("cluster", "topic")) -> DataFrame:
+    # One partition per cluster of the run, so clusters go to parallel tasks. Sized from
+    # the conf rather than by counting the requests' clusters: that count was one more
+    # Spark job (a shuffle) per phase, and a cluster without requests is an empty task.
+    n = max(1, len(clusters))
+    rdd = (requests.repartition(n, "cluster").sortWithinPartitions(*order)
+           .rdd.mapPartitions(lambda rows: work(_as_dicts(rows))))
+    # The tasks build every row from the schema's own column list: checking each value
+    # against the schema again in Python was most of a 10,000-topic phase (KIP-525 gives
+    # each topic ~30 config entries, each a struct to verify).
+    return spark.createDataFrame(rdd, schema, verifySchema=False)
+
+
+def _by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:
+    return {c.name: c for c in clusters}
+
+
+def send_creates(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+                 credentials: Mapping[str, Credentials], kafka: KafkaConf,
+                 validate_only: bool, fault: Fault | None = None) -> DataFrame:
+    """CreateTopics for every request row (validateOnly or for real), batched per cluster.
+
+    `requests` has cluster, topic, partitions, replication_factor, replica_assignment,
+    configs and known_partitions (the count validateOnly returned).
+    """
+    after_create = fault.after_create if fault is not None else None
+    by_name, creds = _by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return tasks.create_results(rows, by_name, creds, kafka, validate_only,
+                                    attempt=_task_attempt(), after_create=after_create)
+
+    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+
+
+def send_deletes(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+                 credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
+    """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
+    work = functools.partial(tasks.delete_results, clusters=_by_name(clusters),
+                             credentials=dict(credentials), kafka=kafka)
+    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+
+
+def verify(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+           credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
+    """Wait until created topics have a leader on every partition and deleted ones are gone.
+
+    `requests` has cluster, topic and action (CREATE or DELETE).
+    """
+    work = functools.partial(tasks.verify_results, clusters=_by_name(clusters),
+                             credentials=dict(credentials), kafka=kafka)
+    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+
+
+def snapshot_topics(
+    spark: SparkSession,
+    clusters: Sequence[ClusterConf],
+    credentials: Mapping[str, Credentials],
+    kafka: KafkaConf,
+    run_id: str,
+    cluster_ids: Mapping[str, str | None],
+    wanted: DataFrame | None = None,
+) -> DataFrame:
+    """Every live topic of every cluster (SNAPSHOT), one Spark task per cluster.
+
+    wanted: (cluster, topic) rows, the manifests' topics. A listing shows a
+      principal only the topics it may describe, so each wanted topic the listing
+      lacks is described by name: absent ones leave no row, and one the principal
+      may not see gets a row with `error_name` (TOPIC_AUTHORIZATION_FAILED) rather
+      than passing for absent.
+    """
+    if not clusters:
+        return spark.createDataFrame([], SNAPSHOT)
+    names = [c.name for c in clusters]
+    # One marker row per cluster, so a cluster no wanted row names is still listed.
+    work_rows = spark.createDataFrame([(n, None) for n in names], "cluster string, topic string")
+    if wanted is not None:
+        work_rows = work_rows.unionByName(
+            wanted.where(F.col("cluster").isin(*names) & F.col("topic").isNotNull())
+            .select("cluster", "topic").distinct())
+    work = functools.partial(
+        snapshot.snapshot_results,
+        clusters=_by_name(clusters),
+        credentials=dict(credentials),
+        kafka=kafka,
+        run_id=run_id,
+        cluster_ids=dict(cluster_ids),
+        taken_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+    )
+    return _on_executors(spark, work_rows, work, clusters, SNAPSHOT,
+                         order=("cluster", F.col("topic").asc_nulls_first()))
+
+
+def cluster_states_frame(spark: SparkSession, states: Mapping[str, ClusterState]) -> DataFrame:
+    """The preflight result as a small DataFrame (CLUSTER_STATE)."""
+    rows = [(name, s.cluster_id, s.controller_id, list(s.broker_ids), s.default_partitions,
+             s.default_replication_factor, None)
+            for name, s in sorted(states.items())]
+    return spark.createDataFrame(rows, CLUSTER_STATE)

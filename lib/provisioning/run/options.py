@@ -1,0 +1,52 @@
+"""What each command was asked to do, as frozen, typed options (one class per command)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from provisioning.run.faults import Fault
+
+# A hook given the judged PLAN rows once the plan phase is recorded and before any
+# validate or apply request; it may raise to stop the run (a stale saved plan).
+PlanHook = Callable[[DataFrame], None]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The clusters (all of the conf's when empty) and topics a run looks at."""
+
+    clusters: tuple[str, ...] = ()
+    topics_glob: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Pipeline:
+    """What `plan` and `apply` share."""
+
+    scope: Scope = Scope()
+    on_plan: PlanHook | None = None
+    # Topics listed in the output (the rest are counted; `report --run-id` lists them all).
+    listing_limit: int = 500
+    fault: Fault | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions(_Pipeline):
+    """`plan`: compute the plan and, unless `validate` is off, run the validateOnly pass."""
+
+    validate: bool = True
+    command: str = "plan"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplyOptions(_Pipeline):
+    """`apply`: plan, validateOnly (always), then create, and delete when allowed."""
+
+    allow_deletes: bool = False
+    command: str = "apply"
+
+
+RunOptions = PlanOptions | ApplyOptions

@@ -1,0 +1,220 @@
+"""The phases of `plan` and `apply`, each one unit over the run's state (see engine.py).
+
+    preflight -> manifests -> snapshot -> plan -> validate -> apply -> verify
+
+`plan` runs up to validate (or plan, with --no-validate); `apply` runs them all.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.delta.audit_log import created_by_job
+from provisioning.delta.tables import TableRef, append
+from provisioning.kafka.snapshot import preflight
+from provisioning.results import utc_now
+from provisioning.run import executors
+from provisioning.run.engine import Phase, RunContext, RunState, log_phase, require
+from provisioning.run.options import ApplyOptions
+from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
+from provisioning.session import job_description
+from provisioning.transforms.audit import plan_audit, result_audit
+from provisioning.transforms.results import settle_existing
+from provisioning.transforms.scope import in_scope
+
+_REQUEST_COLUMNS = ("cluster", "topic", "partitions", "replication_factor",
+                    "replica_assignment", "configs")
+
+
+def _clean(action: str) -> Column:
+    """PLAN rows of `action` that are valid and no policy refused."""
+    return ((F.size("row_errors") == 0) & (F.size("policy_violations") == 0)
+            & (F.col("action") == action))
+
+
+class Preflight(Phase):
+    """Reach every cluster and check its identity before anything reads or changes it."""
+
+    name = "preflight"
+    writes = ("states",)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        with job_description(ctx.spark, f"{ctx.command}: preflight"):
+            state.states = preflight(ctx.clusters, ctx.credentials, ctx.conf.kafka)
+        ctx.steps.done("preflight")
+        ctx.record.clusters = [
+            {"cluster": n, "cluster_id": s.cluster_id, "brokers": len(s.broker_ids),
+             "topics": None, "error": None}
+            for n, s in state.states.items()
+        ]
+
+
+class ReadManifests(Phase):
+    """The manifests' rows, validated and scoped; read once (checkpointed)."""
+
+    name = "manifests"
+    writes = ("desired",)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        scope = ctx.options.scope
+        with job_description(ctx.spark, f"{ctx.command}: read manifests"):
+            # Read and validated once: the snapshot (topics to describe by name), the plan
+            # and both sides of the policy split read these rows.
+            state.desired = read_desired(ctx.spark, ctx.conf, ctx.cluster_names,
+                                         scope.topics_glob).localCheckpoint(eager=True)
+        ctx.steps.done("manifest read")
+
+
+class Snapshot(Phase):
+    """Every live topic of the run's clusters, and the manifests' topics described by name
+    (a principal's listing leaves out what it may not describe); recorded in the
+    snapshots table while the plan is computed."""
+
+    name = "snapshot"
+    reads = ("states", "desired")
+    writes = ("live",)
+    needs_lock = True
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        states, desired = require(state.states, "states"), require(state.desired, "desired")
+        with job_description(ctx.spark, f"{ctx.command}: snapshot live metadata"):
+            live = executors.snapshot_topics(
+                ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+                {n: s.cluster_id for n, s in states.items()},
+                wanted=desired.where(F.size("row_errors") == 0)).localCheckpoint(eager=True)
+            ctx.steps.done("snapshot")
+            table = TableRef(ctx.conf.tables.snapshots)
+            ctx.commits.record("snapshot-write", lambda: append(live, table))
+            log_phase("snapshot", started, live, by="cluster")
+        state.live = live
+
+
+class Plan(Phase):
+    """Desired joined with live, judged by the policies; the plan's audit rows are committed
+    while the saved-plan hook and the validateOnly pass run."""
+
+    name = "plan"
+    reads = ("states", "desired", "live")
+    writes = ("plan", "plan_rows")
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        live = require(state.live, "live")
+        scope = ctx.options.scope
+        with job_description(ctx.spark, f"{ctx.command}: plan, policies"):
+            in_run = live.transform(in_scope(ctx.cluster_names, scope.topics_glob,
+                                             tuple(ctx.conf.clusters)))
+            created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
+                       if ctx.conf.deletes.prune else None)
+            context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"), live)
+            plan = judge_plan(plan_rows(require(state.desired, "desired"), in_run, created),
+                              ctx.conf, context).localCheckpoint(eager=True)
+            ctx.steps.done("plan and policies")
+        with job_description(ctx.spark, f"{ctx.command}: audit plan"):
+            rows = plan_audit(plan, ctx.run_id, utc_now()).localCheckpoint(eager=True)
+            log_phase(names.PLAN, started, rows)
+            ctx.commits.audit(names.PLAN, rows, before_changes=True)
+        state.plan, state.plan_rows = plan, rows
+        state.audit_rows.append(rows)
+        if ctx.options.on_plan is not None:
+            with job_description(ctx.spark, f"{ctx.command}: saved plan"):
+                ctx.options.on_plan(plan)
+
+
+class Validate(Phase):
+    """CreateTopics with validateOnly for every clean CREATE: the broker's own checks and
+    policies (KIP-108), and the configs the topic would get (KIP-525)."""
+
+    name = "validate"
+    reads = ("plan",)
+    writes = ("validated",)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        plan = require(state.plan, "plan")
+        creatable = plan.where(_clean(names.CREATE))
+        with job_description(ctx.spark, f"{ctx.command}: validateOnly CreateTopics"):
+            validated = executors.send_creates(
+                ctx.spark, creatable.select(*_REQUEST_COLUMNS,
+                                            F.lit(None).cast("int").alias("known_partitions")),
+                ctx.clusters, ctx.credentials, ctx.conf.kafka, validate_only=True,
+            ).localCheckpoint(eager=True)
+            ctx.steps.done("validate")
+            rows = result_audit(validated, plan, ctx.run_id, utc_now())
+            # An apply commits them while its creates run; the next audit commit waits.
+            ctx.commits.audit(names.VALIDATE, rows,
+                              background=isinstance(ctx.options, ApplyOptions))
+            log_phase(names.VALIDATE, started, validated)
+            ctx.steps.done("audit write")
+        state.validated = validated
+        state.audit_rows.append(rows)
+
+
+class Apply(Phase):
+    """The real CreateTopics for what validateOnly passed, and DeleteTopics (by topic id)
+    when deletes are allowed."""
+
+    name = "apply"
+    reads = ("plan", "validated")
+    writes = ("applied",)
+    changes_kafka = True
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        plan, validated = require(state.plan, "plan"), require(state.validated, "validated")
+        options = ctx.options
+        with job_description(ctx.spark, "apply: CreateTopics and DeleteTopics"):
+            passed = validated.where(F.col("outcome") == names.VALIDATED).select(
+                "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
+            to_create = (plan.where(_clean(names.CREATE))
+                         .select(*_REQUEST_COLUMNS)
+                         .join(passed, on=["cluster", "topic"], how="inner"))
+            applied = executors.send_creates(ctx.spark, to_create, ctx.clusters,
+                                             ctx.credentials, ctx.conf.kafka,
+                                             validate_only=False, fault=options.fault)
+            if isinstance(options, ApplyOptions) and options.allow_deletes:
+                deletable = plan.where(_clean(names.DELETE)).select(
+                    "cluster", "topic", F.col("live_topic_id").alias("topic_id"))
+                applied = applied.unionByName(executors.send_deletes(
+                    ctx.spark, deletable, ctx.clusters, ctx.credentials, ctx.conf.kafka))
+            applied = applied.localCheckpoint(eager=True)
+            ctx.steps.done("create")
+            applied = settle_existing(applied, plan)
+            rows = result_audit(applied, plan, ctx.run_id, utc_now())
+            ctx.commits.audit(names.APPLY, rows)
+            log_phase(names.APPLY, started, applied)
+            ctx.steps.done("audit write")
+        state.applied = applied
+        state.audit_rows.append(rows)
+
+
+class Verify(Phase):
+    """Every created topic has a leader on each partition, every deleted one is gone; settles
+    the `unknown` outcomes a timeout left."""
+
+    name = "verify"
+    reads = ("plan", "applied")
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        plan, applied = require(state.plan, "plan"), require(state.applied, "applied")
+        to_verify = F.col("outcome").isin(names.CREATED, names.UNKNOWN, names.DELETED)
+        with job_description(ctx.spark, "apply: verify leaders and deletions"):
+            verified = executors.verify(
+                ctx.spark,
+                applied.where(to_verify).select("cluster", "topic").join(
+                    plan.select("cluster", "topic", "action"), on=["cluster", "topic"],
+                    how="inner"),
+                ctx.clusters, ctx.credentials, ctx.conf.kafka,
+            ).localCheckpoint(eager=True)
+            ctx.steps.done("verify")
+            rows = result_audit(verified, plan, ctx.run_id, utc_now())
+            ctx.commits.audit(names.VERIFY, rows)
+            log_phase(names.VERIFY, started, verified)
+            ctx.steps.done("audit write")
+        state.audit_rows.append(rows)

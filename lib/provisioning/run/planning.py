@@ -1,0 +1,64 @@
+"""The chain from manifest tables to a judged plan, as the run and the benchmarks use it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from provisioning.conf import Conf
+from provisioning.delta.manifests import read_manifests
+from provisioning.kafka.client import ClusterState
+from provisioning.run.executors import cluster_states_frame
+from provisioning.transforms.plan import build_plan, prune_candidates
+from provisioning.transforms.policies import (
+    PolicyContext,
+    with_create_policies,
+    with_delete_policies,
+)
+from provisioning.transforms.scope import in_scope
+from provisioning.transforms.validation import with_duplicate_errors, with_row_errors
+
+
+def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
+                 topics_glob: str | None) -> DataFrame:
+    """The manifests' DESIRED rows, validated (row errors, duplicates), in the run's scope."""
+    known = tuple(conf.clusters)
+    return (read_manifests(spark, conf.tables.manifests)
+            .transform(with_row_errors(known))
+            .transform(with_duplicate_errors)
+            .transform(in_scope(clusters, topics_glob, known)))
+
+
+def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterState],
+                   live: DataFrame) -> PolicyContext:
+    """The cluster facts the policies judge with (KIP-170's cluster-aware policies)."""
+    return PolicyContext(
+        # Built from driver-side rows: materialized once here, so the policies' joins with
+        # it do not each rebuild it.
+        clusters=cluster_states_frame(spark, states).localCheckpoint(eager=True),
+        live=live,
+        protected=conf.deletes.protected,
+        deny_list=conf.deletes.deny_list,
+        max_deletes_per_cluster=conf.deletes.max_per_cluster,
+    )
+
+
+def plan_rows(desired: DataFrame, live: DataFrame, created_by_job: DataFrame | None
+              ) -> DataFrame:
+    """PLAN rows of the desired and live topics; with `created_by_job`, the prune pass's
+    DELETE rows for live topics no manifest mentions that this job created."""
+    plan = build_plan(desired, live)
+    if created_by_job is not None:
+        plan = plan.unionByName(prune_candidates(live, desired, created_by_job))
+    return plan
+
+
+def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext) -> DataFrame:
+    """The create and delete policies over the valid PLAN rows; invalid rows pass as they are."""
+    valid = F.size("row_errors") == 0
+    judged = (plan.where(valid)
+              .transform(lambda df: with_create_policies(df, conf.create_policies, context))
+              .transform(lambda df: with_delete_policies(df, conf.delete_policies, context)))
+    return judged.unionByName(plan.where(~valid))

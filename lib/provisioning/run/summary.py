@@ -1,0 +1,63 @@
+"""What a run tells the operator: outcome counts, actions per cluster, the topics to look at."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.results import RunResult
+from provisioning.transforms.audit import final_rows
+
+# The columns of a listed topic (views.plan_text renders them).
+LISTED_COLUMNS = ("cluster", "topic", "action", "phase", "outcome", "error_name",
+                  "error_message", "drift", "policy_violations", "result_partitions",
+                  "result_replication_factor", "result_configs", "source_table",
+                  "source_version", "topic_id", "requested_partitions",
+                  "requested_replication_factor", "requested_configs", "requested_assignment")
+
+
+def _nulls_first(value: Any) -> tuple[bool, Any]:
+    return (value is not None, value if value is not None else "")
+
+
+def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
+              deletes_allowed: bool) -> RunResult:
+    """The run's result from every AUDIT row it recorded (two Spark jobs: the counts, and
+    the first `listing_limit` topics that are not simply settled).
+
+    deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
+      counted as not made); True otherwise.
+    """
+    final = final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
+    grouped = (final.groupBy("cluster", "action", "phase", "outcome")
+               .agg(F.count(F.lit(1)).alias("n")).collect())
+    counts: dict[str, int] = {}
+    actions: dict[tuple[Any, Any], int] = {}
+    deletes_not_allowed = 0
+    for r in grouped:
+        n = int(r["n"])
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
+        key = (r["cluster"], r["action"])
+        actions[key] = actions.get(key, 0) + n
+        if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED
+                and r["action"] == names.DELETE):
+            deletes_not_allowed += n
+    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
+              .orderBy("cluster", "topic").select(*LISTED_COLUMNS)
+              .limit(listing_limit).collect())
+    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
+    return RunResult(
+        run_id=run_id,
+        counts=counts,
+        actions=[{"cluster": c, "action": a, "topics": n} for (c, a), n in
+                 sorted(actions.items(), key=lambda i: (_nulls_first(i[0][0]),
+                                                        _nulls_first(i[0][1])))],
+        topics=[r.asDict(recursive=True) for r in listed],
+        topics_not_listed=max(0, total - len(listed)),
+        deletes_not_allowed=deletes_not_allowed,
+    )

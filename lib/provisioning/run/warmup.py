@@ -1,0 +1,47 @@
+"""Run the driver's Spark and Delta paths once on throwaway tables (`make driver-archive`).
+
+Started with -XX:ArchiveClassesAtExit, the JVM records every class this run loaded
+in a class-data-sharing archive; `spark-submit.sh` starts later drivers with it, so
+they map those classes instead of loading and verifying them one by one. Nothing
+here talks to Kafka or touches a table outside the temp directory.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from provisioning.conf import parse_conf
+from provisioning.delta.lock import RunLock
+from provisioning.delta.manifests import write_manifest
+from provisioning.delta.tables import TableRef, append
+from provisioning.run.planning import read_desired
+from provisioning.session import build_session
+from schemas import MANIFEST, column_names
+
+
+def warm_up(manifest_rows: list[tuple[object, ...]]) -> None:
+    """Take a lock, write and read a manifest through the run's chain, append an audit-like
+    commit and run a Python task, all on tables in a temp directory."""
+    spark = build_session("driver-archive", {"spark.sql.session.timeZone": "UTC"})
+    cluster_at = column_names(MANIFEST).index("cluster")
+    clusters = sorted({str(r[cluster_at]) for r in manifest_rows if r[cluster_at]}) or ["local"]
+    with tempfile.TemporaryDirectory(prefix="driver-archive-") as tmp:
+        base = Path(tmp)
+        conf = parse_conf({
+            "clusters": {c: {"bootstrap_servers": "127.0.0.1:9"} for c in clusters},
+            "tables": {"manifests": [str(base / "manifest")], "audit": str(base / "audit"),
+                       "runs": str(base / "runs"), "snapshots": str(base / "snapshots")},
+        }, "driver-archive")
+        lock = RunLock(spark, conf.tables.locks, clusters, "driver-archive", "apply", 60)
+        lock.acquire()
+        try:
+            write_manifest(spark, manifest_rows, str(base / "manifest"))
+            desired = read_desired(spark, conf, clusters, None).localCheckpoint(eager=True)
+            append(desired, TableRef(conf.tables.audit))
+            # The Python side of the admin tasks: a Python RDD through a worker.
+            spark.sparkContext.parallelize(range(4), 2).mapPartitions(
+                lambda part: [sum(part)]).collect()
+        finally:
+            lock.release()
+    spark.stop()

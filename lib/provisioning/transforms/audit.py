@@ -1,0 +1,145 @@
+"""AUDIT rows: the plan's verdict per topic, and every admin result joined back to its plan row."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from provisioning import names
+from schemas import AUDIT, column_names
+
+
+def plan_outcome() -> Column:
+    """The plan phase's outcome of a PLAN row; every row matches exactly one case."""
+    invalid = F.size("row_errors") > 0
+    # The job may not see the topic: neither present nor absent can be claimed.
+    unseen = ~invalid & F.col("live_error").isNotNull()
+    blocked = ~invalid & ~unseen & (F.size("policy_violations") > 0)
+    clean = ~invalid & ~unseen & ~blocked
+    wants_absent = F.coalesce(F.col("state") == names.ABSENT, F.lit(False))
+    action = F.col("action")
+    return (
+        F.when(invalid, names.REJECTED)
+        .when(unseen, names.FAILED)
+        .when(blocked, names.BLOCKED)
+        .when(clean & action.isin(names.CREATE, names.DELETE), names.PLANNED)
+        .when(clean & (action == names.DRIFT), names.DRIFTED)
+        .when(clean & (action == names.NOOP) & ~wants_absent, names.ALREADY_PRESENT)
+        .when(clean & (action == names.NOOP) & wants_absent, names.ALREADY_ABSENT)
+    )
+
+
+def _plan_error_message() -> Column:
+    violations = F.transform("policy_violations",
+                             lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))
+    unseen = F.format_string(
+        "the job may not see topic %s on cluster %s (%s): it may or may not exist, so it "
+        "was neither created, deleted nor compared; grant the job's principal Describe "
+        "and DescribeConfigs on it (README: Least privilege)",
+        F.col("topic"), F.col("cluster"), F.col("live_error"))
+    return (F.when(F.size("row_errors") > 0, F.array_join("row_errors", "; "))
+            .when(F.col("live_error").isNotNull(), unseen)
+            .when(F.size("policy_violations") > 0, F.array_join(violations, "; ")))
+
+
+def _plan_error_name() -> Column:
+    return (F.when(F.size("row_errors") > 0, F.lit("INVALID_MANIFEST_ROW"))
+            .when(F.col("live_error").isNotNull(), F.col("live_error"))
+            .when(F.size("policy_violations") > 0, F.lit("POLICY_VIOLATION")))
+
+
+def _requested() -> list[Column]:
+    return [
+        F.col("partitions").alias("requested_partitions"),
+        F.col("replication_factor").alias("requested_replication_factor"),
+        F.col("configs").alias("requested_configs"),
+        F.col("replica_assignment").alias("requested_assignment"),
+    ]
+
+
+def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
+    """One AUDIT row per PLAN row, phase `plan`."""
+    return plan.select(
+        F.lit(run_id).alias("run_id"),
+        "cluster",
+        "topic",
+        F.col("live_topic_id").alias("topic_id"),
+        "action",
+        F.lit(names.PLAN).alias("phase"),
+        plan_outcome().alias("outcome"),
+        F.lit(None).cast("int").alias("error_code"),
+        _plan_error_name().alias("error_name"),
+        _plan_error_message().alias("error_message"),
+        "policy_violations",
+        "drift",
+        *_requested(),
+        F.lit(None).cast(AUDIT["result_partitions"].dataType).alias("result_partitions"),
+        F.lit(None).cast(AUDIT["result_replication_factor"].dataType)
+        .alias("result_replication_factor"),
+        F.lit(None).cast(AUDIT["result_configs"].dataType).alias("result_configs"),
+        F.lit(None).cast("int").alias("topic_config_error_code"),
+        F.lit(None).cast("int").alias("attempts"),
+        "owner",
+        "source_table",
+        "source_version",
+        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+    ).select(*column_names(AUDIT))
+
+
+def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: dt.datetime
+                 ) -> DataFrame:
+    """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row."""
+    r = results.alias("r")
+    p = plan.alias("p")
+    joined = r.join(p, on=[F.col("r.cluster") == F.col("p.cluster"),
+                           F.col("r.topic") == F.col("p.topic")], how="left")
+    return joined.select(
+        F.lit(run_id).alias("run_id"),
+        F.col("r.cluster").alias("cluster"),
+        F.col("r.topic").alias("topic"),
+        F.coalesce("r.topic_id", "p.live_topic_id").alias("topic_id"),
+        F.col("p.action").alias("action"),
+        F.col("r.phase").alias("phase"),
+        F.col("r.outcome").alias("outcome"),
+        F.col("r.error_code").alias("error_code"),
+        F.col("r.error_name").alias("error_name"),
+        F.col("r.error_message").alias("error_message"),
+        F.col("p.policy_violations").alias("policy_violations"),
+        F.col("p.drift").alias("drift"),
+        F.col("p.partitions").alias("requested_partitions"),
+        F.col("p.replication_factor").alias("requested_replication_factor"),
+        F.col("p.configs").alias("requested_configs"),
+        F.col("p.replica_assignment").alias("requested_assignment"),
+        F.col("r.result_partitions").alias("result_partitions"),
+        F.col("r.result_replication_factor").alias("result_replication_factor"),
+        F.col("r.result_configs").alias("result_configs"),
+        F.col("r.topic_config_error_code").alias("topic_config_error_code"),
+        F.col("r.attempts").alias("attempts"),
+        F.col("p.owner").alias("owner"),
+        F.col("p.source_table").alias("source_table"),
+        F.col("p.source_version").alias("source_version"),
+        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+    ).select(*column_names(AUDIT))
+
+
+def phase_order() -> Column:
+    """A phase's position in a run (plan 0 ... verify 3), for ordering audit rows."""
+    order = F.create_map(*[F.lit(x) for i, phase in enumerate(names.PHASES) for x in (phase, i)])
+    return order[F.col("phase")]
+
+
+def final_rows(rows: DataFrame) -> DataFrame:
+    """The AUDIT rows of one run that hold each topic's final outcome: for every
+    (cluster, topic), the rows of the last phase that recorded it.
+
+    A topic's later phases pick up where its earlier ones stopped (a planned CREATE is
+    validated, a validated one applied, an applied one verified), so the last phase's row
+    is where the topic ended. Rows of invalid or duplicate manifest rows never leave the
+    plan phase, so each of them stays a final row of its own.
+    """
+    return (rows.withColumn("_phase", phase_order())
+            .withColumn("_last", F.max("_phase").over(Window.partitionBy("cluster", "topic")))
+            .where(F.col("_phase") == F.col("_last"))
+            .select(*column_names(AUDIT)))

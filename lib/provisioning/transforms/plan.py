@@ -1,0 +1,98 @@
+"""Desired joined with live: one PLAN row per (cluster, topic) with an explicit action.
+
+CREATE   the manifest wants the topic and the cluster lacks it
+DELETE   the manifest says `absent` and the cluster has it
+DRIFT    both have it and partitions, replication factor, assignment or configs differ
+NOOP     both agree (present and matching, or absent on both sides), or the job may
+         not see the topic (`live_error`, e.g. TOPIC_AUTHORIZATION_FAILED): it may or
+         may not exist, so the job neither creates nor deletes it nor calls it absent
+
+Drift (`provisioning.transforms.drift`) is reported as data and never fixed here: a
+partition decrease or a replication factor change would need the topic recreated,
+which a provisioning job must never do behind an operator's back.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from provisioning.names import ABSENT, CREATE, DELETE, DRIFT, NOOP
+from provisioning.transforms.drift import drift_items
+from schemas import PLAN, column_names
+
+_LIVE_COLUMNS = {
+    "topic_id": "live_topic_id",
+    "internal": "live_internal",
+    "partitions": "live_partitions",
+    "replication_factor": "live_replication_factor",
+    "replica_assignment": "live_replica_assignment",
+    "configs": "live_configs",
+    "consumer_groups": "live_consumer_groups",
+    "error_name": "live_error",
+}
+
+
+def build_plan(desired: DataFrame, live: DataFrame) -> DataFrame:
+    """PLAN rows: every DESIRED row joined with its live topic, with action and drift."""
+    live_side = live.select(
+        "cluster", "topic",
+        F.lit(True).alias("live_exists"),
+        *[F.col(src).alias(dst) for src, dst in _LIVE_COLUMNS.items()],
+    )
+    joined = desired.join(live_side, on=["cluster", "topic"], how="left")
+
+    unseen = F.col("live_error").isNotNull()
+    exists = F.coalesce(F.col("live_exists"), F.lit(False)) & ~unseen
+    wants_absent = F.coalesce(F.col("state") == ABSENT, F.lit(False))
+    wants_present = ~wants_absent
+    drift = F.when(wants_present & exists, drift_items()).otherwise(
+        F.array().cast(PLAN["drift"].dataType))
+    drifted = F.size("drift") > 0
+
+    create = wants_present & ~exists & ~unseen
+    delete = wants_absent & exists
+    differs = wants_present & exists & drifted
+    matches = (wants_present & exists & ~drifted) | (wants_absent & ~exists & ~unseen)
+    action = (F.when(create, CREATE).when(delete, DELETE)
+              .when(differs, DRIFT).when(matches | unseen, NOOP))
+
+    return (
+        joined
+        .withColumn("drift", drift)
+        .withColumn("action", action)
+        .withColumn("policy_violations", F.array().cast(PLAN["policy_violations"].dataType))
+        .select(*column_names(PLAN))
+    )
+
+
+def prune_candidates(live: DataFrame, desired: DataFrame, created_by_job: DataFrame
+                     ) -> DataFrame:
+    """PLAN DELETE rows for live topics no manifest mentions that this job created.
+
+    `created_by_job` holds (cluster, topic, topic_id) of topics the audit shows
+    this job created; matching the topic id means a topic recreated by someone
+    else under the same name is never pruned.
+    """
+    mentioned = desired.select("cluster", "topic").where(
+        F.col("cluster").isNotNull() & F.col("topic").isNotNull())
+    orphans = (
+        live.join(mentioned, on=["cluster", "topic"], how="left_anti")
+        .join(created_by_job.select("cluster", "topic", F.col("topic_id")),
+              on=["cluster", "topic", "topic_id"], how="left_semi")
+    )
+    return orphans.select(
+        "cluster", "topic",
+        F.lit(DELETE).alias("action"),
+        F.lit(ABSENT).alias("state"),
+        *[F.lit(None).cast(PLAN[c].dataType).alias(c) for c in
+          ("partitions", "replication_factor", "replica_assignment", "configs", "owner",
+           "force")],
+        F.lit("prune").alias("source_table"),
+        F.lit(None).cast("long").alias("source_version"),
+        F.array().cast("array<string>").alias("row_errors"),
+        *[F.col(src).alias(dst) for src, dst in _LIVE_COLUMNS.items()],
+        F.array().cast(PLAN["drift"].dataType).alias("drift"),
+        F.array().cast(PLAN["policy_violations"].dataType).alias("policy_violations"),
+    ).select(*column_names(PLAN))
+

@@ -1,0 +1,68 @@
+"""Create and delete policies: small named DataFrame transforms that append violations.
+
+`with_create_policies` / `with_delete_policies` run the always-on checks first
+(see `create.ALWAYS_ON`, `delete.ALWAYS_ON`), then the configured policies in
+conf order. Each policy judges only its action's rows; a row is allowed when
+its `policy_violations` stays empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+
+from provisioning.conf import PolicySpec
+from provisioning.errors import PolicyError
+from provisioning.transforms.policies.base import PolicyContext, Transform, check_plan_schema
+from provisioning.transforms.policies.registry import ALWAYS_ON, POLICIES
+
+__all__ = [
+    "PolicyContext",
+    "PolicyError",
+    "with_create_policies",
+    "with_delete_policies",
+]
+
+
+def with_create_policies(plan: DataFrame, specs: Sequence[PolicySpec],
+                         context: PolicyContext) -> DataFrame:
+    """Append the violations of the always-on and the configured create policies to PLAN rows.
+
+    specs: the conf's `policies.create`, applied in order after the always-on checks.
+    """
+    return _with_policies(plan, specs, context, "create")
+
+
+def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
+                         context: PolicyContext) -> DataFrame:
+    """Append the violations of the always-on and the configured delete policies to PLAN rows.
+
+    specs: the conf's `policies.delete`, applied in order after the always-on checks.
+    """
+    return _with_policies(plan, specs, context, "delete")
+
+
+def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
+                   kind: str) -> DataFrame:
+    check_plan_schema(plan, f"the plan given to the {kind} policies")
+    registry = POLICIES[kind]
+    # (where it comes from, transform); `where` prefixes any PolicyError it raises.
+    steps: list[tuple[str, Transform]] = [
+        (f"always-on {kind} policy {name}", make({}, context)) for name, make in ALWAYS_ON[kind]]
+    for spec in specs:
+        make = registry.get(spec.name)
+        if make is None:
+            raise PolicyError(f"{spec.key}.name: unknown {kind} policy {spec.name!r}")
+        where = f"{spec.key} ({spec.name})"
+        try:
+            steps.append((where, make(spec.params, context)))
+        except PolicyError as exc:
+            raise PolicyError(f"{where}: {exc}") from exc
+    df = plan
+    for where, step in steps:
+        try:
+            df = df.transform(step)
+        except PolicyError as exc:
+            raise PolicyError(f"{where}: {exc}") from exc
+    return df

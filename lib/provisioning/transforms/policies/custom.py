@@ -1,0 +1,69 @@
+"""Custom policies: a function of the team's own, named in conf, run like a built-in policy.
+
+The counterpart of the broker's `create.topic.policy.class.name` (KIP-108) and
+`delete.topic.policy.class.name` (KIP-170), evaluated by the job instead of the
+broker, with the whole plan and the cluster context at hand.
+
+Conf::
+
+    policies:
+      create:
+        - name: custom
+          callable: mycompany.kafka_policies:no_test_topics_in_prod   # or a.b.c.function
+          environment: prod                                          # passed through
+
+Contract of the function::
+
+    def no_test_topics_in_prod(plan: DataFrame, context: PolicyContext,
+                               params: Mapping[str, Any]) -> DataFrame: ...
+
+- `plan` holds PLAN rows (schemas.tables.PLAN); `context` is the PolicyContext
+  (CLUSTER_STATE rows, SNAPSHOT rows of every live topic, protected globs, deny
+  list, delete cap); `params` is the policy's conf block without `name` and
+  `callable`.
+- It returns PLAN rows: the same rows and exactly the PLAN columns, in order,
+  with their types. The job checks the columns and types and stops with a
+  PolicyError naming the missing, extra or mistyped columns; the rows it
+  cannot check without running Spark, so keeping them is the function's duty.
+- It refuses a row by appending a POLICY_VIOLATION with
+  `provisioning.transforms.policies.base.with_violation(df, "my_policy", violated, message)`;
+  a null `violated` means "not judged". A create policy judges only rows whose
+  action is CREATE (`is_create()`), a delete policy only DELETE rows (`is_delete()`).
+- It is a lazy transform: no `collect()`, `count()` or other action, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from provisioning.conf.policies import check_custom, resolve_callable
+from provisioning.errors import PolicyError
+from provisioning.transforms.policies.base import PolicyContext, Transform, check_plan_schema
+
+
+def make_custom(kind: str) -> Callable[[Mapping[str, Any], PolicyContext], Transform]:
+    """The factory of `custom` for `kind` ("create" or "delete") policies."""
+
+    def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
+        problems = check_custom(params)
+        if problems:
+            raise PolicyError(f"custom {kind} policy: {'; '.join(problems)}")
+        target = str(params["callable"])
+        fn = resolve_callable(target)
+        passed = {k: v for k, v in params.items() if k != "callable"}
+        who = f"custom {kind} policy {target!r}"
+
+        def transform(df: DataFrame) -> DataFrame:
+            out = fn(df, context, passed)
+            if not isinstance(out, DataFrame):
+                raise PolicyError(f"{who} must return a DataFrame, "
+                                  f"got {type(out).__name__}")
+            check_plan_schema(out, f"the DataFrame {who} returned")
+            return out
+
+        return transform
+
+    return make

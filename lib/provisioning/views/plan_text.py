@@ -1,0 +1,180 @@
+"""Human-readable output of `plan` and `apply`, in the spirit of `terraform plan`.
+
+Per cluster the counts per action, then per topic (cluster by cluster, in
+name order) a head line with the action and the final outcome and, under
+it, what the operator needs to judge it: the request and what the broker
+said it would get (validateOnly, KIP-525 configs and their broker defaults),
+the drift, the policy violations, the invalid row's errors, the error.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from provisioning import names as n
+from provisioning.names import ATTENTION, BROKER_OVERRIDES, TOPIC_OVERRIDE
+from provisioning.results import RunResult
+
+_SIGNS = {n.CREATE: "+", n.DELETE: "-", n.DRIFT: "~", n.NOOP: "="}
+_ACTION_WORDS = {n.CREATE: "to create", n.DELETE: "to delete", n.DRIFT: "drifted",
+                 n.NOOP: "unchanged"}
+# The broker defaults shown for every validated or created topic; --verbose shows all.
+# Any config that a broker-level setting overrides is shown too: it differs per cluster.
+NOTABLE_DEFAULTS = ("cleanup.policy", "compression.type", "max.message.bytes",
+                    "min.insync.replicas", "retention.bytes", "retention.ms")
+INDENT = "      "
+
+
+def _pairs(mapping: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(mapping.items()))
+
+
+def drift_lines(drift: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """One line per difference: "field: live -> desired"."""
+    lines = []
+    for d in drift or []:
+        field = d["field"]
+        name = f"config {field[len('config:'):]}" if field.startswith("config:") else field
+        actual = "(not set)" if d["actual"] is None else d["actual"]
+        desired = "(not set)" if d["desired"] is None else d["desired"]
+        note = "" if d["supported"] else " (not supported: needs a new topic)"
+        lines.append(f"{name}: {actual} -> {desired}{note}")
+    return lines
+
+
+def _sizing(t: Mapping[str, Any]) -> str | None:
+    """"partitions N, replication factor M", with where each came from."""
+    assignment = t.get("requested_assignment")
+    parts = []
+    for label, result, requested in (
+            ("partitions", t.get("result_partitions"), t.get("requested_partitions")),
+            ("replication factor", t.get("result_replication_factor"),
+             t.get("requested_replication_factor"))):
+        if assignment:
+            continue
+        if result is not None:
+            note = " (broker default)" if requested is None else ""
+            parts.append(f"{label} {result}{note}")
+        elif requested is not None:
+            parts.append(f"{label} {requested}")
+        else:
+            parts.append(f"{label}: broker default")
+    if assignment:
+        replicas = "; ".join(f"{p}: {', '.join(str(b) for b in brokers or [])}"
+                             for p, brokers in sorted(assignment.items(), key=lambda i: int(i[0])))
+        parts.append(f"replica assignment {replicas}")
+    return ", ".join(parts) if parts else None
+
+
+def broker_defaults(configs: Sequence[Mapping[str, Any]] | None, verbose: bool) -> str | None:
+    """The configs the topic gets from the broker rather than from its own request."""
+    shown = []
+    for c in sorted(configs or [], key=lambda c: c["name"]):
+        if c["source"] == TOPIC_OVERRIDE:
+            continue
+        if not (verbose or c["name"] in NOTABLE_DEFAULTS or c["source"] in BROKER_OVERRIDES):
+            continue
+        value = "(sensitive)" if c.get("sensitive") or c["value"] is None else c["value"]
+        where = f" [{c['source']}]" if c["source"] in BROKER_OVERRIDES else ""
+        shown.append(f"{c['name']}={value}{where}")
+    return ", ".join(shown) if shown else None
+
+
+def _status(t: Mapping[str, Any]) -> str:
+    outcome, phase, action = t["outcome"], t["phase"], t["action"]
+    if outcome == n.REJECTED and phase == n.PLAN:
+        return "rejected: invalid manifest row"
+    if outcome == n.REJECTED:
+        by = "the broker's validateOnly pass" if phase == n.VALIDATE else "the broker"
+        return f"rejected by {by}: {t.get('error_name')}"
+    if outcome == n.BLOCKED:
+        return "blocked by policy"
+    if outcome == n.VALIDATED:
+        return "validated by the broker (validateOnly)"
+    if outcome == n.PLANNED and action == n.DELETE:
+        return "planned (made only by apply --allow-deletes)"
+    if outcome == n.PLANNED:
+        return "planned (not validated: --no-validate)"
+    if outcome == n.DRIFTED:
+        return "drift (reported, never changed by this job)"
+    if outcome in (n.FAILED, n.UNKNOWN) and t.get("error_name"):
+        return f"{outcome} in phase {phase}: {t['error_name']}"
+    return str(outcome)
+
+
+def topic_lines(t: Mapping[str, Any], verbose: bool = False) -> list[str]:
+    """The head line of one topic and the detail lines under it."""
+    action = t.get("action")
+    sign = "!" if t["outcome"] in ATTENTION else _SIGNS.get(action or "", "?")
+    name = f"{t.get('cluster') or '(no cluster)'}/{t.get('topic') or '(no topic)'}"
+    lines = [f"  {sign} {name}  {(action or 'no action').lower()}  {_status(t)}"]
+    details: list[str] = []
+    invalid = t["outcome"] == n.REJECTED and t["phase"] == n.PLAN
+    judged_by_plan = t["outcome"] in (n.REJECTED, n.BLOCKED) and t["phase"] == n.PLAN
+    if invalid:
+        details += [f"row error: {e}" for e in (t.get("error_message") or "").split("; ") if e]
+    for v in t.get("policy_violations") or []:
+        details.append(f"policy {v['policy']}: {v['message']}")
+    details += drift_lines(t.get("drift"))
+    if action == n.CREATE and not invalid:
+        sizing = _sizing(t)
+        if sizing:
+            details.append(sizing)
+        if t.get("requested_configs"):
+            details.append(f"configs: {_pairs(t['requested_configs'])}")
+        defaults = broker_defaults(t.get("result_configs"), verbose)
+        if defaults:
+            details.append(f"broker defaults: {defaults}")
+    shows_id = action in (n.DELETE, n.DRIFT) or t["outcome"] in (n.CREATED, n.DELETED)
+    if shows_id and t.get("topic_id"):
+        details.append(f"topic id {t['topic_id']}")
+    if t.get("error_message") and not judged_by_plan:
+        details.append(f"error: {t['error_message']}")
+    return lines + [INDENT + d for d in details]
+
+
+def action_counts(actions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """"cluster X: N to create, M to delete, ..." per cluster."""
+    per_cluster: dict[str, dict[str, int]] = defaultdict(dict)
+    for a in actions:
+        per_cluster[a["cluster"] or "(no cluster)"][a["action"] or "NONE"] = int(a["topics"])
+    lines = []
+    for cluster, counts in sorted(per_cluster.items()):
+        order = [*n.ACTIONS, *sorted(set(counts) - set(n.ACTIONS))]
+        text = ", ".join(f"{counts[a]} {_ACTION_WORDS.get(a, 'without an action')}"
+                         for a in order if a in counts)
+        lines.append(f"cluster {cluster}: {text}")
+    return lines
+
+
+def render_run(result: RunResult, command: str, verbose: bool = False,
+               saved_plan: tuple[str, str] | None = None) -> list[str]:
+    """The lines an operator reads after `plan` or `apply`.
+
+    saved_plan: (path, digest) when `plan --out` saved the plan.
+    """
+    lines = [f"{command} {result.run_id}", ""]
+    lines += action_counts(result.actions) or ["no topic in scope"]
+    previous: object = object()
+    for t in result.topics:
+        # A blank line before each cluster's topics; every topic line names its cluster.
+        if t.get("cluster") != previous:
+            lines.append("")
+            previous = t.get("cluster")
+        lines += topic_lines(t, verbose)
+    lines.append("")
+    if result.topics_not_listed:
+        lines.append(f"... and {result.topics_not_listed} more topic(s): "
+                     f"report --run-id {result.run_id} lists every one")
+    if result.deletes_not_allowed:
+        lines.append(f"{result.deletes_not_allowed} deletion(s) not made: run apply with "
+                     "--allow-deletes")
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(result.counts.items()))
+    lines.append(f"outcomes: {summary or 'nothing to do'}")
+    if saved_plan is not None:
+        path, digest = saved_plan
+        lines.append(f"plan saved to {path} (digest {digest[:12]}); apply exactly this plan "
+                     f"with: apply --plan {path}")
+    return lines

@@ -1,0 +1,279 @@
+"""`report`: recent runs, one run's outcomes, one topic's history, drift across clusters.
+
+Everything is read from the Delta tables the runs wrote (runs, audit) and,
+for a topic's history, from the manifest tables themselves as they were at
+the version that asked for the topic (Delta time travel, `versionAsOf`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.conf import Conf
+from provisioning.delta.manifests import conform_to_manifest
+from provisioning.delta.tables import TableRef, read_table, table_exists
+from provisioning.errors import UsageError
+from provisioning.session import job_description
+from provisioning.transforms.audit import phase_order
+from provisioning.transforms.scope import topics_matching
+from provisioning.views.plan_text import drift_lines
+from schemas import MANIFEST, column_names
+
+_AUDIT_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "outcome",
+                  "error_name", "error_message", "policy_violations", "drift",
+                  "requested_partitions", "requested_replication_factor", "requested_configs",
+                  "requested_assignment", "result_partitions", "result_replication_factor",
+                  "result_configs", "owner", "source_table", "source_version", "recorded_at")
+# Source tables that are not manifests (the prune pass's own rows).
+_NOT_A_MANIFEST = ("prune",)
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+
+def manifest_rows_at(spark: SparkSession, table: str, version: int, cluster: str | None,
+                     topic: str) -> dict[str, Any]:
+    """The manifest rows of (cluster, topic) as `table` held them at `version`."""
+    found: dict[str, Any] = {"source_table": table, "source_version": version}
+    try:
+        df = read_table(spark, TableRef(table), version).transform(conform_to_manifest)
+        match = F.col("topic") == topic
+        if cluster is not None:
+            match = match & (F.col("cluster") == cluster)
+        found["rows"] = _rows(df.where(match).select(*column_names(MANIFEST)))
+        found["error"] = None
+    # A version may be vacuumed or the table dropped since: the history still stands.
+    except Exception as exc:
+        found["rows"] = []
+        found["error"] = (f"version {version} of {table} is not readable any more: "
+                          f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+    return found
+
+
+def topic_history(spark: SparkSession, audit: DataFrame, runs: DataFrame, topic: str
+                  ) -> dict[str, Any]:
+    """Every audit row of `topic` (oldest first, with the run's command) and the manifest
+    rows that asked for it, read at the versions the runs used."""
+    commands = runs.select("run_id", F.col("command").alias("run_command"))
+    history = _rows(
+        audit.where(F.col("topic") == topic)
+        .join(commands, on="run_id", how="left")
+        .orderBy("recorded_at", "run_id", phase_order())
+        .select(*_AUDIT_COLUMNS, "run_command"))
+    versions = sorted({(h["source_table"], h["source_version"], h["cluster"]) for h in history
+                       if h["source_table"] and h["source_version"] is not None
+                       and h["source_table"] not in _NOT_A_MANIFEST},
+                      key=lambda v: (v[0], v[1], v[2] or ""))
+    manifests = [manifest_rows_at(spark, table, version, cluster, topic)
+                 for table, version, cluster in versions]
+    return {"topic": topic, "history": history, "manifest_versions": manifests}
+
+
+def drift_view(audit: DataFrame) -> DataFrame:
+    """Per (cluster, topic): its latest plan-phase row, where that shows DRIFT."""
+    latest = Window.partitionBy("cluster", "topic").orderBy(
+        F.col("recorded_at").desc(), F.col("run_id").desc())
+    return (audit.where(F.col("phase") == names.PLAN)
+            .withColumn("_n", F.row_number().over(latest))
+            .where((F.col("_n") == 1) & (F.col("action") == names.DRIFT))
+            .select("cluster", "topic", "topic_id", "drift", "run_id", "recorded_at",
+                    "owner", "source_table", "source_version"))
+
+
+def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | None,
+                 clusters: Sequence[str], limit: int, drift: bool = False,
+                 topics_glob: str | None = None) -> dict[str, Any]:
+    """The data behind the report, as plain values (rendered or printed as JSON)."""
+    chosen = [name for name, on in (("--run-id", run_id), ("--topic", topic),
+                                    ("--drift", drift)) if on]
+    if len(chosen) > 1:
+        raise UsageError(f"report takes one of --run-id, --topic, --drift; got "
+                         f"{' and '.join(chosen)}")
+    view = chosen[0].lstrip("-") if chosen else "recent runs"
+    with job_description(spark, f"report: {view}"):
+        return _build(spark, conf, run_id, topic, clusters, limit, drift, topics_glob)
+
+
+def _build(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | None,
+           clusters: Sequence[str], limit: int, drift: bool, topics_glob: str | None
+           ) -> dict[str, Any]:
+    runs_ref, audit_ref = TableRef(conf.tables.runs), TableRef(conf.tables.audit)
+    if not table_exists(spark, runs_ref):
+        raise UsageError(f"no runs recorded yet: {conf.tables.runs} does not exist")
+    runs = read_table(spark, runs_ref)
+    audit = read_table(spark, audit_ref) if table_exists(spark, audit_ref) else None
+    if audit is not None:
+        audit = audit.transform(topics_matching(clusters, topics_glob))
+
+    if topic is not None:
+        if audit is None:
+            return {"topic": topic, "history": [], "manifest_versions": []}
+        return topic_history(spark, audit, runs, topic)
+
+    if drift:
+        rows = [] if audit is None else _rows(drift_view(audit).orderBy("cluster", "topic"))
+        per_cluster: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in rows:
+            per_cluster[r["cluster"]].append(r)
+        return {"drift": [{"cluster": c, "topics": per_cluster[c]} for c in sorted(per_cluster)]}
+
+    if run_id is not None:
+        run = runs.where(F.col("run_id") == run_id).collect()
+        if not run:
+            raise UsageError(f"no run {run_id} in {conf.tables.runs}")
+        rows = [] if audit is None else _rows(
+            audit.where(F.col("run_id") == run_id)
+            .orderBy("cluster", "topic", phase_order()).select(*_AUDIT_COLUMNS)
+            .limit(limit * 50))
+        return {"run": run[0].asDict(recursive=True), "audit": rows}
+
+    recent = runs.orderBy(F.col("started_at").desc(), F.col("run_id").desc()).limit(limit)
+    return {"runs": _rows(recent)}
+
+
+def _counts(counts: Mapping[str, int] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((counts or {}).items())) or "-"
+
+
+def _error(a: Mapping[str, Any]) -> str:
+    if a.get("error_name") and a["error_name"] != "NONE":
+        return f" ({a['error_name']}: {a.get('error_message')})"
+    return ""
+
+
+def _phase_chains(rows: Sequence[Mapping[str, Any]]
+                  ) -> list[tuple[list[Mapping[str, Any]], str]]:
+    """The rows of each (run, cluster, topic), in order, and "phase outcome -> ..."."""
+    grouped: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        grouped.setdefault((r["run_id"], r["cluster"], r["topic"]), []).append(r)
+    return [(steps, " -> ".join(f"{s['phase']} {s['outcome']}{_error(s)}" for s in steps))
+            for steps in grouped.values()]
+
+
+def _requested(h: Mapping[str, Any]) -> str:
+    parts = []
+    if h.get("requested_partitions") is not None:
+        parts.append(f"partitions {h['requested_partitions']}")
+    if h.get("requested_replication_factor") is not None:
+        parts.append(f"replication factor {h['requested_replication_factor']}")
+    if h.get("requested_assignment"):
+        parts.append("assignment " + "; ".join(
+            f"{p}: {', '.join(str(b) for b in bs or [])}"
+            for p, bs in sorted(h["requested_assignment"].items(), key=lambda i: int(i[0]))))
+    if h.get("requested_configs"):
+        parts.append("configs " + ", ".join(
+            f"{k}={v}" for k, v in sorted(h["requested_configs"].items())))
+    return ", ".join(parts) or "broker defaults only"
+
+
+def _returned(steps: Sequence[Mapping[str, Any]]) -> str | None:
+    """What the broker said the topic got (KIP-525), from the last step that carries it."""
+    answered = [s for s in steps if s.get("result_configs")]
+    if not answered:
+        return None
+    h = answered[-1]
+    overrides = [f"{c['name']}={c['value']}" for c in h["result_configs"]
+                 if c["source"] == names.TOPIC_OVERRIDE]
+    return (f"{h['phase']}: partitions {h.get('result_partitions')}, replication factor "
+            f"{h.get('result_replication_factor')}, topic configs "
+            f"{', '.join(sorted(overrides)) or '(none)'}")
+
+
+def _topic_id(steps: Sequence[Mapping[str, Any]]) -> str | None:
+    """The id of the live or created topic; validateOnly answers with a throwaway id."""
+    ids = [s.get("topic_id") for s in steps if s["phase"] != names.VALIDATE and s.get("topic_id")]
+    return ids[-1] if ids else None
+
+
+def _manifest_row(row: Mapping[str, Any]) -> str:
+    shown = []
+    for name in column_names(MANIFEST):
+        value = row.get(name)
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            value = "{" + ", ".join(f"{k}: {v}" for k, v in sorted(value.items())) + "}"
+        shown.append(f"{name}={value}")
+    return " ".join(shown)
+
+
+def render_history(payload: Mapping[str, Any]) -> list[str]:
+    lines = [f"history of topic {payload['topic']}"]
+    if not payload["history"]:
+        return [*lines, "  no audit row names this topic"]
+    for steps, chain in _phase_chains(payload["history"]):
+        last = steps[-1]
+        lines.append(f"  {last['recorded_at']} run {last['run_id']} "
+                     f"({last.get('run_command') or '?'}) {last['cluster']} "
+                     f"{last['action']}: {chain}")
+        details = [f"requested {_requested(last)}; owner {last.get('owner') or '(none)'}; "
+                   f"manifest {last['source_table']}@{last['source_version']}"]
+        returned = _returned(steps)
+        if returned:
+            details.append(f"broker returned ({returned})")
+        topic_id = _topic_id(steps)
+        if topic_id:
+            details.append(f"topic id {topic_id}")
+        details += [f"policy {v['policy']}: {v['message']}"
+                    for v in last.get("policy_violations") or []]
+        details += drift_lines(last.get("drift"))
+        lines += [f"      {d}" for d in details]
+    lines.append("  manifest rows as they were at those versions:")
+    for m in payload["manifest_versions"]:
+        head = f"    {m['source_table']}@{m['source_version']}"
+        if m.get("error"):
+            lines.append(f"{head}: {m['error']}")
+        elif not m["rows"]:
+            lines.append(f"{head}: no row for this topic")
+        for row in m["rows"]:
+            lines.append(f"{head}: {_manifest_row(row)}")
+    return lines
+
+
+def render_drift(payload: Mapping[str, Any]) -> list[str]:
+    lines = ["drift across clusters (each topic's latest plan)"]
+    if not payload["drift"]:
+        return [*lines, "  no topic shows drift"]
+    for block in payload["drift"]:
+        lines.append(f"cluster {block['cluster']}: {len(block['topics'])} topic(s) drifted")
+        for t in block["topics"]:
+            lines.append(f"  ~ {t['topic']}  (run {t['run_id']} at {t['recorded_at']}, "
+                         f"owner {t.get('owner') or '(none)'})")
+            lines += [f"      {d}" for d in drift_lines(t["drift"])]
+    return lines
+
+
+def render_report(payload: Mapping[str, Any]) -> list[str]:
+    """Lines for a person."""
+    if "history" in payload:
+        return render_history(payload)
+    if "drift" in payload:
+        return render_drift(payload)
+    if "run" in payload:
+        run = payload["run"]
+        lines = [f"run {run['run_id']}: {run['command']} {run['status']} "
+                 f"(exit {run['exit_code']}) {run['started_at']} -> {run['finished_at']}",
+                 f"  outcomes: {_counts(run['outcome_counts'])}"]
+        if run.get("message"):
+            lines.append(f"  message: {run['message']}")
+        for steps, chain in _phase_chains(payload["audit"]):
+            lines.append(f"  {steps[-1]['cluster']}/{steps[-1]['topic']} "
+                         f"{steps[-1]['action']}: {chain}")
+        return lines
+    lines = ["recent runs (newest first)"]
+    for r in payload["runs"]:
+        lines.append(f"  {r['run_id']} {r['command']:<8} {r['status']:<22} exit "
+                     f"{r['exit_code']}  {r['started_at']} -> {r['finished_at']}  "
+                     f"{_counts(r['outcome_counts'])}")
+        if r.get("message"):
+            lines.append(f"      {r['message'].splitlines()[0]}")
+    return lines

@@ -1,0 +1,162 @@
+"""The rooms of the package and the one-way rule of their imports, read from the source."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "provisioning"
+ROOMS = ("cli", "run", "transforms", "kafka", "delta", "views", "conf")
+# Modules every room may import: the vocabulary, errors, shapes, the session, and conf.
+BASE = ("provisioning", "provisioning.errors", "provisioning.names", "provisioning.results",
+        "provisioning.session", "provisioning.processes")
+# Which rooms each room may import (besides itself and the base).
+ALLOWED = {
+    "base": set(),
+    "conf": set(),
+    "transforms": {"conf"},
+    "kafka": {"conf"},
+    "delta": {"conf"},
+    "run": {"conf", "transforms", "kafka", "delta"},
+    "views": {"conf", "transforms", "delta"},
+    "cli": {"conf", "run", "transforms", "kafka", "delta", "views"},
+}
+# Third-party packages only one room may import.
+OWNED = {"kafka": "kafka", "delta": "delta"}
+# Rooms that must not import Spark at all (conf loads without it; kafka runs in tasks).
+NO_SPARK = {"conf", "kafka", "base"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    if module in BASE or len(parts) < 2:
+        return "base"
+    return parts[1] if parts[1] in ROOMS else "base"
+
+
+def _imports(path: Path, top_level_only: bool = False) -> Iterator[tuple[str, int]]:
+    """(imported module, line) for every import in the file (or only the top-level ones)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            for alias in node.names:
+                # `from a.b import c` imports module a.b.c when there is one, else a name of a.b
+                submodule = f"{node.module}.{alias.name}"
+                yield (submodule if submodule in MODULES else node.module), node.lineno
+
+
+def _resolve(target: str) -> str:
+    """The package module an import names (`provisioning.x.y` may be a name inside x)."""
+    while target not in MODULES and "." in target:
+        target = target.rsplit(".", 1)[0]
+    return target
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_imports(module: str) -> None:
+    importlib.import_module(module)
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_every_room_says_what_it_owns(room: str) -> None:
+    docstring = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text()))
+    assert docstring and len(docstring) > 40
+
+
+def test_imports_flow_one_way() -> None:
+    wrong = []
+    for module, path in MODULES.items():
+        room = room_of(module)
+        for target, line in _imports(path):
+            top = target.split(".")[0]
+            where = f"{path.relative_to(PACKAGE.parent)}:{line} ({room}) imports {target}"
+            if top == "provisioning":
+                other = room_of(_resolve(target))
+                if other not in ("base", room) and other not in ALLOWED[room]:
+                    wrong.append(where)
+            elif top in OWNED and OWNED[top] != room:
+                wrong.append(where + f": only the {OWNED[top]} room may")
+            elif top == "pyspark" and room in NO_SPARK and module != "provisioning.session":
+                wrong.append(where + ": this room runs without Spark")
+            elif top == "tests":
+                wrong.append(where + ": the package never imports test support")
+    assert wrong == []
+
+
+def test_base_modules_import_no_room() -> None:
+    wrong = [f"{module} imports {target}"
+             for module, path in MODULES.items() if room_of(module) == "base"
+             for target, _ in _imports(path)
+             if target.startswith("provisioning.") and room_of(_resolve(target)) != "base"
+             and room_of(_resolve(target)) != "conf"]
+    assert wrong == []
+
+
+def test_no_import_cycles_between_modules() -> None:
+    graph = {module: {_resolve(t) for t, _ in _imports(path, top_level_only=True)
+                      if t.startswith("provisioning") and _resolve(t) != module}
+             for module, path in MODULES.items()}
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in graph:
+                continue
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*trail[trail.index(nxt):], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    # A package's __init__ importing its own submodules is not a cycle worth a failure.
+    real = [c for c in cycles if not all(
+        a.startswith(b + ".") or b.startswith(a + ".")
+        for a, b in zip(c.split(" -> "), c.split(" -> ")[1:], strict=False))]
+    assert real == []
+
+
+def test_the_package_holds_no_dev_tooling() -> None:
+    assert sorted(p.name for p in PACKAGE.rglob("devkafka*")) == []
+
+
+def test_policy_catalogue_and_factories_name_the_same_policies() -> None:
+    from provisioning.conf.policies import PARAMETER_CHECKS
+    from provisioning.transforms.policies.registry import POLICIES
+
+    assert {k: sorted(v) for k, v in PARAMETER_CHECKS.items()} == \
+        {k: sorted(v) for k, v in POLICIES.items()}
+
+
+def test_a_phase_list_that_reads_what_no_earlier_phase_wrote_is_refused() -> None:
+    from provisioning.run.engine import Run
+    from provisioning.run.phases import Apply, Plan, Preflight, ReadManifests, Snapshot
+
+    with pytest.raises(ValueError, match="phase apply reads validated"):
+        Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Apply())
