@@ -78,6 +78,8 @@ class RunResult:
     topics: list[dict[str, Any]] = field(default_factory=list)
     topics_not_listed: int = 0
     deletes_not_allowed: int = 0
+    # Live topics (not internal) that no manifest row names, per cluster: never changed.
+    unmanaged: dict[str, int] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -103,6 +105,17 @@ class ClusterSummary(_Plain):
     partitions: int
     topics_in_use: int
     undescribable_topics: int
+
+
+@dataclass(frozen=True)
+class ImportSummary(_Plain):
+    """What `import` wrote for one cluster, and what it left out."""
+
+    cluster: str
+    rows_written: int
+    left_out_managed: int
+    left_out_protected: int
+    left_out_undescribable: int
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The command line: click commands, their output, and the exit codes.
 
-    provision-topics {snapshot,plan,apply,report,maintain} --conf FILE ...
+    provision-topics {snapshot,plan,apply,import,report,maintain} --conf FILE ...
 
 Each command parses its options, loads the conf, builds the session, calls the run
 (or a view) and exits with the code of what happened (README: Exit codes). The run's
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import click
 
+from provisioning.cli.importing import import_
 from provisioning.cli.maintain import maintain
 from provisioning.cli.report import report
 from provisioning.cli.runs import apply, plan
@@ -23,5 +24,5 @@ def main() -> None:
     """Provision and audit Kafka topics from Delta manifests."""
 
 
-for _command in (snapshot, plan, apply, report, maintain):
+for _command in (snapshot, plan, apply, import_, report, maintain):
     main.add_command(_command)

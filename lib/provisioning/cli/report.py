@@ -1,4 +1,5 @@
-"""`report`: recent runs, one run, a topic's history, drift; read from the Delta tables."""
+"""`report`: recent runs, one run, a topic's history, drift, unmanaged topics; read from
+the Delta tables."""
 
 from __future__ import annotations
 
@@ -17,17 +18,20 @@ from provisioning.views.report import build_report, render_report
 @click.option("--topic", default=None, help="Show this topic's history across runs.")
 @click.option("--drift", is_flag=True,
               help="Show the topics whose latest plan found drift, per cluster.")
+@click.option("--unmanaged", is_flag=True,
+              help="List the live topics no manifest names (latest snapshot per cluster).")
 @click.option("--limit", default=20, show_default=True, help="How many runs or rows to show.")
 def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
            verbose: bool, run_id: str | None, topic: str | None, drift: bool,
-           limit: int) -> None:
-    """Show recent runs, one run's outcomes, a topic's history or drift across clusters."""
+           unmanaged: bool, limit: int) -> None:
+    """Show recent runs, one run's outcomes, a topic's history, drift across clusters or the
+    unmanaged topics."""
     setup_logging(verbose)
     conf = load(conf_path)
     try:
         payload = build_report(session(conf), conf, run_id=run_id, topic=topic,
                                clusters=clusters, limit=limit, drift=drift,
-                               topics_glob=topics_glob)
+                               topics_glob=topics_glob, unmanaged=unmanaged)
     except ProvisioningError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)

@@ -15,13 +15,15 @@ from provisioning.results import RunRecord, new_run_id
 from provisioning.run.faults import Fault
 from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions, Scope
 from provisioning.views import planfile
+from provisioning.views.plan_markdown import render_markdown
 from provisioning.views.plan_text import render_run
 
 
 def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 topics_glob: str | None, as_json: bool, verbose: bool,
                 out_path: str | None = None, plan_path: str | None = None,
-                validate: bool = True, allow_deletes: bool = False) -> None:
+                validate: bool = True, allow_deletes: bool = False,
+                output_format: str = "text") -> None:
     """Run `plan` or `apply`, print the plan (or JSON), record the run, exit with its code."""
     from provisioning.delta.runs import write_run
     from provisioning.run.commands import run_plan
@@ -71,9 +73,12 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                    "actions": result.actions, "topics": result.topics,
                    "topics_not_listed": result.topics_not_listed,
                    "deletes_not_allowed": result.deletes_not_allowed, "exit_code": code,
+                   "unmanaged": result.unmanaged,
                    "plan_file": None if saved_plan is None else {
                        "path": saved_plan[0], "digest": saved_plan[1]}},
-         lambda: click.echo("\n".join(render_run(result, command, verbose, saved_plan))))
+         lambda: click.echo("\n".join(
+             render_markdown(result, command) if output_format == "markdown"
+             else render_run(result, command, verbose, saved_plan))))
     sys.exit(code)
 
 
@@ -83,11 +88,16 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
               help="Skip the validateOnly CreateTopics pass (no broker-side checks).")
 @click.option("--out", "out_path", default=None, type=click.Path(dir_okay=False),
               help="Save the plan to FILE, for `apply --plan FILE`.")
+@click.option("--format", "output_format", type=click.Choice(("text", "markdown")),
+              default="text", show_default=True,
+              help="markdown: the plan as GitHub-flavoured Markdown (a pull-request comment).")
 def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-         verbose: bool, no_validate: bool, out_path: str | None) -> None:
+         verbose: bool, no_validate: bool, out_path: str | None, output_format: str) -> None:
     """Compute the plan and run the validateOnly pass; changes nothing."""
+    if as_json and output_format != "text":
+        raise click.UsageError("--json and --format markdown exclude each other")
     run_command("plan", conf_path, clusters, topics_glob, as_json, verbose,
-                out_path=out_path, validate=not no_validate)
+                out_path=out_path, validate=not no_validate, output_format=output_format)
 
 
 @click.command()

@@ -17,10 +17,15 @@ from schemas import DESIRED, MANIFEST, column_names
 def write_manifest(spark: SparkSession, rows: Sequence[tuple[Any, ...]], table: str,
                    mode: str = "overwrite") -> int:
     """Write MANIFEST rows as one commit; returns the table version written."""
+    return write_manifest_frame(spark.createDataFrame(list(rows), MANIFEST), table, mode)
+
+
+def write_manifest_frame(df: DataFrame, table: str, mode: str) -> int:
+    """Write a MANIFEST DataFrame as one commit (`mode`: error, append or overwrite);
+    returns the table version written."""
     ref = TableRef(table)
-    write(spark.createDataFrame(list(rows), MANIFEST), ref, mode,
-          {"overwriteSchema": "true"} if mode == "overwrite" else None)
-    version = table_version(spark, ref)
+    write(df, ref, mode, {"overwriteSchema": "true"} if mode == "overwrite" else None)
+    version = table_version(df.sparkSession, ref)
     if version is None:
         raise UsageError(f"manifest table {table} was not written")
     return version

@@ -13,14 +13,16 @@ from pyspark.sql import SparkSession
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
 from provisioning.delta.lock import RunLock
-from provisioning.delta.tables import TableRef, append
+from provisioning.delta.tables import TableRef, append, table_exists
+from provisioning.errors import UsageError
 from provisioning.kafka.snapshot import preflight
-from provisioning.results import ClusterSummary, RunRecord, RunResult
+from provisioning.results import ClusterSummary, ImportSummary, RunRecord, RunResult
 from provisioning.run import executors
 from provisioning.run.engine import Commits, Run, RunContext
-from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions
+from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
 from provisioning.run.phases import (
     Apply,
+    Import,
     Plan,
     Preflight,
     ReadManifests,
@@ -35,6 +37,7 @@ from provisioning.transforms.summaries import summarize_snapshot
 PLAN_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate())
 PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), Snapshot(), Plan())
 APPLY_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate(), Apply(), Verify())
+IMPORT_RUN = Run(Preflight(), Import())
 
 
 def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
@@ -52,28 +55,47 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     ctx.steps.done("start")
     if isinstance(options, PlanOptions):
         run = PLAN_RUN if options.validate else PLAN_RUN_UNVALIDATED
-        return _finish(ctx, run)
+        return _finish(ctx, run, options)
     lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
                    options.command, conf.run.lock_ttl_seconds)
     with job_description(spark, f"{options.command}: take the run lock"):
         taking = Background(lock.acquire, "run-lock")
     ctx.wait_for_lock = taking.join
     try:
-        return _finish(ctx, APPLY_RUN)
+        return _finish(ctx, APPLY_RUN, options)
     finally:
         if taking.succeeded():
             lock.release()
         ctx.steps.done("unlock")
 
 
-def _finish(ctx: RunContext, run: Run) -> RunResult:
+def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
     state = run.execute(ctx)
     with job_description(ctx.spark, f"{ctx.command}: summarize outcomes"):
-        deletes_allowed = not isinstance(ctx.options, ApplyOptions) or ctx.options.allow_deletes
-        result = summarize(ctx.run_id, state.audit_rows, ctx.options.listing_limit,
+        deletes_allowed = not isinstance(options, ApplyOptions) or options.allow_deletes
+        result = summarize(ctx.run_id, state.audit_rows, options.listing_limit,
                            deletes_allowed)
+    result.unmanaged = dict(sorted((state.unmanaged or {}).items()))
     ctx.steps.done("summary")
     return result
+
+
+def import_topics(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+                  credentials: Mapping[str, Credentials], record: RunRecord,
+                  options: ImportOptions) -> list[ImportSummary]:
+    """`import`: write the live topics in scope as manifest rows; Kafka is only read.
+
+    With mode `error` a table that exists is refused (UsageError) before any cluster is
+    read.
+    """
+    if options.mode == "error" and table_exists(spark, TableRef(options.table)):
+        raise UsageError(f"table {options.table} exists: import writes a new table unless "
+                         "given --mode append or --mode overwrite")
+    ctx = RunContext(spark, conf, clusters, credentials, record, options,
+                     Commits(AuditLog(spark, conf.tables.audit, record.run_id)))
+    ctx.steps.done("start")
+    state = IMPORT_RUN.execute(ctx)
+    return list(state.imported or [])
 
 
 def take_snapshot(

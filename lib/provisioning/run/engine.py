@@ -28,12 +28,12 @@ from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
-from provisioning.results import RunRecord
+from provisioning.results import ImportSummary, RunRecord
 from provisioning.session import Background
 
 if TYPE_CHECKING:
     from provisioning.kafka.client import ClusterState
-    from provisioning.run.options import RunOptions
+    from provisioning.run.options import AnyOptions
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,9 @@ class RunState:
     validated: DataFrame | None = None                  # validateOnly TOPIC_RESULT rows
     applied: DataFrame | None = None                    # real request TOPIC_RESULT rows
     audit_rows: list[DataFrame] = field(default_factory=list)  # every phase's AUDIT rows
+    # Live topics (not internal) in scope that no plan row names, per cluster.
+    unmanaged: Mapping[str, int] | None = None
+    imported: Sequence[ImportSummary] | None = None     # what `import` wrote, per cluster
 
 
 STATE_FIELDS = frozenset(f.name for f in fields(RunState))
@@ -155,7 +158,7 @@ class RunContext:
     clusters: Sequence[ClusterConf]
     credentials: Mapping[str, Credentials]
     record: RunRecord
-    options: RunOptions
+    options: AnyOptions
     commits: Commits
     steps: Steps = field(default_factory=Steps)
     # Returns once the run holds its lock (or raises); None: the run takes no lock.

@@ -49,4 +49,20 @@ class ApplyOptions(_Pipeline):
     command: str = "apply"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImportOptions:
+    """`import`: write the live topics in scope as manifest rows to `table`."""
+
+    table: str
+    scope: Scope = Scope()
+    # Delta save mode: "error" refuses a table that exists, or "append", "overwrite".
+    mode: str = "error"
+    owner: str | None = None
+    with_assignment: bool = False
+    include_protected: bool = False
+    command: str = "import"
+
+
 RunOptions = PlanOptions | ApplyOptions
+AnyOptions = RunOptions | ImportOptions
+IMPORT_MODES = ("error", "append", "overwrite")

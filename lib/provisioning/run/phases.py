@@ -3,31 +3,43 @@
     preflight -> manifests -> snapshot -> plan -> validate -> apply -> verify
 
 `plan` runs up to validate (or plan, with --no-validate); `apply` runs them all.
+`import` is preflight -> import: the live topics written as a manifest table.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.conf import Conf
 from provisioning.delta.audit_log import created_by_job
-from provisioning.delta.tables import TableRef, append
+from provisioning.delta.manifests import write_manifest_frame
+from provisioning.delta.tables import TableRef, append, read_table, table_exists
 from provisioning.kafka.snapshot import preflight
-from provisioning.results import utc_now
+from provisioning.results import ImportSummary, utc_now
 from provisioning.run import executors
 from provisioning.run.engine import Phase, RunContext, RunState, log_phase, require
-from provisioning.run.options import ApplyOptions
+from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
 from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
 from provisioning.session import job_description
+from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
 from provisioning.transforms.results import settle_existing
-from provisioning.transforms.scope import in_scope
+from provisioning.transforms.scope import in_scope, topics_matching
 
 _REQUEST_COLUMNS = ("cluster", "topic", "partitions", "replication_factor",
                     "replica_assignment", "configs")
+
+
+def pipeline_options(ctx: RunContext) -> RunOptions:
+    """The options of a `plan` or `apply` run (the phases that only they run use them)."""
+    if not isinstance(ctx.options, PlanOptions | ApplyOptions):
+        raise TypeError(f"phase run by {ctx.command}, which is not plan or apply")
+    return ctx.options
 
 
 def _clean(action: str) -> Column:
@@ -119,11 +131,16 @@ class Plan(Phase):
             rows = plan_audit(plan, ctx.run_id, utc_now()).localCheckpoint(eager=True)
             log_phase(names.PLAN, started, rows)
             ctx.commits.audit(names.PLAN, rows, before_changes=True)
+        with job_description(ctx.spark, f"{ctx.command}: count unmanaged topics"):
+            state.unmanaged = {
+                r["cluster"]: int(r["n"]) for r in unmanaged(in_run, plan)
+                .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
         state.plan, state.plan_rows = plan, rows
         state.audit_rows.append(rows)
-        if ctx.options.on_plan is not None:
+        on_plan = pipeline_options(ctx).on_plan
+        if on_plan is not None:
             with job_description(ctx.spark, f"{ctx.command}: saved plan"):
-                ctx.options.on_plan(plan)
+                on_plan(plan)
 
 
 class Validate(Phase):
@@ -167,7 +184,7 @@ class Apply(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         plan, validated = require(state.plan, "plan"), require(state.validated, "validated")
-        options = ctx.options
+        options = pipeline_options(ctx)
         with job_description(ctx.spark, "apply: CreateTopics and DeleteTopics"):
             passed = validated.where(F.col("outcome") == names.VALIDATED).select(
                 "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
@@ -218,3 +235,83 @@ class Verify(Phase):
             log_phase(names.VERIFY, started, verified)
             ctx.steps.done("audit write")
         state.audit_rows.append(rows)
+
+
+class Import(Phase):
+    """The live topics in scope as manifest rows (see `provisioning.transforms.adopt`),
+    written to the import table in one commit; Kafka is only read."""
+
+    name = "import"
+    reads = ("states",)
+    writes = ("live", "imported")
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        options = ctx.options
+        if not isinstance(options, ImportOptions):
+            raise TypeError("the import phase needs ImportOptions")
+        states = require(state.states, "states")
+        with job_description(ctx.spark, "import: read live metadata"):
+            live = executors.snapshot_topics(
+                ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+                {n: s.cluster_id for n, s in states.items()},
+            ).transform(topics_matching(ctx.cluster_names, options.scope.topics_glob)
+                        ).localCheckpoint(eager=True)
+            ctx.steps.done("snapshot")
+        managed = live.join(named_by_manifests(ctx, options), on=["cluster", "topic"],
+                            how="left_semi").select("cluster", "topic",
+                                                    F.lit(True).alias("_managed"))
+        live = live.join(managed, on=["cluster", "topic"], how="left").localCheckpoint()
+        is_managed = F.coalesce(F.col("_managed"), F.lit(False))
+        kept = importable(protected_globs(ctx.conf), options.include_protected) & ~is_managed
+        rows = manifest_rows(live.where(kept), options.owner, options.with_assignment)
+        with job_description(ctx.spark, f"import: write {options.table}"):
+            # --mode error was checked before the run started; Delta's own "error" mode
+            # still refuses a table created since.
+            version = write_manifest_frame(rows, options.table, options.mode)
+            ctx.steps.done("write")
+        counts = {r["cluster"]: r for r in live.groupBy("cluster").agg(
+            F.count(F.when(kept, 1)).alias("written"),
+            F.count(F.when(is_managed, 1)).alias("managed"),
+            F.count(F.when(~kept & ~is_managed & F.col("error_name").isNull(), 1)
+                    ).alias("protected"),
+            F.count(F.when(F.col("error_name").isNotNull(), 1)).alias("undescribable"),
+        ).collect()}
+        state.live = live
+        def count(cluster: str, name: str) -> int:
+            return int(counts[cluster][name]) if cluster in counts else 0
+
+        state.imported = [
+            ImportSummary(cluster=c, rows_written=count(c, "written"),
+                          left_out_managed=count(c, "managed"),
+                          left_out_protected=count(c, "protected"),
+                          left_out_undescribable=count(c, "undescribable"))
+            for c in ctx.cluster_names]
+        ctx.record.outcome_counts = {"rows_written": sum(s.rows_written for s in state.imported),
+                                     "table_version": version}
+        log_phase("import", started, live, by="cluster")
+
+
+def named_by_manifests(ctx: RunContext, options: ImportOptions) -> DataFrame:
+    """(cluster, topic) of every row of the conf's manifest tables that exist, other than
+    the import table (it is replaced or new), and of the import table itself when it is
+    appended to: a topic a manifest already names is not imported twice."""
+    tables = [t for t in ctx.conf.tables.manifests if t != options.table]
+    if options.mode == "append":
+        tables.append(options.table)
+    frames = [read_table(ctx.spark, TableRef(t)).select("cluster", "topic")
+              for t in dict.fromkeys(tables) if table_exists(ctx.spark, TableRef(t))]
+    if not frames:
+        return ctx.spark.createDataFrame([], "cluster string, topic string")
+    return functools.reduce(DataFrame.unionByName, frames)
+
+
+def protected_globs(conf: Conf) -> tuple[str, ...]:
+    """Every name pattern a deletion may never touch: the built-in ones, the conf's
+    protected and deny lists, and the patterns of `protected_patterns` delete policies."""
+    patterns: list[str] = [*names.ALWAYS_PROTECTED, *conf.deletes.protected,
+                           *conf.deletes.deny_list]
+    for spec in conf.delete_policies:
+        if spec.name == "protected_patterns":
+            patterns += list(spec.params.get("patterns") or [])
+    return tuple(dict.fromkeys(patterns))

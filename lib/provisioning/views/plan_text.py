@@ -27,7 +27,7 @@ NOTABLE_DEFAULTS = ("cleanup.policy", "compression.type", "max.message.bytes",
 INDENT = "      "
 
 
-def _pairs(mapping: Mapping[str, Any]) -> str:
+def pairs_text(mapping: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(mapping.items()))
 
 
@@ -44,7 +44,7 @@ def drift_lines(drift: Sequence[Mapping[str, Any]] | None) -> list[str]:
     return lines
 
 
-def _sizing(t: Mapping[str, Any]) -> str | None:
+def sizing_text(t: Mapping[str, Any]) -> str | None:
     """"partitions N, replication factor M", with where each came from."""
     assignment = t.get("requested_assignment")
     parts = []
@@ -82,7 +82,7 @@ def broker_defaults(configs: Sequence[Mapping[str, Any]] | None, verbose: bool) 
     return ", ".join(shown) if shown else None
 
 
-def _status(t: Mapping[str, Any]) -> str:
+def status_text(t: Mapping[str, Any]) -> str:
     outcome, phase, action = t["outcome"], t["phase"], t["action"]
     if outcome == n.REJECTED and phase == n.PLAN:
         return "rejected: invalid manifest row"
@@ -109,7 +109,7 @@ def topic_lines(t: Mapping[str, Any], verbose: bool = False) -> list[str]:
     action = t.get("action")
     sign = "!" if t["outcome"] in ATTENTION else _SIGNS.get(action or "", "?")
     name = f"{t.get('cluster') or '(no cluster)'}/{t.get('topic') or '(no topic)'}"
-    lines = [f"  {sign} {name}  {(action or 'no action').lower()}  {_status(t)}"]
+    lines = [f"  {sign} {name}  {(action or 'no action').lower()}  {status_text(t)}"]
     details: list[str] = []
     invalid = t["outcome"] == n.REJECTED and t["phase"] == n.PLAN
     judged_by_plan = t["outcome"] in (n.REJECTED, n.BLOCKED) and t["phase"] == n.PLAN
@@ -119,11 +119,11 @@ def topic_lines(t: Mapping[str, Any], verbose: bool = False) -> list[str]:
         details.append(f"policy {v['policy']}: {v['message']}")
     details += drift_lines(t.get("drift"))
     if action == n.CREATE and not invalid:
-        sizing = _sizing(t)
+        sizing = sizing_text(t)
         if sizing:
             details.append(sizing)
         if t.get("requested_configs"):
-            details.append(f"configs: {_pairs(t['requested_configs'])}")
+            details.append(f"configs: {pairs_text(t['requested_configs'])}")
         defaults = broker_defaults(t.get("result_configs"), verbose)
         if defaults:
             details.append(f"broker defaults: {defaults}")
@@ -168,6 +168,10 @@ def render_run(result: RunResult, command: str, verbose: bool = False,
     if result.topics_not_listed:
         lines.append(f"... and {result.topics_not_listed} more topic(s): "
                      f"report --run-id {result.run_id} lists every one")
+    for cluster, count in sorted(result.unmanaged.items()):
+        if count:
+            lines.append(f"cluster {cluster}: {count} unmanaged topic(s) (live, named by no "
+                         "manifest row; never changed): report --unmanaged lists them")
     if result.deletes_not_allowed:
         lines.append(f"{result.deletes_not_allowed} deletion(s) not made: run apply with "
                      "--allow-deletes")

@@ -1,12 +1,14 @@
-"""`report`: recent runs, one run's outcomes, one topic's history, drift across clusters.
+"""`report`: recent runs, one run's outcomes, one topic's history, drift across clusters,
+the unmanaged topics.
 
-Everything is read from the Delta tables the runs wrote (runs, audit) and,
+Everything is read from the Delta tables the runs wrote (runs, audit, snapshots) and,
 for a topic's history, from the manifest tables themselves as they were at
 the version that asked for the topic (Delta time travel, `versionAsOf`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,6 +22,7 @@ from provisioning.delta.manifests import conform_to_manifest
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 from provisioning.session import job_description
+from provisioning.transforms.adopt import own_overrides, unmanaged
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.scope import topics_matching
 from provisioning.views.plan_text import drift_lines
@@ -88,17 +91,55 @@ def drift_view(audit: DataFrame) -> DataFrame:
                     "owner", "source_table", "source_version"))
 
 
+def latest_snapshot(snapshots: DataFrame) -> DataFrame:
+    """Each cluster's rows of its most recent snapshot (the newest `snapshot_at`)."""
+    newest = snapshots.groupBy("cluster").agg(
+        F.max(F.struct("snapshot_at", "run_id")).alias("_newest"))
+    return (snapshots.join(newest, on="cluster", how="inner")
+            .where((F.col("snapshot_at") == F.col("_newest.snapshot_at"))
+                   & (F.col("run_id") == F.col("_newest.run_id")))
+            .drop("_newest"))
+
+
+def unmanaged_view(spark: SparkSession, conf: Conf, clusters: Sequence[str],
+                   topics_glob: str | None) -> dict[str, Any]:
+    """The live topics (not internal) of each cluster's latest snapshot that no row of the
+    conf's manifest tables, as they are now, names."""
+    ref = TableRef(conf.tables.snapshots)
+    if not table_exists(spark, ref):
+        raise UsageError(f"no snapshot taken yet: {conf.tables.snapshots} does not exist "
+                         "(run snapshot, plan or apply first)")
+    live = latest_snapshot(read_table(spark, ref).transform(
+        topics_matching(clusters, None)))
+    manifests = [read_table(spark, TableRef(t)).select("cluster", "topic")
+                 for t in conf.tables.manifests if table_exists(spark, TableRef(t))]
+    desired = (functools.reduce(DataFrame.unionByName, manifests) if manifests
+               else spark.createDataFrame([], "cluster string, topic string"))
+    rows = _rows(unmanaged(live.where(F.col("error_name").isNull()), desired)
+                 .transform(topics_matching((), topics_glob))
+                 .orderBy("cluster", "topic")
+                 .select("cluster", "topic", "topic_id", "partitions", "replication_factor",
+                         own_overrides(F.col("configs")).alias("overrides"),
+                         "consumer_groups", "run_id", "snapshot_at"))
+    per_cluster: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        per_cluster[r["cluster"]].append(r)
+    return {"unmanaged": [{"cluster": c, "topics": per_cluster[c]} for c in sorted(per_cluster)]}
+
+
 def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | None,
                  clusters: Sequence[str], limit: int, drift: bool = False,
-                 topics_glob: str | None = None) -> dict[str, Any]:
+                 topics_glob: str | None = None, unmanaged: bool = False) -> dict[str, Any]:
     """The data behind the report, as plain values (rendered or printed as JSON)."""
     chosen = [name for name, on in (("--run-id", run_id), ("--topic", topic),
-                                    ("--drift", drift)) if on]
+                                    ("--drift", drift), ("--unmanaged", unmanaged)) if on]
     if len(chosen) > 1:
-        raise UsageError(f"report takes one of --run-id, --topic, --drift; got "
+        raise UsageError(f"report takes one of --run-id, --topic, --drift, --unmanaged; got "
                          f"{' and '.join(chosen)}")
     view = chosen[0].lstrip("-") if chosen else "recent runs"
     with job_description(spark, f"report: {view}"):
+        if unmanaged:
+            return unmanaged_view(spark, conf, clusters, topics_glob)
         return _build(spark, conf, run_id, topic, clusters, limit, drift, topics_glob)
 
 
@@ -252,8 +293,29 @@ def render_drift(payload: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def render_unmanaged(payload: Mapping[str, Any]) -> list[str]:
+    lines = ["unmanaged topics (live in each cluster's latest snapshot, named by no manifest)"]
+    if not payload["unmanaged"]:
+        return [*lines, "  none"]
+    for block in payload["unmanaged"]:
+        first = block["topics"][0]
+        lines.append(f"cluster {block['cluster']}: {len(block['topics'])} topic(s) "
+                     f"(snapshot {first['run_id']} at {first['snapshot_at']})")
+        for t in block["topics"]:
+            overrides = ", ".join(f"{k}={v}" for k, v in sorted((t["overrides"] or {}).items()))
+            groups = ("unknown" if t["consumer_groups"] is None
+                      else ", ".join(t["consumer_groups"]) or "none")
+            lines.append(f"  ? {t['topic']}  partitions {t['partitions']}, replication factor "
+                         f"{t['replication_factor']}")
+            lines.append(f"      overrides: {overrides or '(none)'}; consumer groups: {groups}")
+    lines.append("adopt them with: import --table TABLE --topics GLOB")
+    return lines
+
+
 def render_report(payload: Mapping[str, Any]) -> list[str]:
     """Lines for a person."""
+    if "unmanaged" in payload:
+        return render_unmanaged(payload)
     if "history" in payload:
         return render_history(payload)
     if "drift" in payload:

@@ -1,0 +1,83 @@
+"""`import`: write the live topics of the selected clusters as a manifest table."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from provisioning.cli.common import (
+    common_options,
+    emit,
+    fail,
+    finish,
+    load,
+    session,
+    setup_logging,
+)
+from provisioning.conf import resolve_credentials, select_clusters
+from provisioning.errors import ProvisioningError
+from provisioning.results import RunRecord, new_run_id
+from provisioning.run.options import IMPORT_MODES, ImportOptions, Scope
+
+
+@click.command("import")
+@common_options
+@click.option("--table", required=True,
+              help="The manifest table to write (a path or a catalog name).")
+@click.option("--owner", default=None, help="The owner of every imported row (default: none).")
+@click.option("--mode", type=click.Choice(IMPORT_MODES), default="error", show_default=True,
+              help="error: refuse a table that exists; append: add the rows; overwrite: "
+                   "replace the table's rows.")
+@click.option("--with-assignment", is_flag=True,
+              help="Also write each topic's replica assignment (default: null, any "
+                   "assignment accepted).")
+@click.option("--include-protected", is_flag=True,
+              help="Also import internal topics and the ones the delete policies protect.")
+def import_(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
+            as_json: bool, verbose: bool, table: str, owner: str | None, mode: str,
+            with_assignment: bool, include_protected: bool) -> None:
+    """Write the live topics as manifest rows (one commit); changes nothing on Kafka."""
+    from provisioning.run.commands import import_topics
+
+    setup_logging(verbose)
+    conf = load(conf_path)
+    options = ImportOptions(table=table, scope=Scope(clusters, topics_glob), mode=mode,
+                            owner=owner, with_assignment=with_assignment,
+                            include_protected=include_protected)
+    record = RunRecord(new_run_id(), "import",
+                       {"clusters": list(clusters), "topics": topics_glob, "table": table,
+                        "owner": owner, "mode": mode, "with_assignment": with_assignment,
+                        "include_protected": include_protected}, conf.digest)
+    spark = None
+    try:
+        selected = select_clusters(conf, clusters)
+        credentials = resolve_credentials(conf, os.environ)
+        spark = session(conf)
+        summaries = import_topics(spark, conf, selected, credentials, record, options)
+    except ProvisioningError as exc:
+        fail(spark, conf, record, exc, as_json)
+    finish(spark, conf, record, "succeeded", 0)
+    version = record.outcome_counts.get("table_version")
+
+    def human() -> None:
+        total = sum(s.rows_written for s in summaries)
+        click.echo(f"import {record.run_id}: {total} manifest row(s) written to {table} "
+                   f"(version {version})")
+        for s in summaries:
+            left_out = []
+            if s.left_out_managed:
+                left_out.append(f"{s.left_out_managed} already named by a manifest")
+            if s.left_out_protected:
+                left_out.append(f"{s.left_out_protected} internal or protected "
+                                "(--include-protected imports them)")
+            if s.left_out_undescribable:
+                left_out.append(f"{s.left_out_undescribable} not describable by this "
+                                "principal")
+            click.echo(f"  cluster {s.cluster}: {s.rows_written} row(s)"
+                       + (f"; left out {', '.join(left_out)}" if left_out else ""))
+        click.echo("next: review the table, then add it to tables.manifests and run plan: "
+                   "every imported topic plans as NOOP")
+
+    emit(as_json, {"run_id": record.run_id, "table": table, "table_version": version,
+                   "clusters": [s.as_dict() for s in summaries]}, human)

@@ -1,0 +1,120 @@
+"""`plan --format markdown`: the exact Markdown a pull-request comment gets."""
+
+from __future__ import annotations
+
+from provisioning.results import RunResult
+from provisioning.views.plan_markdown import render_markdown
+from tests.unit.test_render import topic
+
+
+def every_action_and_outcome() -> RunResult:
+    return RunResult(
+        run_id="20261122T030000Z-0badcafe",
+        counts={"validated": 1, "created": 1, "rejected": 2, "blocked": 1, "planned": 1,
+                "deleted": 1, "drift": 1, "failed": 1, "unknown": 1, "already_present": 4},
+        actions=[
+            {"cluster": "local", "action": "CREATE", "topics": 7},
+            {"cluster": "local", "action": "DELETE", "topics": 2},
+            {"cluster": "local", "action": "DRIFT", "topics": 1},
+            {"cluster": "local", "action": "NOOP", "topics": 4},
+            {"cluster": "east", "action": "CREATE", "topics": 1},
+            {"cluster": None, "action": None, "topics": 1},
+        ],
+        topics=[
+            topic("pinned", "CREATE", "validate", "validated", cluster="east",
+                  requested_assignment={1: [2, 1], 0: [1, 2]}, result_partitions=2,
+                  result_replication_factor=2),
+            topic("a_b|c", "CREATE", "plan", "rejected", error_name="INVALID_MANIFEST_ROW",
+                  error_message="topic: 'a_b|c' has characters outside [a-zA-Z0-9._-]"),
+            topic("huge", "CREATE", "plan", "blocked", requested_partitions=64,
+                  policy_violations=[{"policy": "partitions_range",
+                                      "message": "partitions 64 exceeds the maximum of 8"}]),
+            topic("made", "CREATE", "verify", "created", topic_id="id-made",
+                  requested_partitions=3, requested_replication_factor=1,
+                  requested_configs={"retention.ms": "3600000"}, result_partitions=3,
+                  result_replication_factor=1),
+            topic("odd", "CREATE", "validate", "rejected", requested_partitions=1,
+                  requested_replication_factor=1, requested_configs={"cleanup.policy": "x"},
+                  error_name="INVALID_CONFIG",
+                  error_message="Invalid value x for configuration cleanup.policy"),
+            topic("slow", "CREATE", "verify", "unknown", requested_partitions=1,
+                  error_name="REQUEST_TIMED_OUT", error_message="no leader after 60000 ms"),
+            topic("denied", "CREATE", "apply", "failed", requested_partitions=1,
+                  error_name="TOPIC_AUTHORIZATION_FAILED", error_message="not authorized"),
+            topic("gone", "DELETE", "verify", "deleted", topic_id="id-gone"),
+            topic("old", "DELETE", "plan", "planned", topic_id="id-old"),
+            topic("moved", "DRIFT", "plan", "drift", topic_id="id-moved", drift=[
+                {"field": "replication_factor", "desired": "3", "actual": "1",
+                 "supported": False},
+                {"field": "config:retention.ms", "desired": None, "actual": "1000",
+                 "supported": True}]),
+            topic(None, None, "plan", "rejected", cluster=None,
+                  error_name="INVALID_MANIFEST_ROW", error_message="topic: is null"),
+        ],
+        topics_not_listed=0,
+        deletes_not_allowed=1,
+        unmanaged={"local": 3, "east": 0},
+    )
+
+
+EXPECTED = """\
+### Topic plan `20261122T030000Z-0badcafe`
+
+| cluster | create | delete | drift | unchanged | invalid | unmanaged |
+|---|---:|---:|---:|---:|---:|---:|
+| `(no cluster)` | 0 | 0 | 0 | 0 | 1 | 0 |
+| `east` | 1 | 0 | 0 | 0 | 0 | 0 |
+| `local` | 7 | 2 | 1 | 4 | 0 | 3 |
+
+**Outcomes:** already_present 4, blocked 1, created 1, deleted 1, drift 1, failed 1, \
+planned 1, rejected 2, unknown 1, validated 1 · **5 topic(s) need attention**
+
+#### Create (7)
+
+| | cluster | topic | changes | verdict |
+|---|---|---|---|---|
+| ✅ | `east` | `pinned` | replica assignment 0: 1, 2; 1: 2, 1 | validated by the broker \
+(validateOnly) |
+| ❌ | `local` | `a_b\\|c` | - | rejected: invalid manifest row<br>topic: 'a_b\\|c' has \
+characters outside [a-zA-Z0-9._-] |
+| ⛔ | `local` | `huge` | partitions 64, replication factor: broker default | blocked by \
+policy<br>partitions_range: partitions 64 exceeds the maximum of 8 |
+| ✅ | `local` | `made` | partitions 3, replication factor 1<br>configs: retention.ms=3600000 \
+| created |
+| ❌ | `local` | `odd` | partitions 1, replication factor 1<br>configs: cleanup.policy=x | \
+rejected by the broker's validateOnly pass: INVALID_CONFIG<br>Invalid value x for \
+configuration cleanup.policy |
+| ❓ | `local` | `slow` | partitions 1, replication factor: broker default | unknown in phase \
+verify: REQUEST_TIMED_OUT<br>no leader after 60000 ms |
+| ❌ | `local` | `denied` | partitions 1, replication factor: broker default | failed in phase \
+apply: TOPIC_AUTHORIZATION_FAILED<br>not authorized |
+
+#### Delete (2)
+
+| | cluster | topic | changes | verdict |
+|---|---|---|---|---|
+| ✅ | `local` | `gone` | topic id id-gone | deleted |
+| 📝 | `local` | `old` | topic id id-old | planned (made only by apply --allow-deletes) |
+
+#### Drift (reported, never changed) (1)
+
+| | cluster | topic | changes | verdict |
+|---|---|---|---|---|
+| ⚠️ | `local` | `moved` | replication_factor: 1 -> 3 (not supported: needs a new topic)<br>\
+config retention.ms: 1000 -> (not set) | drift (reported, never changed by this job) |
+
+#### Invalid rows (no action) (1)
+
+| | cluster | topic | changes | verdict |
+|---|---|---|---|---|
+| ❌ | `-` | `-` | - | rejected: invalid manifest row<br>topic: is null |
+
+1 deletion(s) are made only by `apply --allow-deletes`.
+
+Unmanaged topics (live, named by no manifest row) are never changed: `report --unmanaged` \
+lists them.
+"""
+
+
+def test_markdown_plan_has_a_summary_table_and_a_section_per_action() -> None:
+    assert "\n".join(render_markdown(every_action_and_outcome(), "plan")) + "\n" == EXPECTED
