@@ -51,6 +51,14 @@ DRIFT_ITEM = _fields(
     ("supported", BooleanType()),
 )
 
+# One config operation of an ALTER (IncrementalAlterConfigs, KIP-339): op SET or DELETE
+# (back to the broker's default); value null for DELETE.
+CONFIG_OP = _fields(
+    ("name", StringType()),
+    ("op", StringType()),
+    ("value", StringType()),
+)
+
 # What a manifest table holds: one desired topic per row.
 MANIFEST = _fields(
     ("cluster", StringType()),
@@ -131,6 +139,9 @@ PLAN = _fields(
     ("live_error", StringType()),
     ("drift", ArrayType(DRIFT_ITEM, True)),
     ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    # ALTER rows: the config operations to send (empty otherwise); the partition count to
+    # reach is `partitions` (more than live_partitions) or the assignment's size.
+    ("config_ops", ArrayType(CONFIG_OP, True)),
 )
 
 # What one admin request said about one topic (validate, apply and verify phases).
@@ -181,6 +192,11 @@ AUDIT = _fields(
     ("source_table", StringType()),
     ("source_version", LongType()),
     ("recorded_at", TimestampType()),
+    # ALTER rows: the topic before (the snapshot's partitions and own overrides) and the
+    # config operations sent; after is result_partitions / result_configs of `verify`.
+    ("before_partitions", IntegerType()),
+    ("before_configs", STRING_MAP),
+    ("config_ops", ArrayType(CONFIG_OP, True)),
 )
 
 CLUSTER_SUMMARY = _fields(

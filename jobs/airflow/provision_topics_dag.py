@@ -9,7 +9,8 @@
   an unreachable cluster and a held lock.
 - `anything_to_apply` (ShortCircuitOperator) reads the saved plan and skips the
   apply when the plan recorded a non-zero exit code or holds nothing the apply
-  would do (no clean CREATE, nor a clean DELETE when deletes are allowed).
+  would do (no clean CREATE, nor a clean DELETE or ALTER when deletes or alters are
+  allowed).
 - `apply` runs `provision_topics.py apply --plan PLAN_FILE`: the job plans again
   and exits 2 before any request reaches Kafka if the fresh plan differs from the
   saved one (the manifests, the conf or the cluster changed in between).
@@ -31,6 +32,7 @@ provider and the standard library):
 - PROVISIONING_SPARK_CONF ({}): a JSON object of extra Spark properties.
 - PROVISIONING_DRIVER_MEMORY (unset): spark-submit --driver-memory.
 - PROVISIONING_ALLOW_DELETES (false): `true` passes --allow-deletes to the apply.
+- PROVISIONING_ALLOW_ALTER (false): `true` passes --allow-alter to the apply.
 - PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.
 
 SASL credentials reach the job as the environment variables its conf names
@@ -64,6 +66,7 @@ DELTA_PACKAGE = os.environ.get("PROVISIONING_DELTA_PACKAGE",
 SPARK_CONN_ID = os.environ.get("PROVISIONING_SPARK_CONN_ID", "spark_default")
 DRIVER_MEMORY = os.environ.get("PROVISIONING_DRIVER_MEMORY") or None
 ALLOW_DELETES = os.environ.get("PROVISIONING_ALLOW_DELETES", "false").lower() == "true"
+ALLOW_ALTER = os.environ.get("PROVISIONING_ALLOW_ALTER", "false").lower() == "true"
 SCHEDULE = os.environ.get("PROVISIONING_SCHEDULE") or None
 
 SPARK_CONF = {
@@ -78,7 +81,8 @@ SPARK_CONF = {
 PLAN_FILE = PLAN_DIR + "/" + DAG_ID + "/{{ run_id | replace(':', '-') | replace('+', '-') }}.json"
 
 
-def plan_verdict(plan_file: str, allow_deletes: bool) -> tuple[bool, str]:
+def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False
+                 ) -> tuple[bool, str]:
     """Whether the saved plan should be applied, and why (pure: reads only the file)."""
     path = Path(plan_file)
     if not path.exists():
@@ -89,7 +93,8 @@ def plan_verdict(plan_file: str, allow_deletes: bool) -> tuple[bool, str]:
     exit_code = doc.get("meta", {}).get("exit_code")
     if exit_code != 0:
         return False, f"the plan exited {exit_code}: some topics need a person (see the audit)"
-    actions = ("CREATE", "DELETE") if allow_deletes else ("CREATE",)
+    actions = ("CREATE", *(["DELETE"] if allow_deletes else []),
+               *(["ALTER"] if allow_alter else []))
     todo = [c for c in doc["plan"]["changes"]
             if c["action"] in actions and not c["violations"] and not c["row_errors"]]
     if not todo:
@@ -101,8 +106,8 @@ def plan_verdict(plan_file: str, allow_deletes: bool) -> tuple[bool, str]:
     return True, f"applying {summary} (plan digest {doc['digest'][:12]})"
 
 
-def _should_apply(plan_file: str, allow_deletes: bool) -> bool:
-    go, why = plan_verdict(plan_file, allow_deletes)
+def _should_apply(plan_file: str, allow_deletes: bool, allow_alter: bool) -> bool:
+    go, why = plan_verdict(plan_file, allow_deletes, allow_alter)
     print(f"anything_to_apply: {why}")
     return go
 
@@ -139,8 +144,9 @@ with DAG(
     anything_to_apply = ShortCircuitOperator(
         task_id="anything_to_apply",
         python_callable=_should_apply,
-        op_args=[PLAN_FILE, ALLOW_DELETES],
+        op_args=[PLAN_FILE, ALLOW_DELETES, ALLOW_ALTER],
     )
     apply = _submit("apply", ["apply", "--conf", CONF, "--plan", PLAN_FILE, "--json",
-                              *(["--allow-deletes"] if ALLOW_DELETES else [])])
+                              *(["--allow-deletes"] if ALLOW_DELETES else []),
+                              *(["--allow-alter"] if ALLOW_ALTER else [])])
     plan >> anything_to_apply >> apply

@@ -16,9 +16,10 @@ PHASES = (PLAN, VALIDATE, APPLY, VERIFY)
 # -- plan actions -----------------------------------------------------------------------
 CREATE = "CREATE"
 DELETE = "DELETE"
-DRIFT = "DRIFT"
+ALTER = "ALTER"     # change a live topic in place: configs, more partitions
+DRIFT = "DRIFT"     # differs in what cannot be changed in place: reported only
 NOOP = "NOOP"
-ACTIONS = (CREATE, DELETE, DRIFT, NOOP)
+ACTIONS = (CREATE, DELETE, ALTER, DRIFT, NOOP)
 
 # -- outcomes ---------------------------------------------------------------------------
 PLANNED = "planned"
@@ -27,13 +28,14 @@ VALIDATED = "validated"
 REJECTED = "rejected"
 CREATED = "created"
 DELETED = "deleted"
+ALTERED = "altered"
 ALREADY_PRESENT = "already_present"
 ALREADY_ABSENT = "already_absent"
 DRIFTED = "drift"
 FAILED = "failed"
 UNKNOWN = "unknown"
-OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALREADY_PRESENT,
-            ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
+OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED,
+            ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
 # Final outcomes that make a run exit 1: somebody has to look at these topics.
 ATTENTION = (REJECTED, BLOCKED, FAILED, UNKNOWN)
 # Final outcomes that mean "nothing to do": left out of the topic listing of a run.
@@ -42,6 +44,11 @@ SETTLED = (ALREADY_PRESENT, ALREADY_ABSENT)
 # -- broker error names the job decides on ------------------------------------------------
 # CreateTopics for a topic that exists: settled against the manifest row, not failed.
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
+
+# -- IncrementalAlterConfigs operations (KIP-339) -----------------------------------------
+SET = "SET"
+DELETE_CONFIG = "DELETE"
+CONFIG_OPS = {SET: 0, DELETE_CONFIG: 1}
 
 # -- manifest states --------------------------------------------------------------------
 PRESENT = "present"

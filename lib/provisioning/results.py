@@ -78,6 +78,7 @@ class RunResult:
     topics: list[dict[str, Any]] = field(default_factory=list)
     topics_not_listed: int = 0
     deletes_not_allowed: int = 0
+    alters_not_allowed: int = 0
     # Live topics (not internal) that no manifest row names, per cluster: never changed.
     unmanaged: dict[str, int] = field(default_factory=dict)
 

@@ -118,9 +118,9 @@ def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_pa
     text = run_cli(["plan", "--conf", str(conf), "--topics", "adopt.*",
                     "--format", "markdown"])
     assert text.returncode == 0, text.output[-3000:]
-    assert ("| cluster | create | delete | drift | unchanged | unmanaged |\n"
-            "|---|---:|---:|---:|---:|---:|\n"
-            "| `local` | 0 | 0 | 0 | 5 | 1 |\n") in text.stdout
+    assert ("| cluster | create | delete | alter | drift | unchanged | unmanaged |\n"
+            "|---|---:|---:|---:|---:|---:|---:|\n"
+            "| `local` | 0 | 0 | 0 | 0 | 5 | 1 |\n") in text.stdout
     assert "**Outcomes:** already_present 5\n" in text.stdout
 
     # Nothing on the broker changed.

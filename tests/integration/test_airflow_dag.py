@@ -118,7 +118,7 @@ import provision_topics_dag as m
 bag = DagBag(dag_folder=sys.argv[1])
 dag = bag.dags.get("provision_topics")
 cases = json.loads(sys.argv[2])
-verdicts = {name: list(m.plan_verdict(path, allow)) for name, path, allow in cases}
+verdicts = {name: list(m.plan_verdict(path, *allow)) for name, path, *allow in cases}
 print(json.dumps({
     "import_errors": {k: str(v) for k, v in bag.import_errors.items()},
     "dags": sorted(bag.dags),
@@ -156,6 +156,9 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
          False),
         ("delete, deletes on", _saved_plan(tmp_path / "d.json", 0, [_change("DELETE")]),
          True),
+        ("alter, alters off", _saved_plan(tmp_path / "f.json", 0, [_change("ALTER")]), False),
+        ("alter, alters on", _saved_plan(tmp_path / "f.json", 0, [_change("ALTER")]), False,
+         True),
         ("blocked create", _saved_plan(tmp_path / "e.json", 0, [_change(
             "CREATE", violations=[{"policy": "p", "message": "m"}])]), False),
         ("missing", str(tmp_path / "missing.json"), False),
@@ -184,6 +187,8 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
             "only drift": [False, "nothing to apply"],
             "delete, deletes off": [False, "nothing to apply"],
             "delete, deletes on": [True, "applying 1 delete (plan digest 0123456789ab)"],
+            "alter, alters off": [False, "nothing to apply"],
+            "alter, alters on": [True, "applying 1 alter (plan digest 0123456789ab)"],
             "blocked create": [False, "nothing to apply"],
             "missing": [False, f"no saved plan at {tmp_path / 'missing.json'}"],
         },

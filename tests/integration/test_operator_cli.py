@@ -32,10 +32,12 @@ def manifest(orders_partitions: int = 3, with_events: bool = True,
         {"cluster": "local", "topic": "op.orders", "partitions": orders_partitions,
          "replication_factor": 1, "configs": {"retention.ms": "3600000"},
          "owner": "orders-team"},
+        # Differences the job does not change in place: an override the row does not list
+        # (left alone), fewer partitions than live.
         {"cluster": "local", "topic": "op.drift", "partitions": 2, "replication_factor": 1,
-         "configs": {"retention.ms": "2000"}},
-        {"cluster": "mirror", "topic": "op.drift", "partitions": 2, "replication_factor": 1,
-         "configs": {"retention.ms": "1000", "cleanup.policy": "compact"}},
+         "configs": {}},
+        {"cluster": "mirror", "topic": "op.drift", "partitions": 1, "replication_factor": 1,
+         "configs": {"retention.ms": "1000"}},
     ]
     if with_events:
         rows.append({"cluster": "local", "topic": "op.events", "owner": "events-team"})
@@ -112,7 +114,8 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
         "cluster mirror: 1 drifted",
         "",
         "  ~ local/op.drift  drift  drift (reported, never changed by this job)",
-        "      config retention.ms: 1000 -> 2000",
+        "      config retention.ms: 1000 -> (not set) (left alone: not listed in the manifest "
+        "row)",
         f"      topic id {drift_id}",
         "  + local/op.events  create  validated by the broker (validateOnly)",
         "      partitions 1 (broker default), replication factor 1 (broker default)",
@@ -123,7 +126,7 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
         f"      {DEFAULTS}",
         "",
         "  ~ mirror/op.drift  drift  drift (reported, never changed by this job)",
-        "      config cleanup.policy: (not set) -> compact",
+        "      partitions: 2 -> 1 (not supported: needs a new topic)",
         f"      topic id {drift_id}",
         "",
         "outcomes: drift=2, validated=2",
@@ -138,25 +141,24 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
     assert re.search(r"phase snapshot: \d+ topic\(s\) in [0-9.]+s, [0-9.]+ topics/s; "
                      r"local=\d+, mirror=\d+\n", planned.output), planned.output[-4000:]
 
-    drift_local = [{"field": "config:retention.ms", "desired": "2000", "actual": "1000",
-                    "supported": True}]
-    drift_mirror = [{"field": "config:cleanup.policy", "desired": "compact", "actual": None,
-                     "supported": True}]
+    drift_local = [{"field": "config:retention.ms", "desired": None, "actual": "1000",
+                    "supported": False}]
+    drift_mirror = [{"field": "partitions", "desired": "1", "actual": "2",
+                     "supported": False}]
     assert doc["format"] == "topic-provisioning-plan/1"
     assert doc["plan"] == {
         "conf_digest": conf_digest,
         "scope": {"clusters": ["local", "mirror"], "topics": None},
         "changes": [
             _change("local", "op.drift", "DRIFT", table, 0, partitions=2,
-                    replication_factor=1, configs={"retention.ms": "2000"},
+                    replication_factor=1, configs={},
                     drift=drift_local, live_topic_id=drift_id),
             _change("local", "op.events", "CREATE", table, 0, owner="events-team"),
             _change("local", "op.orders", "CREATE", table, 0, partitions=3,
                     replication_factor=1, configs={"retention.ms": "3600000"},
                     owner="orders-team"),
-            _change("mirror", "op.drift", "DRIFT", table, 0, partitions=2,
-                    replication_factor=1,
-                    configs={"cleanup.policy": "compact", "retention.ms": "1000"},
+            _change("mirror", "op.drift", "DRIFT", table, 0, partitions=1,
+                    replication_factor=1, configs={"retention.ms": "1000"},
                     drift=drift_mirror, live_topic_id=drift_id),
         ],
     }
@@ -274,16 +276,17 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
     # 5. Drift across clusters: each topic's latest plan, grouped per cluster.
     drift = run_cli(["report", "--conf", str(conf), "--drift"])
     assert drift.returncode == 0, drift.output[-4000:]
-    assert _block(drift.output, "drift across clusters", "      config cleanup.policy") == [
+    assert _block(drift.output, "drift across clusters", "      partitions: 2 -> 1") == [
         "drift across clusters (each topic's latest plan)",
         "cluster local: 1 topic(s) drifted",
         f"  ~ op.drift  (run {apply_id} at {_recorded_at(spark, warehouse, apply_id)}, "
         "owner (none))",
-        "      config retention.ms: 1000 -> 2000",
+        "      config retention.ms: 1000 -> (not set) (left alone: not listed in the manifest "
+        "row)",
         "cluster mirror: 1 topic(s) drifted",
         f"  ~ op.drift  (run {apply_id} at {_recorded_at(spark, warehouse, apply_id)}, "
         "owner (none))",
-        "      config cleanup.policy: (not set) -> compact",
+        "      partitions: 2 -> 1 (not supported: needs a new topic)",
     ]
 
 

@@ -44,9 +44,10 @@ def manifest_rows() -> list[dict[str, Any]]:
         for name, spec in CREATES.items()
     ]
     rows += [
-        # exists with 2 partitions and retention 1000: drift on both
-        {"cluster": "local", "topic": "e2e.drift", "partitions": 3, "replication_factor": 1,
-         "configs": {"retention.ms": "2000"}},
+        # exists with 2 partitions and retention 1000: fewer partitions cannot be had in
+        # place, and the unlisted override is left alone: drift on both, never changed
+        {"cluster": "local", "topic": "e2e.drift", "partitions": 1, "replication_factor": 1,
+         "configs": {}},
         {"cluster": "local", "topic": "e2e.same", "partitions": 2, "replication_factor": 1,
          "configs": {"cleanup.policy": "compact"}},
         {"cluster": "local", "topic": "e2e.old1", "state": "absent"},
@@ -178,7 +179,7 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
         .where(f"run_id = '{run_id}' and topic = 'e2e.drift'").collect()[0]
     assert [(d["field"], d["desired"], d["actual"], d["supported"])
             for d in drift_row["drift"]] == [
-        ("partitions", "3", "2", True), ("config:retention.ms", "2000", "1000", True)]
+        ("partitions", "1", "2", False), ("config:retention.ms", None, "1000", False)]
     rejected = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
         .where(f"run_id = '{run_id}' and topic = 'e2e.badconfig' and phase = 'validate'") \
         .collect()[0]

@@ -8,7 +8,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
-from provisioning.transforms.plan import build_plan, prune_candidates
+from provisioning.transforms.plan import build_plan, change_columns, prune_candidates
 from provisioning.transforms.scope import glob_to_regex as glob_regex
 from provisioning.transforms.scope import in_scope
 from tests.builders import desired_df, plan_df, rows_df, snapshot_df
@@ -41,7 +41,8 @@ def plan_of(spark: SparkSession, desired: list[dict[str, Any]],
 
 
 def expect(spark: SparkSession, actual: DataFrame, rows: list[dict[str, Any]]) -> None:
-    defaults = {"source_table": "m", "source_version": 1, "row_errors": [], "drift": []}
+    defaults = {"source_table": "m", "source_version": 1, "row_errors": [], "drift": [],
+                "config_ops": []}
     expected = plan_df(spark, [{**defaults, **r} for r in rows])
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -85,11 +86,15 @@ def test_same_name_on_another_cluster_is_not_a_match(spark: SparkSession) -> Non
     expect(spark, plan_of(spark, [desired], [LIVE]), [{**desired, "action": "CREATE"}])
 
 
-def test_partition_increase_is_supported_drift(spark: SparkSession) -> None:
+def op(name: str, operation: str, value: str | None) -> dict[str, Any]:
+    return {"name": name, "op": operation, "value": value}
+
+
+def test_partition_increase_is_an_alter(spark: SparkSession) -> None:
     desired = {"cluster": "local", "topic": "t", "partitions": 6,
                "configs": {"retention.ms": "1000"}}
     expect(spark, plan_of(spark, [desired], [LIVE]), [{
-        **desired, **LIVE_COLUMNS, "action": "DRIFT",
+        **desired, **LIVE_COLUMNS, "action": "ALTER",
         "drift": [drift("partitions", "6", "3", True)]}])
 
 
@@ -102,26 +107,75 @@ def test_partition_decrease_and_factor_change_are_unsupported(spark: SparkSessio
                   drift("replication_factor", "3", "1", False)]}])
 
 
-def test_config_drift_lists_changed_missing_and_extra_overrides(spark: SparkSession) -> None:
+def test_listed_configs_are_set_and_unlisted_overrides_left_alone(spark: SparkSession) -> None:
     desired = {"cluster": "local", "topic": "t",
                "configs": {"retention.ms": "5000", "cleanup.policy": "compact"}}
     live = {**LIVE, "configs": [*LIVE["configs"], cfg("segment.ms", "60000")]}
     expect(spark, plan_of(spark, [desired], [live]), [{
-        **desired, **LIVE_COLUMNS, "live_configs": live["configs"], "action": "DRIFT",
+        **desired, **LIVE_COLUMNS, "live_configs": live["configs"], "action": "ALTER",
         "drift": [drift("config:cleanup.policy", "compact", None, True),
                   drift("config:retention.ms", "5000", "1000", True),
-                  drift("config:segment.ms", None, "60000", True)]}])
+                  drift("config:segment.ms", None, "60000", False)],
+        "config_ops": [op("cleanup.policy", "SET", "compact"),
+                       op("retention.ms", "SET", "5000")]}])
 
 
-def test_assignment_drift(spark: SparkSession) -> None:
-    desired = {"cluster": "local", "topic": "t", "replica_assignment": {0: [1], 1: [1]},
+def test_unlisted_overrides_are_removed_when_the_conf_says_so(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "configs": {}}
+    actual = build_plan(desired_df(spark, [desired]), snapshot_df(spark, [LIVE]),
+                        remove_unlisted=True)
+    expect(spark, actual, [{
+        **desired, **LIVE_COLUMNS, "action": "ALTER",
+        "drift": [drift("config:retention.ms", None, "1000", True)],
+        "config_ops": [op("retention.ms", "DELETE", None)]}])
+
+
+def test_an_unlisted_override_alone_is_drift(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "configs": {}}
+    expect(spark, plan_of(spark, [desired], [LIVE]), [{
+        **desired, **LIVE_COLUMNS, "action": "DRIFT",
+        "drift": [drift("config:retention.ms", None, "1000", False)]}])
+
+
+def test_null_configs_are_not_managed(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "partitions": 3, "configs": None}
+    actual = build_plan(desired_df(spark, [desired]), snapshot_df(spark, [LIVE]),
+                        remove_unlisted=True)
+    expect(spark, actual, [{**desired, **LIVE_COLUMNS, "action": "NOOP"}])
+
+
+def test_assignment_of_existing_partitions_is_drift(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "replica_assignment": {0: [1], 1: [2], 2: [1]},
                "configs": {"retention.ms": "1000"}}
     expect(spark, plan_of(spark, [desired], [LIVE]), [{
         **desired, **LIVE_COLUMNS, "action": "DRIFT",
         "drift": [drift("replica_assignment",
+                        '[{"key":0,"value":[1]},{"key":1,"value":[2]},{"key":2,"value":[1]}]',
+                        '[{"key":0,"value":[1]},{"key":1,"value":[1]},{"key":2,"value":[1]}]',
+                        False)]}])
+
+
+def test_shorter_assignment_is_a_partition_decrease(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "replica_assignment": {0: [1], 1: [1]},
+               "configs": {"retention.ms": "1000"}}
+    expect(spark, plan_of(spark, [desired], [LIVE]), [{
+        **desired, **LIVE_COLUMNS, "action": "DRIFT",
+        "drift": [drift("partitions", "2", "3", False),
+                  drift("replica_assignment",
                         '[{"key":0,"value":[1]},{"key":1,"value":[1]}]',
                         '[{"key":0,"value":[1]},{"key":1,"value":[1]},{"key":2,"value":[1]}]',
                         False)]}])
+
+
+def test_longer_assignment_adds_partitions_with_their_replicas(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t",
+               "replica_assignment": {0: [1], 1: [1], 2: [1], 3: [2], 4: [1]},
+               "configs": {"retention.ms": "1000"}}
+    plan = plan_of(spark, [desired], [LIVE])
+    expect(spark, plan, [{
+        **desired, **LIVE_COLUMNS, "action": "ALTER",
+        "drift": [drift("partitions", "5", "3", True)]}])
+    assert [tuple(r) for r in plan.select(*change_columns()).collect()] == [(5, [[2], [1]], 3)]
 
 
 def test_invalid_rows_still_get_an_action(spark: SparkSession) -> None:

@@ -10,11 +10,13 @@ from tests.unit.test_render import topic
 def every_action_and_outcome() -> RunResult:
     return RunResult(
         run_id="20261122T030000Z-0badcafe",
-        counts={"validated": 1, "created": 1, "rejected": 2, "blocked": 1, "planned": 1,
-                "deleted": 1, "drift": 1, "failed": 1, "unknown": 1, "already_present": 4},
+        counts={"validated": 2, "altered": 1, "created": 1, "rejected": 2, "blocked": 1,
+                "planned": 1, "deleted": 1, "drift": 1, "failed": 1, "unknown": 1,
+                "already_present": 4},
         actions=[
             {"cluster": "local", "action": "CREATE", "topics": 7},
             {"cluster": "local", "action": "DELETE", "topics": 2},
+            {"cluster": "local", "action": "ALTER", "topics": 2},
             {"cluster": "local", "action": "DRIFT", "topics": 1},
             {"cluster": "local", "action": "NOOP", "topics": 4},
             {"cluster": "east", "action": "CREATE", "topics": 1},
@@ -43,6 +45,15 @@ def every_action_and_outcome() -> RunResult:
                   error_name="TOPIC_AUTHORIZATION_FAILED", error_message="not authorized"),
             topic("gone", "DELETE", "verify", "deleted", topic_id="id-gone"),
             topic("old", "DELETE", "plan", "planned", topic_id="id-old"),
+            topic("retention", "ALTER", "validate", "validated", topic_id="id-r", drift=[
+                {"field": "partitions", "desired": "4", "actual": "1", "supported": True},
+                {"field": "config:retention.ms", "desired": "172800000", "actual": "86400000",
+                 "supported": True}]),
+            topic("grown", "ALTER", "verify", "altered", topic_id="id-g", drift=[
+                {"field": "config:max.message.bytes", "desired": "2097152", "actual": None,
+                 "supported": True},
+                {"field": "config:segment.ms", "desired": None, "actual": "600000",
+                 "supported": False}]),
             topic("moved", "DRIFT", "plan", "drift", topic_id="id-moved", drift=[
                 {"field": "replication_factor", "desired": "3", "actual": "1",
                  "supported": False},
@@ -53,6 +64,7 @@ def every_action_and_outcome() -> RunResult:
         ],
         topics_not_listed=0,
         deletes_not_allowed=1,
+        alters_not_allowed=1,
         unmanaged={"local": 3, "east": 0},
     )
 
@@ -60,14 +72,14 @@ def every_action_and_outcome() -> RunResult:
 EXPECTED = """\
 ### Topic plan `20261122T030000Z-0badcafe`
 
-| cluster | create | delete | drift | unchanged | invalid | unmanaged |
-|---|---:|---:|---:|---:|---:|---:|
-| `(no cluster)` | 0 | 0 | 0 | 0 | 1 | 0 |
-| `east` | 1 | 0 | 0 | 0 | 0 | 0 |
-| `local` | 7 | 2 | 1 | 4 | 0 | 3 |
+| cluster | create | delete | alter | drift | unchanged | invalid | unmanaged |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| `(no cluster)` | 0 | 0 | 0 | 0 | 0 | 1 | 0 |
+| `east` | 1 | 0 | 0 | 0 | 0 | 0 | 0 |
+| `local` | 7 | 2 | 2 | 1 | 4 | 0 | 3 |
 
-**Outcomes:** already_present 4, blocked 1, created 1, deleted 1, drift 1, failed 1, \
-planned 1, rejected 2, unknown 1, validated 1 · **5 topic(s) need attention**
+**Outcomes:** already_present 4, altered 1, blocked 1, created 1, deleted 1, drift 1, \
+failed 1, planned 1, rejected 2, unknown 1, validated 2 · **5 topic(s) need attention**
 
 #### Create (7)
 
@@ -96,6 +108,15 @@ apply: TOPIC_AUTHORIZATION_FAILED<br>not authorized |
 | ✅ | `local` | `gone` | topic id id-gone | deleted |
 | 📝 | `local` | `old` | topic id id-old | planned (made only by apply --allow-deletes) |
 
+#### Alter (2)
+
+| | cluster | topic | changes | verdict |
+|---|---|---|---|---|
+| ✅ | `local` | `retention` | partitions: 1 -> 4<br>config retention.ms: 86400000 -> 172800000 \
+| validated by the broker (validateOnly; made only by apply --allow-alter) |
+| ✅ | `local` | `grown` | config max.message.bytes: (not set) -> 2097152<br>config segment.ms: \
+600000 -> (not set) (left alone: not listed in the manifest row) | altered |
+
 #### Drift (reported, never changed) (1)
 
 | | cluster | topic | changes | verdict |
@@ -108,6 +129,8 @@ config retention.ms: 1000 -> (not set) | drift (reported, never changed by this 
 | | cluster | topic | changes | verdict |
 |---|---|---|---|---|
 | ❌ | `-` | `-` | - | rejected: invalid manifest row<br>topic: is null |
+
+1 alter(s) are made only by `apply --allow-alter`.
 
 1 deletion(s) are made only by `apply --allow-deletes`.
 

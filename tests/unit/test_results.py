@@ -38,8 +38,10 @@ def test_existing_topics_are_compared_with_their_request(spark: SparkSession) ->
         # asks for exactly what is live
         requested("same", partitions=3, replication_factor=1,
                   configs={"retention.ms": "1000"}),
-        # lists no config, but the live topic overrides retention.ms
-        requested("unlisted", partitions=3),
+        # manages configs and lists none, but the live topic overrides retention.ms
+        requested("unlisted", partitions=3, configs={}),
+        # does not manage configs (null): the live override is not compared
+        requested("unmanaged", partitions=3),
         # asks for more partitions and another retention
         requested("differs", partitions=6, configs={"retention.ms": "2000"}),
         # created by an earlier attempt of the task, as asked
@@ -50,6 +52,7 @@ def test_existing_topics_are_compared_with_their_request(spark: SparkSession) ->
     results = rows_df(spark, TOPIC_RESULT, [
         {**EXISTS, "topic": "same"},
         {**EXISTS, "topic": "unlisted"},
+        {**EXISTS, "topic": "unmanaged"},
         {**EXISTS, "topic": "differs"},
         {**EXISTS, "topic": "retried", "outcome": "created",
          "error_message": "created by an earlier attempt of this Spark task"},
@@ -66,6 +69,7 @@ def test_existing_topics_are_compared_with_their_request(spark: SparkSession) ->
         {**EXISTS, "topic": "unlisted", "outcome": "drift",
          "error_message": "the topic exists and differs: config retention.ms: 1000 -> "
                           "(not set)"},
+        {**EXISTS, "topic": "unmanaged"},
         {**EXISTS, "topic": "differs", "outcome": "drift",
          "error_message": "the topic exists and differs: partitions: 3 -> 6; "
                           "config retention.ms: 1000 -> 2000"},
@@ -87,7 +91,7 @@ def test_the_plan_judges_the_same_live_topic_the_same_way(spark: SparkSession) -
         "partitions": 3, "replication_factor": 1, "replica_assignment": LIVE["result_assignment"],
         "configs": LIVE["result_configs"], "consumer_groups": []}])
     planned = build_plan(desired_df(spark, [{"cluster": "local", "topic": "unlisted",
-                                             "partitions": 3}]), live)
+                                             "partitions": 3, "configs": {}}]), live)
     assert [(r["action"], [d.asDict() for d in r["drift"]]) for r in planned.collect()] == [
         ("DRIFT", [{"field": "config:retention.ms", "desired": None, "actual": "1000",
-                    "supported": True}])]
+                    "supported": False}])]

@@ -22,7 +22,7 @@ from provisioning.views.plan_text import render_run
 def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 topics_glob: str | None, as_json: bool, verbose: bool,
                 out_path: str | None = None, plan_path: str | None = None,
-                validate: bool = True, allow_deletes: bool = False,
+                validate: bool = True, allow_deletes: bool = False, allow_alter: bool = False,
                 output_format: str = "text") -> None:
     """Run `plan` or `apply`, print the plan (or JSON), record the run, exit with its code."""
     from provisioning.delta.runs import write_run
@@ -35,6 +35,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
     if command == "apply":
         arguments["apply"] = True
         arguments["allow_deletes"] = allow_deletes
+        arguments["allow_alter"] = allow_alter
     record = RunRecord(new_run_id(), command, arguments, conf.digest)
     spark = None
     saved_doc = None
@@ -53,7 +54,8 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
         # PROVISIONING_FAULT injects a real failure at a named point (reliability tests).
         fault = Fault.parse(os.environ.get("PROVISIONING_FAULT"))
         options: RunOptions = (
-            ApplyOptions(scope=scope, allow_deletes=allow_deletes, on_plan=on_plan, fault=fault)
+            ApplyOptions(scope=scope, allow_deletes=allow_deletes, allow_alter=allow_alter,
+                         on_plan=on_plan, fault=fault)
             if command == "apply" else
             PlanOptions(scope=scope, validate=validate, on_plan=on_plan, fault=fault))
         credentials = resolve_credentials(conf, os.environ)
@@ -72,7 +74,8 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
     emit(as_json, {"run_id": result.run_id, "command": command, "counts": result.counts,
                    "actions": result.actions, "topics": result.topics,
                    "topics_not_listed": result.topics_not_listed,
-                   "deletes_not_allowed": result.deletes_not_allowed, "exit_code": code,
+                   "deletes_not_allowed": result.deletes_not_allowed,
+                   "alters_not_allowed": result.alters_not_allowed, "exit_code": code,
                    "unmanaged": result.unmanaged,
                    "plan_file": None if saved_plan is None else {
                        "path": saved_plan[0], "digest": saved_plan[1]}},
@@ -104,12 +107,16 @@ def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_
 @common_options
 @click.option("--allow-deletes", is_flag=True,
               help="Also delete the topics the manifests mark `absent` (off by default).")
+@click.option("--allow-alter", is_flag=True,
+              help="Also change live topics (configs, more partitions) as the manifests ask "
+                   "(off by default: planned and validated only).")
 @click.option("--plan", "plan_path", default=None,
               type=click.Path(dir_okay=False),
               help="Apply only if a fresh plan equals this saved plan (`plan --out`); "
                    "otherwise exit 2 before any request reaches Kafka.")
 def apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-          verbose: bool, allow_deletes: bool, plan_path: str | None) -> None:
-    """Plan, validate, then create (and with --allow-deletes, delete)."""
+          verbose: bool, allow_deletes: bool, allow_alter: bool, plan_path: str | None) -> None:
+    """Plan, validate, then create (with --allow-deletes, delete; with --allow-alter,
+    alter)."""
     run_command("apply", conf_path, clusters, topics_glob, as_json, verbose,
-                plan_path=plan_path, allow_deletes=allow_deletes)
+                plan_path=plan_path, allow_deletes=allow_deletes, allow_alter=allow_alter)

@@ -15,6 +15,7 @@ from provisioning.conf.model import (
     DELTA_SAFE_RETAIN_HOURS,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
+    AltersConf,
     ClusterConf,
     Conf,
     Credentials,
@@ -153,7 +154,7 @@ def _string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
     return tuple(raw)
 
 
-_TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "policies", "run",
+_TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "alters", "policies", "run",
              "maintenance")
 
 
@@ -170,7 +171,9 @@ def parse_conf(data: Any, source: str, digest: str = "",
     kafka = _read_kafka(r, r.section(top, "kafka"))
     spark = _read_spark(r, r.section(top, "spark"))
     deletes = _read_deletes(r, r.section(top, "deletes"))
-    create_policies, delete_policies = _read_policy_sections(r, r.section(top, "policies"))
+    alters = _read_alters(r, r.section(top, "alters"))
+    create_policies, delete_policies, alter_policies = _read_policy_sections(
+        r, r.section(top, "policies"))
     run = _read_run(r, r.section(top, "run"))
     maintenance = _read_maintenance(r, top.get("maintenance"), spark)
     if r.problems:
@@ -187,6 +190,8 @@ def parse_conf(data: Any, source: str, digest: str = "",
         deletes=deletes,
         create_policies=create_policies,
         delete_policies=delete_policies,
+        alters=alters,
+        alter_policies=alter_policies,
     )
 
 
@@ -276,17 +281,32 @@ def _read_deletes(r: Reader, body: Mapping[str, Any] | None) -> DeletesConf:
     )
 
 
+def _read_alters(r: Reader, body: Mapping[str, Any] | None) -> AltersConf:
+    alters = AltersConf()
+    if body is None:
+        return alters
+    r.no_unknown(body, "alters", ("max_per_cluster", "remove_unlisted_configs"))
+    return AltersConf(
+        max_per_cluster=r.value(body, "alters", "max_per_cluster", int,
+                                alters.max_per_cluster, at_least_zero),
+        remove_unlisted_configs=r.value(body, "alters", "remove_unlisted_configs", bool,
+                                        False),
+    )
+
+
+_POLICY_KINDS = ("create", "delete", "alter")
+
+
 def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None
-                          ) -> tuple[tuple[PolicySpec, ...], tuple[PolicySpec, ...]]:
-    create: tuple[PolicySpec, ...] = ()
-    delete: tuple[PolicySpec, ...] = ()
+                          ) -> tuple[tuple[PolicySpec, ...], ...]:
+    specs: dict[str, tuple[PolicySpec, ...]] = dict.fromkeys(_POLICY_KINDS, ())
     if body is not None:
-        r.no_unknown(body, "policies", ("create", "delete"))
-        create = _read_policies(r, body.get("create"), "policies.create")
-        delete = _read_policies(r, body.get("delete"), "policies.delete")
-    r.problems.extend(check_policy_specs(create, "create"))
-    r.problems.extend(check_policy_specs(delete, "delete"))
-    return create, delete
+        r.no_unknown(body, "policies", _POLICY_KINDS)
+        for kind in _POLICY_KINDS:
+            specs[kind] = _read_policies(r, body.get(kind), f"policies.{kind}")
+    for kind in _POLICY_KINDS:
+        r.problems.extend(check_policy_specs(specs[kind], kind))
+    return tuple(specs[kind] for kind in _POLICY_KINDS)
 
 
 def _read_run(r: Reader, body: Mapping[str, Any] | None) -> RunConf:

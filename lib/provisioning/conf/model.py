@@ -95,6 +95,14 @@ class DeletesConf:
 
 
 @dataclass(frozen=True)
+class AltersConf:
+    # Over this many alters on one cluster in one run, none of that cluster's is made.
+    max_per_cluster: int = 50
+    # Remove a live override the manifest row does not list (DELETE: back to the default).
+    remove_unlisted_configs: bool = False
+
+
+@dataclass(frozen=True)
 class RunConf:
     # How long a run's lock lives without a heartbeat (a killed driver's lock frees itself).
     lock_ttl_seconds: int = 600
@@ -124,6 +132,8 @@ class Conf:
     deletes: DeletesConf = DeletesConf()
     create_policies: tuple[PolicySpec, ...] = ()
     delete_policies: tuple[PolicySpec, ...] = ()
+    alters: AltersConf = AltersConf()
+    alter_policies: tuple[PolicySpec, ...] = ()
     run: RunConf = RunConf()
     maintenance: MaintenanceConf = MaintenanceConf()
 

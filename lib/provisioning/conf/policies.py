@@ -277,6 +277,14 @@ PARAMETER_CHECKS: dict[str, dict[str, Check]] = {
         "custom": check_custom,
     },
 }
+# Alter policies: the create policies that judge a topic's shape, applied to the topic as
+# it will be after the alter (transforms.policies.alter.AFTER_ALTER), and custom.
+PARAMETER_CHECKS["alter"] = {
+    **{name: PARAMETER_CHECKS["create"][name] for name in (
+        "required_configs", "forbidden_configs", "min_insync_below_rf", "partitions_range",
+        "partition_budget", "owner_partition_quota")},
+    "custom": check_custom,
+}
 
 
 def check_policy_specs(specs: Iterable[PolicySpec], kind: str) -> list[str]:

@@ -45,3 +45,14 @@ def delete_outcome(error_name: str) -> str:
     if error_name in UNCERTAIN:
         return names.UNKNOWN
     return names.FAILED
+
+
+def alter_outcome(error_name: str, validate_only: bool) -> str:
+    """The audit outcome of one IncrementalAlterConfigs or CreatePartitions result."""
+    if error_name == "NONE":
+        return names.VALIDATED if validate_only else names.ALTERED
+    if error_name in REJECTIONS or error_name == "UNKNOWN_TOPIC_OR_PARTITION":
+        return names.REJECTED
+    if error_name in UNCERTAIN and not validate_only:
+        return names.UNKNOWN
+    return names.FAILED

@@ -1,17 +1,24 @@
-"""The CreateTopics and DeleteTopics requests: built, sent to the controller, retried when
-throttled (KIP-599), answered with one result per topic (`raise_errors=False` semantics).
+"""The admin requests: CreateTopics, DeleteTopics, IncrementalAlterConfigs (KIP-339) and
+CreatePartitions (KIP-195); built, sent to the controller, retried when throttled
+(KIP-599), answered with one result per topic (`raise_errors=False` semantics).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
-from kafka.protocol.admin import CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    IncrementalAlterConfigsRequest,
+)
 
+from provisioning import names
 from provisioning.kafka.batching import TopicRequest
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import (
@@ -93,6 +100,69 @@ def delete_topics(admin: ClusterAdmin, topics: Sequence[tuple[str, str | None]],
 
     results = _retry_throttled(admin, topics, lambda t: t[0], send, answers)
     return [results[name] for name, _ in topics]
+
+
+# ConfigResource type of a topic (DescribeConfigs, AlterConfigs).
+_TOPIC_RESOURCE = 2
+
+
+def alter_configs(admin: ClusterAdmin,
+                  topics: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+                  validate_only: bool) -> list[dict[str, Any]]:
+    """One IncrementalAlterConfigs request for (topic, [CONFIG_OP]) pairs; a result per
+    topic, in order. A topic's operations are applied together or not at all."""
+    resource_cls = IncrementalAlterConfigsRequest.AlterConfigsResource
+    config_cls = resource_cls.AlterableConfig
+
+    def send(pending: list[tuple[str, Sequence[Mapping[str, Any]]]]) -> Any:
+        request = IncrementalAlterConfigsRequest(
+            resources=[resource_cls(
+                resource_type=_TOPIC_RESOURCE, resource_name=topic,
+                configs=[config_cls(name=o["name"], config_operation=names.CONFIG_OPS[o["op"]],
+                                    value=o["value"]) for o in ops])
+                for topic, ops in pending],
+            validate_only=validate_only)
+        return _to_controller(admin, request,
+                              lambda resp: (r.error_code for r in resp.responses))
+
+    def answers(response: Any) -> Answers:
+        for r in response.responses:
+            code = int(r.error_code)
+            yield r.resource_name, {"topic": r.resource_name, "error_code": code,
+                                    "error_name": error_name(code),
+                                    "error_message": r.error_message}
+
+    results = _retry_throttled(admin, topics, lambda t: t[0], send, answers)
+    return [results[topic] for topic, _ in topics]
+
+
+def create_partitions(admin: ClusterAdmin,
+                      topics: Sequence[tuple[str, int, Sequence[Sequence[int]] | None]],
+                      validate_only: bool) -> list[dict[str, Any]]:
+    """One CreatePartitions request for (topic, new total count, replicas of each new
+    partition or None); a result per topic, in order."""
+    topic_cls = CreatePartitionsRequest.CreatePartitionsTopic
+    assignment_cls = topic_cls.CreatePartitionsAssignment
+    timeout = (admin.kafka.request_timeout_ms if validate_only
+               else admin.kafka.operation_timeout_ms)
+
+    def send(pending: list[tuple[str, int, Sequence[Sequence[int]] | None]]) -> Any:
+        request = CreatePartitionsRequest(
+            topics=[topic_cls(name=topic, count=count,
+                              assignments=None if assignment is None else [
+                                  assignment_cls(broker_ids=list(b)) for b in assignment])
+                    for topic, count, assignment in pending],
+            timeout_ms=timeout, validate_only=validate_only)
+        return _to_controller(admin, request, lambda resp: (r.error_code for r in resp.results))
+
+    def answers(response: Any) -> Answers:
+        for r in response.results:
+            code = int(r.error_code)
+            yield r.name, {"topic": r.name, "error_code": code, "error_name": error_name(code),
+                           "error_message": r.error_message}
+
+    results = _retry_throttled(admin, topics, lambda t: t[0], send, answers)
+    return [results[topic] for topic, _, _ in topics]
 
 
 def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T], str],

@@ -23,7 +23,7 @@ from provisioning.errors import ClusterUnreachable
 from provisioning.kafka import requests
 from provisioning.kafka.batching import TopicRequest, batches
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.outcomes import create_outcome, delete_outcome
+from provisioning.kafka.outcomes import alter_outcome, create_outcome, delete_outcome
 from schemas import TOPIC_RESULT, column_names
 
 Row = Mapping[str, Any]
@@ -269,32 +269,164 @@ def _delete_part(admin: ClusterAdmin, part: list[Row]) -> Iterator[Result]:
         yield result(cluster, name, names.APPLY, outcome, **res)
 
 
+# -- IncrementalAlterConfigs and CreatePartitions ---------------------------------
+
+def alter_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
+                  credentials: Mapping[str, Credentials], kafka: KafkaConf,
+                  validate_only: bool) -> Iterator[Result]:
+    """The config operations and the partition increase of each ALTER row (validateOnly or
+    for real), batched per cluster; one result per topic.
+
+    Rows have cluster, topic, config_ops (CONFIG_OP list), partitions_to (the new total
+    count, or null) and new_assignment (the replicas of each new partition, or null).
+    """
+    phase = names.VALIDATE if validate_only else names.APPLY
+
+    def work(admin: ClusterAdmin, part: list[Row]) -> Iterator[Result]:
+        return alter_batches(admin, part, validate_only)
+
+    return for_each_cluster(rows, clusters, credentials, kafka, work,
+                            failing(phase, names.FAILED), kafka.batch_size * 4)
+
+
+_Answer = dict[str, Any]
+
+
+def _send_all(admin: ClusterAdmin, items: Sequence[T], send: Callable[[list[T]], list[_Answer]],
+              key: Callable[[T], str], failed: str) -> dict[str, _Answer]:
+    """`items` in batches of `kafka.batch_size`, pipelined; an answer per key (a lost
+    connection answers for its whole batch)."""
+    k = admin.kafka
+    chunks = (list(items[i:i + k.batch_size]) for i in range(0, len(items), k.batch_size))
+    answers: dict[str, _Answer] = {}
+    for batch, results, exc in in_flight(chunks, send, k.max_in_flight_requests, _IO_ERRORS):
+        if exc is not None or results is None:
+            fields = exception_fields(exc or RuntimeError("no response"))
+            for item in batch:
+                answers[key(item)] = {**fields, "attempts": 1, "_outcome": failed}
+            continue
+        for item, res in zip(batch, results, strict=True):
+            answers[key(item)] = res
+    return answers
+
+
+def alter_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool
+                  ) -> Iterator[Result]:
+    """One cluster's ALTER rows: IncrementalAlterConfigs for the config operations, then
+    CreatePartitions for the partition increases (for real: only of topics whose configs
+    were changed, so a topic is never half altered by a refusal)."""
+    phase = names.VALIDATE if validate_only else names.APPLY
+    lost = names.FAILED if validate_only else names.UNKNOWN
+    cluster = admin.cluster.name
+    ops = [(r["topic"], list(r["config_ops"] or [])) for r in rows if r["config_ops"]]
+    configs = _send_all(admin, ops, lambda b: requests.alter_configs(admin, b, validate_only),
+                        lambda t: t[0], lost)
+    config_ok = {t for t, a in configs.items() if a.get("error_name") == "NONE"}
+    growing = [(r["topic"], int(r["partitions_to"]),
+                None if r["new_assignment"] is None else [list(b) for b in r["new_assignment"]])
+               for r in rows if r["partitions_to"] is not None
+               and (validate_only or not r["config_ops"] or r["topic"] in config_ok)]
+    partitions = _send_all(
+        admin, growing, lambda b: requests.create_partitions(admin, b, validate_only),
+        lambda t: t[0], lost)
+    for r in rows:
+        topic = r["topic"]
+        parts = [("IncrementalAlterConfigs", configs.get(topic)),
+                 ("CreatePartitions", partitions.get(topic))]
+        if r["partitions_to"] is not None and topic not in partitions:
+            # Not sent: its config change was refused or lost first.
+            parts[1] = ("CreatePartitions", {"error_code": -1, "error_name": "NOT_SENT",
+                                             "error_message": "not sent: the config change "
+                                             "of this topic did not succeed"})
+        yield _alter_result(cluster, topic, phase, validate_only, parts, topic in config_ok)
+
+
+def _alter_result(cluster: str, topic: str, phase: str, validate_only: bool,
+                  parts: list[tuple[str, _Answer | None]], configs_changed: bool) -> Result:
+    answered = [(what, a) for what, a in parts if a is not None]
+    bad = [(what, a) for what, a in answered if a.get("error_name") != "NONE"]
+    attempts = max((int(a.get("attempts") or 1) for _, a in answered), default=1)
+    if not bad:
+        return result(cluster, topic, phase, alter_outcome("NONE", validate_only),
+                      error_code=0, error_name="NONE", attempts=attempts)
+    # The config answer comes first: a CreatePartitions left unsent follows a refused one.
+    _, first = bad[0]
+    outcome = first.get("_outcome") or alter_outcome(first["error_name"], validate_only)
+    message = "; ".join(f"{w}: {a.get('error_name')}: {a.get('error_message') or ''}".rstrip(": ")
+                        for w, a in bad)
+    if configs_changed and not validate_only:
+        # The configs were changed and the partitions were not: the topic is half altered.
+        outcome = names.FAILED if outcome == names.REJECTED else outcome
+        message = f"the configs were changed, the partitions were not: {message}"
+    return result(cluster, topic, phase, outcome, error_code=first.get("error_code"),
+                  error_name=first.get("error_name"), error_message=message[:2000],
+                  attempts=attempts)
+
+
 # -- verify ---------------------------------------------------------------------
 
 def verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
                    credentials: Mapping[str, Credentials], kafka: KafkaConf
                    ) -> Iterator[Result]:
-    """Wait until created topics have a leader on every partition and deleted ones are gone.
+    """Wait until created topics have a leader on every partition, deleted ones are gone and
+    altered ones show the change.
 
-    Rows have cluster, topic and action (CREATE or DELETE). Resolves the `unknown`
-    outcomes a timeout left behind into created / deleted / failed.
+    Rows have cluster, topic and action (CREATE, DELETE or ALTER; an ALTER row also has
+    config_ops, partitions_to and before_partitions). Resolves the `unknown` outcomes a
+    timeout left behind into created / deleted / altered / failed.
     """
     return for_each_cluster(rows, clusters, credentials, kafka, verify_rows,
                             failing(names.VERIFY, names.UNKNOWN), kafka.batch_size)
 
 
+def alter_shown(row: Row, topic: Any, configs: Sequence[Mapping[str, Any]] | None
+                ) -> tuple[bool, bool, list[str]]:
+    """Whether the live topic shows all of an ALTER row's change, any of it, and what is
+    still missing (one line each)."""
+    missing: list[str] = []
+    shown = 0
+    target = row.get("partitions_to")
+    if target is not None:
+        if topic.partitions is not None and topic.partitions >= target \
+                and topic.leaderless_partitions == 0:
+            shown += 1
+        else:
+            missing.append(f"partitions {topic.partitions}, expected {target}")
+            if (topic.partitions or 0) > (row.get("before_partitions") or 0):
+                shown += 1
+    overrides = {c["name"]: c["value"] for c in configs or []
+                 if c["source"] == names.TOPIC_OVERRIDE}
+    for op in row.get("config_ops") or []:
+        done = (overrides.get(op["name"]) == op["value"] if op["op"] == names.SET
+                else op["name"] not in overrides)
+        if configs is not None and done:
+            shown += 1
+        else:
+            have = "not readable" if configs is None else overrides.get(op["name"], "not set")
+            want = op["value"] if op["op"] == names.SET else "no override"
+            missing.append(f"{op['name']} is {have}, expected {want}")
+    return not missing, shown > 0, missing
+
+
 def verify_rows(admin: ClusterAdmin, rows: list[Row]) -> Iterator[Result]:
     """Describe the rows' topics until each is settled or `kafka.verify_timeout_ms` passes."""
     cluster = admin.cluster.name
-    pending = {r["topic"]: r["action"] for r in rows}
+    pending = {r["topic"]: r for r in rows}
     deadline = time.monotonic() + admin.kafka.verify_timeout_ms / 1000
     attempts = 0
     last: dict[str, Any] = {}
+    last_configs: dict[str, list[dict[str, Any]]] = {}
     while pending:
         attempts += 1
-        for t in admin.describe_topics(sorted(pending)):
+        described = admin.describe_topics(sorted(pending))
+        altered = [t.name for t in described if t.error_name is None
+                   and pending.get(t.name, {}).get("action") == names.ALTER]
+        if altered:
+            last_configs = admin.topic_configs(altered)
+        for t in described:
             last[t.name] = t
-            action = pending.get(t.name)
+            row = pending.get(t.name)
+            action = None if row is None else row["action"]
             if action == names.CREATE and t.error_name is None \
                     and t.leaderless_partitions == 0:
                 pending.pop(t.name)
@@ -306,13 +438,29 @@ def verify_rows(admin: ClusterAdmin, rows: list[Row]) -> Iterator[Result]:
                 pending.pop(t.name)
                 yield result(cluster, t.name, names.VERIFY, names.DELETED, attempts=attempts,
                              error_code=0, error_name="NONE")
+            elif action == names.ALTER and t.error_name is None and row is not None \
+                    and alter_shown(row, t, last_configs.get(t.name))[0]:
+                pending.pop(t.name)
+                yield result(cluster, t.name, names.VERIFY, names.ALTERED,
+                             topic_id=t.topic_id, result_partitions=t.partitions,
+                             result_replication_factor=t.replication_factor,
+                             result_configs=last_configs.get(t.name), attempts=attempts,
+                             error_code=0, error_name="NONE")
         if not pending or time.monotonic() >= deadline:
             break
         time.sleep(0.25)
-    for name, action in sorted(pending.items()):
+    for name, row in sorted(pending.items()):
+        action = row["action"]
         seen = last.get(name)
         missing = seen is None or seen.error_name == "UNKNOWN_TOPIC_OR_PARTITION"
-        if action == names.CREATE and missing:
+        if action == names.ALTER and missing:
+            outcome, message = names.FAILED, "the topic does not exist any more"
+        elif action == names.ALTER:
+            _, any_shown, lacking = alter_shown(row, seen, last_configs.get(name))
+            outcome = names.UNKNOWN if any_shown else names.FAILED
+            message = (("part of the change is not visible: " if any_shown
+                        else "the change did not take effect: ") + "; ".join(lacking))
+        elif action == names.CREATE and missing:
             outcome, message = names.FAILED, "the topic does not exist after the create"
         elif action == names.CREATE:
             outcome, message = names.UNKNOWN, "not every partition has a leader yet"

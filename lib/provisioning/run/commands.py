@@ -72,9 +72,10 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
 def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
     state = run.execute(ctx)
     with job_description(ctx.spark, f"{ctx.command}: summarize outcomes"):
-        deletes_allowed = not isinstance(options, ApplyOptions) or options.allow_deletes
+        apply = options if isinstance(options, ApplyOptions) else None
         result = summarize(ctx.run_id, state.audit_rows, options.listing_limit,
-                           deletes_allowed)
+                           deletes_allowed=apply is None or apply.allow_deletes,
+                           alters_allowed=apply is None or apply.allow_alter)
     result.unmanaged = dict(sorted((state.unmanaged or {}).items()))
     ctx.steps.done("summary")
     return result

@@ -83,11 +83,23 @@ def send_deletes(spark: SparkSession, requests: DataFrame, clusters: Sequence[Cl
     return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
 
 
+def send_alters(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+                credentials: Mapping[str, Credentials], kafka: KafkaConf,
+                validate_only: bool) -> DataFrame:
+    """IncrementalAlterConfigs and CreatePartitions (validateOnly or for real) for every
+    request row (cluster, topic, config_ops, partitions_to, new_assignment)."""
+    work = functools.partial(tasks.alter_results, clusters=_by_name(clusters),
+                             credentials=dict(credentials), kafka=kafka,
+                             validate_only=validate_only)
+    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+
+
 def verify(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
            credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
-    """Wait until created topics have a leader on every partition and deleted ones are gone.
+    """Wait until created topics have a leader on every partition, deleted ones are gone and
+    altered ones show the change.
 
-    `requests` has cluster, topic and action (CREATE or DELETE).
+    `requests` has cluster, topic, action, config_ops, partitions_to and before_partitions.
     """
     work = functools.partial(tasks.verify_results, clusters=_by_name(clusters),
                              credentials=dict(credentials), kafka=kafka)

@@ -43,9 +43,10 @@ class PlanOptions(_Pipeline):
 
 @dataclass(frozen=True, kw_only=True)
 class ApplyOptions(_Pipeline):
-    """`apply`: plan, validateOnly (always), then create, and delete when allowed."""
+    """`apply`: plan, validateOnly (always), then create, and delete and alter when allowed."""
 
     allow_deletes: bool = False
+    allow_alter: bool = False
     command: str = "apply"
 
 

@@ -28,6 +28,7 @@ from provisioning.run.planning import judge_plan, plan_rows, policy_context, rea
 from provisioning.session import job_description
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
+from provisioning.transforms.plan import change_columns
 from provisioning.transforms.results import settle_existing
 from provisioning.transforms.scope import in_scope, topics_matching
 
@@ -124,7 +125,8 @@ class Plan(Phase):
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
                        if ctx.conf.deletes.prune else None)
             context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"), live)
-            plan = judge_plan(plan_rows(require(state.desired, "desired"), in_run, created),
+            plan = judge_plan(plan_rows(require(state.desired, "desired"), in_run, created,
+                                        ctx.conf.alters.remove_unlisted_configs),
                               ctx.conf, context).localCheckpoint(eager=True)
             ctx.steps.done("plan and policies")
         with job_description(ctx.spark, f"{ctx.command}: audit plan"):
@@ -144,8 +146,10 @@ class Plan(Phase):
 
 
 class Validate(Phase):
-    """CreateTopics with validateOnly for every clean CREATE: the broker's own checks and
-    policies (KIP-108), and the configs the topic would get (KIP-525)."""
+    """The broker's own verdict before anything changes: CreateTopics with validateOnly for
+    every clean CREATE (its checks and policies, KIP-108, and the configs the topic would
+    get, KIP-525), IncrementalAlterConfigs and CreatePartitions with validateOnly for every
+    clean ALTER (KIP-339, KIP-195)."""
 
     name = "validate"
     reads = ("plan",)
@@ -155,12 +159,15 @@ class Validate(Phase):
         started = time.monotonic()
         plan = require(state.plan, "plan")
         creatable = plan.where(_clean(names.CREATE))
-        with job_description(ctx.spark, f"{ctx.command}: validateOnly CreateTopics"):
+        with job_description(ctx.spark, f"{ctx.command}: validateOnly CreateTopics, alters"):
             validated = executors.send_creates(
                 ctx.spark, creatable.select(*_REQUEST_COLUMNS,
                                             F.lit(None).cast("int").alias("known_partitions")),
                 ctx.clusters, ctx.credentials, ctx.conf.kafka, validate_only=True,
-            ).localCheckpoint(eager=True)
+            ).unionByName(executors.send_alters(
+                ctx.spark, alter_requests(plan), ctx.clusters, ctx.credentials,
+                ctx.conf.kafka, validate_only=True,
+            )).localCheckpoint(eager=True)
             ctx.steps.done("validate")
             rows = result_audit(validated, plan, ctx.run_id, utc_now())
             # An apply commits them while its creates run; the next audit commit waits.
@@ -172,9 +179,17 @@ class Validate(Phase):
         state.audit_rows.append(rows)
 
 
+def alter_requests(plan: DataFrame) -> DataFrame:
+    """The request rows of the clean ALTERs: cluster, topic, config_ops, partitions_to,
+    new_assignment."""
+    return (plan.where(_clean(names.ALTER))
+            .select("cluster", "topic", "config_ops", *change_columns())
+            .drop("before_partitions"))
+
+
 class Apply(Phase):
-    """The real CreateTopics for what validateOnly passed, and DeleteTopics (by topic id)
-    when deletes are allowed."""
+    """The real CreateTopics for what validateOnly passed, DeleteTopics (by topic id) when
+    deletes are allowed, and the alters validateOnly passed when alters are allowed."""
 
     name = "apply"
     reads = ("plan", "validated")
@@ -185,7 +200,7 @@ class Apply(Phase):
         started = time.monotonic()
         plan, validated = require(state.plan, "plan"), require(state.validated, "validated")
         options = pipeline_options(ctx)
-        with job_description(ctx.spark, "apply: CreateTopics and DeleteTopics"):
+        with job_description(ctx.spark, "apply: CreateTopics, DeleteTopics, alters"):
             passed = validated.where(F.col("outcome") == names.VALIDATED).select(
                 "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
             to_create = (plan.where(_clean(names.CREATE))
@@ -199,6 +214,14 @@ class Apply(Phase):
                     "cluster", "topic", F.col("live_topic_id").alias("topic_id"))
                 applied = applied.unionByName(executors.send_deletes(
                     ctx.spark, deletable, ctx.clusters, ctx.credentials, ctx.conf.kafka))
+            if isinstance(options, ApplyOptions) and options.allow_alter:
+                # Only what the validateOnly pass accepted, configs and partitions alike.
+                alterable = alter_requests(plan).join(
+                    validated.where(F.col("outcome") == names.VALIDATED).select(
+                        "cluster", "topic"), on=["cluster", "topic"], how="left_semi")
+                applied = applied.unionByName(executors.send_alters(
+                    ctx.spark, alterable, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                    validate_only=False))
             applied = applied.localCheckpoint(eager=True)
             ctx.steps.done("create")
             applied = settle_existing(applied, plan)
@@ -211,8 +234,8 @@ class Apply(Phase):
 
 
 class Verify(Phase):
-    """Every created topic has a leader on each partition, every deleted one is gone; settles
-    the `unknown` outcomes a timeout left."""
+    """Every created topic has a leader on each partition, every deleted one is gone, every
+    altered one shows its change; settles the `unknown` outcomes a timeout left."""
 
     name = "verify"
     reads = ("plan", "applied")
@@ -220,13 +243,15 @@ class Verify(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         plan, applied = require(state.plan, "plan"), require(state.applied, "applied")
-        to_verify = F.col("outcome").isin(names.CREATED, names.UNKNOWN, names.DELETED)
-        with job_description(ctx.spark, "apply: verify leaders and deletions"):
+        to_verify = F.col("outcome").isin(names.CREATED, names.UNKNOWN, names.DELETED,
+                                          names.ALTERED)
+        with job_description(ctx.spark, "apply: verify leaders, deletions and alters"):
             verified = executors.verify(
                 ctx.spark,
                 applied.where(to_verify).select("cluster", "topic").join(
-                    plan.select("cluster", "topic", "action"), on=["cluster", "topic"],
-                    how="inner"),
+                    plan.select("cluster", "topic", "action", "config_ops",
+                                *change_columns()).drop("new_assignment"),
+                    on=["cluster", "topic"], how="inner"),
                 ctx.clusters, ctx.credentials, ctx.conf.kafka,
             ).localCheckpoint(eager=True)
             ctx.steps.done("verify")

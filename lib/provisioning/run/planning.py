@@ -14,6 +14,7 @@ from provisioning.run.executors import cluster_states_frame
 from provisioning.transforms.plan import build_plan, prune_candidates
 from provisioning.transforms.policies import (
     PolicyContext,
+    with_alter_policies,
     with_create_policies,
     with_delete_policies,
 )
@@ -42,23 +43,29 @@ def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, Cluster
         protected=conf.deletes.protected,
         deny_list=conf.deletes.deny_list,
         max_deletes_per_cluster=conf.deletes.max_per_cluster,
+        max_alters_per_cluster=conf.alters.max_per_cluster,
     )
 
 
-def plan_rows(desired: DataFrame, live: DataFrame, created_by_job: DataFrame | None
-              ) -> DataFrame:
+def plan_rows(desired: DataFrame, live: DataFrame, created_by_job: DataFrame | None,
+              remove_unlisted: bool = False) -> DataFrame:
     """PLAN rows of the desired and live topics; with `created_by_job`, the prune pass's
-    DELETE rows for live topics no manifest mentions that this job created."""
-    plan = build_plan(desired, live)
+    DELETE rows for live topics no manifest mentions that this job created.
+
+    remove_unlisted: `alters.remove_unlisted_configs`.
+    """
+    plan = build_plan(desired, live, remove_unlisted)
     if created_by_job is not None:
         plan = plan.unionByName(prune_candidates(live, desired, created_by_job))
     return plan
 
 
 def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext) -> DataFrame:
-    """The create and delete policies over the valid PLAN rows; invalid rows pass as they are."""
+    """The create, delete and alter policies over the valid PLAN rows; invalid rows pass as
+    they are."""
     valid = F.size("row_errors") == 0
     judged = (plan.where(valid)
               .transform(lambda df: with_create_policies(df, conf.create_policies, context))
-              .transform(lambda df: with_delete_policies(df, conf.delete_policies, context)))
+              .transform(lambda df: with_delete_policies(df, conf.delete_policies, context))
+              .transform(lambda df: with_alter_policies(df, conf.alter_policies, context)))
     return judged.unionByName(plan.where(~valid))

@@ -18,7 +18,8 @@ LISTED_COLUMNS = ("cluster", "topic", "action", "phase", "outcome", "error_name"
                   "error_message", "drift", "policy_violations", "result_partitions",
                   "result_replication_factor", "result_configs", "source_table",
                   "source_version", "topic_id", "requested_partitions",
-                  "requested_replication_factor", "requested_configs", "requested_assignment")
+                  "requested_replication_factor", "requested_configs", "requested_assignment",
+                  "before_partitions", "before_configs", "config_ops")
 
 
 def _nulls_first(value: Any) -> tuple[bool, Any]:
@@ -26,11 +27,13 @@ def _nulls_first(value: Any) -> tuple[bool, Any]:
 
 
 def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
-              deletes_allowed: bool) -> RunResult:
+              deletes_allowed: bool, alters_allowed: bool = True) -> RunResult:
     """The run's result from every AUDIT row it recorded (two Spark jobs: the counts, and
     the first `listing_limit` topics that are not simply settled).
 
     deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
+      counted as not made); True otherwise.
+    alters_allowed: False for an apply without --allow-alter (its validated alters are
       counted as not made); True otherwise.
     """
     final = final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
@@ -38,7 +41,7 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
                .agg(F.count(F.lit(1)).alias("n")).collect())
     counts: dict[str, int] = {}
     actions: dict[tuple[Any, Any], int] = {}
-    deletes_not_allowed = 0
+    deletes_not_allowed = alters_not_allowed = 0
     for r in grouped:
         n = int(r["n"])
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
@@ -47,6 +50,9 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED
                 and r["action"] == names.DELETE):
             deletes_not_allowed += n
+        if (not alters_allowed and r["phase"] == names.VALIDATE
+                and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
+            alters_not_allowed += n
     listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
               .orderBy("cluster", "topic").select(*LISTED_COLUMNS)
               .limit(listing_limit).collect())
@@ -60,4 +66,5 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         topics=[r.asDict(recursive=True) for r in listed],
         topics_not_listed=max(0, total - len(listed)),
         deletes_not_allowed=deletes_not_allowed,
+        alters_not_allowed=alters_not_allowed,
     )

@@ -8,6 +8,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.transforms.drift import override_map
 from schemas import AUDIT, column_names
 
 
@@ -24,7 +25,7 @@ def plan_outcome() -> Column:
         F.when(invalid, names.REJECTED)
         .when(unseen, names.FAILED)
         .when(blocked, names.BLOCKED)
-        .when(clean & action.isin(names.CREATE, names.DELETE), names.PLANNED)
+        .when(clean & action.isin(names.CREATE, names.DELETE, names.ALTER), names.PLANNED)
         .when(clean & (action == names.DRIFT), names.DRIFTED)
         .when(clean & (action == names.NOOP) & ~wants_absent, names.ALREADY_PRESENT)
         .when(clean & (action == names.NOOP) & wants_absent, names.ALREADY_ABSENT)
@@ -59,6 +60,19 @@ def _requested() -> list[Column]:
     ]
 
 
+def _before_and_ops(prefix: str = "") -> list[Column]:
+    """ALTER rows: the live partitions and own overrides before, and the config operations
+    to send; null for every other action."""
+    alter = F.col(f"{prefix}action") == names.ALTER
+    live_configs = F.coalesce(F.col(f"{prefix}live_configs"),
+                              F.array().cast(AUDIT["result_configs"].dataType))
+    return [
+        F.when(alter, F.col(f"{prefix}live_partitions")).alias("before_partitions"),
+        F.when(alter, override_map(live_configs)).alias("before_configs"),
+        F.when(alter, F.col(f"{prefix}config_ops")).alias("config_ops"),
+    ]
+
+
 def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
     """One AUDIT row per PLAN row, phase `plan`."""
     return plan.select(
@@ -85,6 +99,7 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
         "source_table",
         "source_version",
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+        *_before_and_ops(),
     ).select(*column_names(AUDIT))
 
 
@@ -121,6 +136,7 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
         F.col("p.source_table").alias("source_table"),
         F.col("p.source_version").alias("source_version"),
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+        *_before_and_ops("p."),
     ).select(*column_names(AUDIT))
 
 

@@ -1,17 +1,22 @@
 """Drift: the one definition of how a live topic differs from what a manifest row asks.
 
-A difference is a DRIFT_ITEM (field, desired, actual, supported):
+A difference is a DRIFT_ITEM (field, desired, actual, supported); `supported` says
+whether the job changes it in place (an ALTER), the rest is reported and never fixed:
 
-- `partitions`, when the row names a count and the live count differs; supported
-  (Kafka can add partitions) only when the row asks for more;
+- `partitions`, when the row names a count (or an assignment, whose size is the count)
+  and the live count differs; supported only when the row asks for more (Kafka adds
+  partitions, never removes them);
 - `replication_factor`, when the row names one and the live one differs; never
   supported in place (it needs a reassignment);
-- `replica_assignment`, when the row gives one and the live assignment differs;
-  never supported in place;
-- `config:NAME`, for every config that the row lists and the live topic does not
-  override with the same value, and for every override (source
-  DYNAMIC_TOPIC_CONFIG) the live topic has and the row does not list: the manifest
-  row is the whole of the topic's own configs.
+- `replica_assignment`, when the row gives one and its existing partitions' replicas
+  differ from the live ones; never supported in place (the new partitions' replicas are
+  what CreatePartitions is given);
+- `config:NAME`, when the row manages configs (`configs` not null), for every config
+  it lists that the live topic does not override with the same value (supported: SET),
+  and for every override (source DYNAMIC_TOPIC_CONFIG) the live topic has and the row
+  does not list (supported, a DELETE back to the broker default, only with
+  `alters.remove_unlisted_configs`; otherwise left alone and reported). A row with
+  `configs` null does not manage configs: no config is compared.
 
 The plan uses it on the snapshot; the apply phase uses it on a topic that the broker
 said already exists (TOPIC_ALREADY_EXISTS: created behind the job's back between
@@ -28,8 +33,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType
 
-from provisioning.names import TOPIC_OVERRIDE
-from schemas import CONFIG_ENTRY
+from provisioning.names import DELETE_CONFIG, SET, TOPIC_OVERRIDE
+from schemas import CONFIG_ENTRY, DRIFT_ITEM
 
 CONFIG_PREFIX = "config:"
 
@@ -56,21 +61,34 @@ def assignment_text(assignment: Column) -> Column:
     return F.to_json(F.array_sort(F.map_entries(assignment)))
 
 
-def drift_items() -> Column:
-    """The differences between the desired and the live topic, as DRIFT_ITEM structs."""
-    partitions = F.col("partitions")
+def desired_partitions() -> Column:
+    """The partition count a row asks for: its assignment's size, its count, or null."""
+    return F.coalesce(
+        F.when(F.col("replica_assignment").isNotNull(),
+               F.size(F.map_keys("replica_assignment"))),
+        F.col("partitions"))
+
+
+def drift_items(remove_unlisted: bool = False) -> Column:
+    """The differences between the desired and the live topic, as DRIFT_ITEM structs.
+
+    remove_unlisted: a live override the row does not list is changed in place (removed)
+      rather than left alone (`alters.remove_unlisted_configs`).
+    """
+    partitions = desired_partitions()
     live_partitions = F.col("live_partitions")
     rf = F.col("replication_factor")
     live_rf = F.col("live_replication_factor")
-    assignment = F.col("replica_assignment")
     live_assignment = F.col("live_replica_assignment")
+    # Only the partitions that exist are compared: the new ones are CreatePartitions' input.
+    existing = F.map_filter("replica_assignment", lambda k, _: k < live_partitions)
 
     partitions_differ = partitions.isNotNull() & (partitions != live_partitions)
     rf_differs = rf.isNotNull() & (rf != live_rf)
-    assignment_differs = assignment.isNotNull() & (
-        assignment_text(assignment) != assignment_text(live_assignment))
+    assignment_differs = F.col("replica_assignment").isNotNull() & (
+        assignment_text(existing) != assignment_text(live_assignment))
 
-    desired_configs = F.coalesce(F.col("configs"), F.create_map().cast("map<string,string>"))
+    desired_configs = F.col("configs")
     live_configs = override_map(F.coalesce(
         F.col("live_configs"), F.array().cast(ArrayType(CONFIG_ENTRY))))
     names = F.array_sort(F.array_union(F.map_keys(desired_configs), F.map_keys(live_configs)))
@@ -78,21 +96,36 @@ def drift_items() -> Column:
         F.concat(F.lit(CONFIG_PREFIX), name),
         desired_configs[name],
         live_configs[name],
-        True,
+        desired_configs[name].isNotNull() | F.lit(remove_unlisted),
     ))
-    config_drift = F.filter(config_items, lambda d: ~d["desired"].eqNullSafe(d["actual"]))
+    config_drift = F.when(desired_configs.isNotNull(), F.filter(
+        config_items, lambda d: ~d["desired"].eqNullSafe(d["actual"]))
+    ).otherwise(F.array().cast(ArrayType(DRIFT_ITEM)))
 
     fixed = F.array(
         F.when(partitions_differ, _item(
-            "partitions", partitions, live_partitions,
-            # Kafka can add partitions but never remove them.
-            partitions > live_partitions)),
+            "partitions", partitions, live_partitions, partitions > live_partitions)),
         F.when(rf_differs, _item("replication_factor", rf, live_rf, False)),
         F.when(assignment_differs, _item(
-            "replica_assignment", assignment_text(assignment),
+            "replica_assignment", assignment_text(existing),
             assignment_text(live_assignment), False)),
     )
     return F.concat(F.filter(fixed, lambda d: d.isNotNull()), config_drift)
+
+
+def alterable(items: Column) -> Column:
+    """True when some difference in `items` is changed in place (an ALTER)."""
+    return F.exists(items, lambda d: d["supported"])
+
+
+def config_ops(items: Column) -> Column:
+    """The IncrementalAlterConfigs operations (CONFIG_OP) of the supported config items:
+    SET the desired value, or DELETE an unlisted override."""
+    configs = F.filter(items, lambda d: d["field"].startswith(CONFIG_PREFIX) & d["supported"])
+    return F.transform(configs, lambda d: F.struct(
+        F.substring(d["field"], len(CONFIG_PREFIX) + 1, 10_000).alias("name"),
+        F.when(d["desired"].isNull(), F.lit(DELETE_CONFIG)).otherwise(F.lit(SET)).alias("op"),
+        d["desired"].alias("value")))
 
 
 def drift_text(items: Column) -> Column:

@@ -2,23 +2,34 @@
 
 CREATE   the manifest wants the topic and the cluster lacks it
 DELETE   the manifest says `absent` and the cluster has it
-DRIFT    both have it and partitions, replication factor, assignment or configs differ
+ALTER    both have it and it differs in something changed in place: a listed config
+         (SET), an unlisted override with `alters.remove_unlisted_configs` (DELETE),
+         more partitions (CreatePartitions); `config_ops` holds the config operations
+DRIFT    both have it and it differs only in what is not changed in place (fewer
+         partitions, replication factor, the existing partitions' assignment, an
+         unlisted override left alone)
 NOOP     both agree (present and matching, or absent on both sides), or the job may
          not see the topic (`live_error`, e.g. TOPIC_AUTHORIZATION_FAILED): it may or
          may not exist, so the job neither creates nor deletes it nor calls it absent
 
-Drift (`provisioning.transforms.drift`) is reported as data and never fixed here: a
-partition decrease or a replication factor change would need the topic recreated,
-which a provisioning job must never do behind an operator's back.
+Drift (`provisioning.transforms.drift`) is reported as data; an ALTER changes only
+what Kafka changes in place. A partition decrease or a replication factor change would
+need the topic recreated, which a provisioning job must never do behind an operator's
+back.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.names import ABSENT, CREATE, DELETE, DRIFT, NOOP
-from provisioning.transforms.drift import drift_items
+from provisioning.names import ABSENT, ALTER, CREATE, DELETE, DRIFT, NOOP
+from provisioning.transforms.drift import (
+    alterable,
+    config_ops,
+    desired_partitions,
+    drift_items,
+)
 from schemas import PLAN, column_names
 
 _LIVE_COLUMNS = {
@@ -33,8 +44,12 @@ _LIVE_COLUMNS = {
 }
 
 
-def build_plan(desired: DataFrame, live: DataFrame) -> DataFrame:
-    """PLAN rows: every DESIRED row joined with its live topic, with action and drift."""
+def build_plan(desired: DataFrame, live: DataFrame, remove_unlisted: bool = False
+               ) -> DataFrame:
+    """PLAN rows: every DESIRED row joined with its live topic, with action and drift.
+
+    remove_unlisted: `alters.remove_unlisted_configs` (see transforms.drift).
+    """
     live_side = live.select(
         "cluster", "topic",
         F.lit(True).alias("live_exists"),
@@ -46,15 +61,16 @@ def build_plan(desired: DataFrame, live: DataFrame) -> DataFrame:
     exists = F.coalesce(F.col("live_exists"), F.lit(False)) & ~unseen
     wants_absent = F.coalesce(F.col("state") == ABSENT, F.lit(False))
     wants_present = ~wants_absent
-    drift = F.when(wants_present & exists, drift_items()).otherwise(
+    drift = F.when(wants_present & exists, drift_items(remove_unlisted)).otherwise(
         F.array().cast(PLAN["drift"].dataType))
     drifted = F.size("drift") > 0
 
     create = wants_present & ~exists & ~unseen
     delete = wants_absent & exists
+    alter = wants_present & exists & alterable(F.col("drift"))
     differs = wants_present & exists & drifted
     matches = (wants_present & exists & ~drifted) | (wants_absent & ~exists & ~unseen)
-    action = (F.when(create, CREATE).when(delete, DELETE)
+    action = (F.when(create, CREATE).when(delete, DELETE).when(alter, ALTER)
               .when(differs, DRIFT).when(matches | unseen, NOOP))
 
     return (
@@ -62,6 +78,8 @@ def build_plan(desired: DataFrame, live: DataFrame) -> DataFrame:
         .withColumn("drift", drift)
         .withColumn("action", action)
         .withColumn("policy_violations", F.array().cast(PLAN["policy_violations"].dataType))
+        .withColumn("config_ops", F.when(F.col("action") == ALTER, config_ops(F.col("drift")))
+                    .otherwise(F.array().cast(PLAN["config_ops"].dataType)))
         .select(*column_names(PLAN))
     )
 
@@ -94,5 +112,22 @@ def prune_candidates(live: DataFrame, desired: DataFrame, created_by_job: DataFr
         *[F.col(src).alias(dst) for src, dst in _LIVE_COLUMNS.items()],
         F.array().cast(PLAN["drift"].dataType).alias("drift"),
         F.array().cast(PLAN["policy_violations"].dataType).alias("policy_violations"),
+        F.array().cast(PLAN["config_ops"].dataType).alias("config_ops"),
     ).select(*column_names(PLAN))
 
+
+
+def change_columns() -> list[Column]:
+    """What an ALTER row asks Kafka for, beside its config operations (null on other rows):
+    partitions_to, the new partition count when it adds partitions; new_assignment, the
+    replicas of each new partition (from the row's assignment) or null for the broker's
+    choice; before_partitions, the live count."""
+    alter = F.col("action") == ALTER
+    adds = alter & F.exists("drift", lambda d: (d["field"] == "partitions") & d["supported"])
+    new_ones = F.map_filter("replica_assignment", lambda k, _: k >= F.col("live_partitions"))
+    return [
+        F.when(adds, desired_partitions()).alias("partitions_to"),
+        F.when(adds & F.col("replica_assignment").isNotNull(), F.transform(
+            F.array_sort(F.map_entries(new_ones)), lambda e: e["value"])).alias("new_assignment"),
+        F.when(alter, F.col("live_partitions")).alias("before_partitions"),
+    ]

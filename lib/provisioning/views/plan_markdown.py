@@ -19,10 +19,11 @@ from provisioning.views.plan_text import drift_lines, pairs_text, sizing_text, s
 
 # Rows a PR comment can hold comfortably (GitHub caps a comment at 65,536 characters).
 MAX_TOPICS = 200
-_HEADINGS = {n.CREATE: "Create", n.DELETE: "Delete", n.DRIFT: "Drift (reported, never changed)",
-             n.NOOP: "Unchanged"}
-_COLUMNS = {n.CREATE: "create", n.DELETE: "delete", n.DRIFT: "drift", n.NOOP: "unchanged"}
-_MARKS = {n.VALIDATED: "✅", n.CREATED: "✅", n.DELETED: "✅", n.PLANNED: "📝",
+_HEADINGS = {n.CREATE: "Create", n.DELETE: "Delete", n.ALTER: "Alter",
+             n.DRIFT: "Drift (reported, never changed)", n.NOOP: "Unchanged"}
+_COLUMNS = {n.CREATE: "create", n.DELETE: "delete", n.ALTER: "alter", n.DRIFT: "drift",
+            n.NOOP: "unchanged"}
+_MARKS = {n.VALIDATED: "✅", n.CREATED: "✅", n.DELETED: "✅", n.ALTERED: "✅", n.PLANNED: "📝",
           n.DRIFTED: "⚠️", n.BLOCKED: "⛔", n.REJECTED: "❌", n.FAILED: "❌", n.UNKNOWN: "❓"}
 
 
@@ -120,6 +121,9 @@ def render_markdown(result: RunResult, command: str, max_topics: int = MAX_TOPIC
     if cut:
         lines += [f"… and {cut} more topic(s): `report --run-id {result.run_id}` lists "
                   "every one.", ""]
+    if result.alters_not_allowed:
+        lines += [f"{result.alters_not_allowed} alter(s) are made only by "
+                  "`apply --allow-alter`.", ""]
     if result.deletes_not_allowed:
         lines += [f"{result.deletes_not_allowed} deletion(s) are made only by "
                   "`apply --allow-deletes`.", ""]

@@ -17,9 +17,9 @@ from provisioning import names as n
 from provisioning.names import ATTENTION, BROKER_OVERRIDES, TOPIC_OVERRIDE
 from provisioning.results import RunResult
 
-_SIGNS = {n.CREATE: "+", n.DELETE: "-", n.DRIFT: "~", n.NOOP: "="}
-_ACTION_WORDS = {n.CREATE: "to create", n.DELETE: "to delete", n.DRIFT: "drifted",
-                 n.NOOP: "unchanged"}
+_SIGNS = {n.CREATE: "+", n.DELETE: "-", n.ALTER: "^", n.DRIFT: "~", n.NOOP: "="}
+_ACTION_WORDS = {n.CREATE: "to create", n.DELETE: "to delete", n.ALTER: "to alter",
+                 n.DRIFT: "drifted", n.NOOP: "unchanged"}
 # The broker defaults shown for every validated or created topic; --verbose shows all.
 # Any config that a broker-level setting overrides is shown too: it differs per cluster.
 NOTABLE_DEFAULTS = ("cleanup.policy", "compression.type", "max.message.bytes",
@@ -39,7 +39,12 @@ def drift_lines(drift: Sequence[Mapping[str, Any]] | None) -> list[str]:
         name = f"config {field[len('config:'):]}" if field.startswith("config:") else field
         actual = "(not set)" if d["actual"] is None else d["actual"]
         desired = "(not set)" if d["desired"] is None else d["desired"]
-        note = "" if d["supported"] else " (not supported: needs a new topic)"
+        if d["supported"]:
+            note = ""
+        elif field.startswith("config:") and d["desired"] is None:
+            note = " (left alone: not listed in the manifest row)"
+        else:
+            note = " (not supported: needs a new topic)"
         lines.append(f"{name}: {actual} -> {desired}{note}")
     return lines
 
@@ -91,6 +96,8 @@ def status_text(t: Mapping[str, Any]) -> str:
         return f"rejected by {by}: {t.get('error_name')}"
     if outcome == n.BLOCKED:
         return "blocked by policy"
+    if outcome == n.VALIDATED and action == n.ALTER:
+        return "validated by the broker (validateOnly; made only by apply --allow-alter)"
     if outcome == n.VALIDATED:
         return "validated by the broker (validateOnly)"
     if outcome == n.PLANNED and action == n.DELETE:
@@ -127,7 +134,13 @@ def topic_lines(t: Mapping[str, Any], verbose: bool = False) -> list[str]:
         defaults = broker_defaults(t.get("result_configs"), verbose)
         if defaults:
             details.append(f"broker defaults: {defaults}")
-    shows_id = action in (n.DELETE, n.DRIFT) or t["outcome"] in (n.CREATED, n.DELETED)
+    if action == n.ALTER and t["outcome"] == n.ALTERED and t.get("result_configs"):
+        after = {c["name"]: c["value"] for c in t["result_configs"]
+                 if c["source"] == TOPIC_OVERRIDE}
+        details.append(f"now: partitions {t.get('result_partitions')}, topic configs "
+                       f"{pairs_text(after) or '(none)'}")
+    shows_id = (action in (n.DELETE, n.DRIFT, n.ALTER)
+                or t["outcome"] in (n.CREATED, n.DELETED))
     if shows_id and t.get("topic_id"):
         details.append(f"topic id {t['topic_id']}")
     if t.get("error_message") and not judged_by_plan:
@@ -172,6 +185,9 @@ def render_run(result: RunResult, command: str, verbose: bool = False,
         if count:
             lines.append(f"cluster {cluster}: {count} unmanaged topic(s) (live, named by no "
                          "manifest row; never changed): report --unmanaged lists them")
+    if result.alters_not_allowed:
+        lines.append(f"{result.alters_not_allowed} alter(s) validated but not made: run "
+                     "apply with --allow-alter")
     if result.deletes_not_allowed:
         lines.append(f"{result.deletes_not_allowed} deletion(s) not made: run apply with "
                      "--allow-deletes")

@@ -32,9 +32,16 @@ _AUDIT_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "
                   "error_name", "error_message", "policy_violations", "drift",
                   "requested_partitions", "requested_replication_factor", "requested_configs",
                   "requested_assignment", "result_partitions", "result_replication_factor",
-                  "result_configs", "owner", "source_table", "source_version", "recorded_at")
+                  "result_configs", "owner", "source_table", "source_version", "recorded_at",
+                  "before_partitions", "before_configs", "config_ops")
 # Source tables that are not manifests (the prune pass's own rows).
 _NOT_A_MANIFEST = ("prune",)
+
+
+def _columns(audit: DataFrame) -> list[str]:
+    """The audit columns a view shows that the table has (an audit table written before
+    the ALTER columns existed lacks them)."""
+    return [c for c in _AUDIT_COLUMNS if c in audit.columns]
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
@@ -70,7 +77,7 @@ def topic_history(spark: SparkSession, audit: DataFrame, runs: DataFrame, topic:
         audit.where(F.col("topic") == topic)
         .join(commands, on="run_id", how="left")
         .orderBy("recorded_at", "run_id", phase_order())
-        .select(*_AUDIT_COLUMNS, "run_command"))
+        .select(*_columns(audit), "run_command"))
     versions = sorted({(h["source_table"], h["source_version"], h["cluster"]) for h in history
                        if h["source_table"] and h["source_version"] is not None
                        and h["source_table"] not in _NOT_A_MANIFEST},
@@ -81,12 +88,15 @@ def topic_history(spark: SparkSession, audit: DataFrame, runs: DataFrame, topic:
 
 
 def drift_view(audit: DataFrame) -> DataFrame:
-    """Per (cluster, topic): its latest plan-phase row, where that shows DRIFT."""
+    """Per (cluster, topic): its latest plan-phase row, where that shows drift the job does
+    not change in place (a DRIFT, or an ALTER that leaves some difference)."""
     latest = Window.partitionBy("cluster", "topic").orderBy(
         F.col("recorded_at").desc(), F.col("run_id").desc())
+    left = (F.col("action") == names.DRIFT) | (
+        (F.col("action") == names.ALTER) & F.exists("drift", lambda d: ~d["supported"]))
     return (audit.where(F.col("phase") == names.PLAN)
             .withColumn("_n", F.row_number().over(latest))
-            .where((F.col("_n") == 1) & (F.col("action") == names.DRIFT))
+            .where((F.col("_n") == 1) & left)
             .select("cluster", "topic", "topic_id", "drift", "run_id", "recorded_at",
                     "owner", "source_table", "source_version"))
 
@@ -172,7 +182,7 @@ def _build(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | Non
             raise UsageError(f"no run {run_id} in {conf.tables.runs}")
         rows = [] if audit is None else _rows(
             audit.where(F.col("run_id") == run_id)
-            .orderBy("cluster", "topic", phase_order()).select(*_AUDIT_COLUMNS)
+            .orderBy("cluster", "topic", phase_order()).select(*_columns(audit))
             .limit(limit * 50))
         return {"run": run[0].asDict(recursive=True), "audit": rows}
 
@@ -258,6 +268,13 @@ def render_history(payload: Mapping[str, Any]) -> list[str]:
                      f"{last['action']}: {chain}")
         details = [f"requested {_requested(last)}; owner {last.get('owner') or '(none)'}; "
                    f"manifest {last['source_table']}@{last['source_version']}"]
+        if last.get("config_ops") or last.get("before_partitions") is not None:
+            before = ", ".join(f"{k}={v}" for k, v in
+                               sorted((last.get("before_configs") or {}).items()))
+            ops = ", ".join(f"{o['op']} {o['name']}" + (f"={o['value']}" if o["value"] else "")
+                            for o in last.get("config_ops") or [])
+            details.append(f"before: partitions {last.get('before_partitions')}, topic "
+                           f"configs {before or '(none)'}; operations {ops or '(none)'}")
         returned = _returned(steps)
         if returned:
             details.append(f"broker returned ({returned})")

@@ -1,8 +1,9 @@
-"""Create and delete policies: small named DataFrame transforms that append violations.
+"""Create, delete and alter policies: small named DataFrame transforms that append
+violations.
 
-`with_create_policies` / `with_delete_policies` run the always-on checks first
-(see `create.ALWAYS_ON`, `delete.ALWAYS_ON`), then the configured policies in
-conf order. Each policy judges only its action's rows; a row is allowed when
+`with_create_policies` / `with_delete_policies` / `with_alter_policies` run the always-on
+checks first (see `create.ALWAYS_ON`, `delete.ALWAYS_ON`, `alter.ALWAYS_ON`), then the
+configured policies in conf order. Each policy judges only its action's rows; a row is allowed when
 its `policy_violations` stays empty.
 """
 
@@ -20,6 +21,7 @@ from provisioning.transforms.policies.registry import ALWAYS_ON, POLICIES
 __all__ = [
     "PolicyContext",
     "PolicyError",
+    "with_alter_policies",
     "with_create_policies",
     "with_delete_policies",
 ]
@@ -41,6 +43,15 @@ def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
     specs: the conf's `policies.delete`, applied in order after the always-on checks.
     """
     return _with_policies(plan, specs, context, "delete")
+
+
+def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
+                        context: PolicyContext) -> DataFrame:
+    """Append the violations of the always-on and the configured alter policies to PLAN rows.
+
+    specs: the conf's `policies.alter`, applied in order after the always-on checks.
+    """
+    return _with_policies(plan, specs, context, "alter")
 
 
 def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,

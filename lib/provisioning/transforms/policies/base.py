@@ -5,7 +5,7 @@ The returned transform takes PLAN rows and returns PLAN rows with the same
 columns, having appended a POLICY_VIOLATION struct to `policy_violations` for
 each row it refuses. It never drops or adds rows and never runs a Spark action.
 Create policies look only at rows whose `action` is CREATE, delete policies
-only at rows whose `action` is DELETE.
+only at rows whose `action` is DELETE, alter policies only at ALTER rows.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class PolicyContext:
     live: SNAPSHOT rows, every live topic of every cluster in the run.
     protected, deny_list: globs of topics no deletion may touch (DeletesConf).
     max_deletes_per_cluster: the per-run cap on deletions of one cluster.
+    max_alters_per_cluster: the per-run cap on alters of one cluster.
     """
 
     clusters: DataFrame
@@ -40,6 +41,7 @@ class PolicyContext:
     protected: tuple[str, ...] = ()
     deny_list: tuple[str, ...] = ()
     max_deletes_per_cluster: int = 10
+    max_alters_per_cluster: int = 50
 
 
 PolicyFactory = Callable[[Mapping[str, Any], PolicyContext], Transform]

@@ -7,7 +7,7 @@ broker, with the whole plan and the cluster context at hand.
 Conf::
 
     policies:
-      create:
+      create:          # or delete, or alter
         - name: custom
           callable: mycompany.kafka_policies:no_test_topics_in_prod   # or a.b.c.function
           environment: prod                                          # passed through
@@ -28,7 +28,9 @@ Contract of the function::
 - It refuses a row by appending a POLICY_VIOLATION with
   `provisioning.transforms.policies.base.with_violation(df, "my_policy", violated, message)`;
   a null `violated` means "not judged". A create policy judges only rows whose
-  action is CREATE (`is_create()`), a delete policy only DELETE rows (`is_delete()`).
+  action is CREATE (`is_create()`), a delete policy only DELETE rows (`is_delete()`),
+  an alter policy only ALTER rows (`provisioning.transforms.policies.alter.is_alter()`;
+  `config_ops` holds the config operations, `drift` every difference).
 - It is a lazy transform: no `collect()`, `count()` or other action, no I/O.
 """
 
@@ -45,7 +47,7 @@ from provisioning.transforms.policies.base import PolicyContext, Transform, chec
 
 
 def make_custom(kind: str) -> Callable[[Mapping[str, Any], PolicyContext], Transform]:
-    """The factory of `custom` for `kind` ("create" or "delete") policies."""
+    """The factory of `custom` for `kind` ("create", "delete" or "alter") policies."""
 
     def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
         problems = check_custom(params)

@@ -6,8 +6,11 @@ The names and their parameter checks are `provisioning.conf.policies.PARAMETER_C
 
 from __future__ import annotations
 
-from provisioning.transforms.policies import create, delete
-from provisioning.transforms.policies.base import PolicyFactory
+from collections.abc import Mapping
+from typing import Any
+
+from provisioning.transforms.policies import alter, create, delete
+from provisioning.transforms.policies.base import PolicyContext, PolicyFactory, Transform
 from provisioning.transforms.policies.custom import make_custom
 
 CREATE_POLICIES: dict[str, PolicyFactory] = {
@@ -27,9 +30,26 @@ DELETE_POLICIES: dict[str, PolicyFactory] = {
     "custom": make_custom("delete"),
 }
 
+
+
+def _after_alter(name: str) -> PolicyFactory:
+    """The create policy `name`, judging each ALTER row as its topic will be after it."""
+    def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
+        return alter.judged_after_alter(CREATE_POLICIES[name](params, context),
+                                        alter.AFTER_ALTER[name])
+
+    return make
+
+
+ALTER_POLICIES: dict[str, PolicyFactory] = {
+    **{name: _after_alter(name) for name in alter.AFTER_ALTER},
+    "custom": make_custom("alter"),
+}
+
 # Always applied, before the configured ones, in this order.
 ALWAYS_ON_CREATE: tuple[tuple[str, PolicyFactory], ...] = create.ALWAYS_ON
 ALWAYS_ON_DELETE: tuple[tuple[str, PolicyFactory], ...] = delete.ALWAYS_ON
+ALWAYS_ON_ALTER: tuple[tuple[str, PolicyFactory], ...] = alter.ALWAYS_ON
 
-POLICIES = {"create": CREATE_POLICIES, "delete": DELETE_POLICIES}
-ALWAYS_ON = {"create": ALWAYS_ON_CREATE, "delete": ALWAYS_ON_DELETE}
+POLICIES = {"create": CREATE_POLICIES, "delete": DELETE_POLICIES, "alter": ALTER_POLICIES}
+ALWAYS_ON = {"create": ALWAYS_ON_CREATE, "delete": ALWAYS_ON_DELETE, "alter": ALWAYS_ON_ALTER}
