@@ -97,8 +97,35 @@ def test_unknown_option_and_unknown_cluster_exit_2(tmp_path: Path) -> None:
     conf = write_conf(tmp_path / "conf.yaml", "127.0.0.1:9", tmp_path / "wh")
     unknown_option = run_cli(["apply", "--conf", str(conf), "--allow-delete"])
     assert unknown_option.returncode == 2
-    assert ("No such option '--allow-delete'. Did you mean '--allow-deletes'?"
-            in unknown_option.output)
+    assert ("Error: No such option '--allow-delete'. (Did you mean one of: '--allow-alter', "
+            "'--allow-deletes'?)" in unknown_option.output)
     unknown_cluster = run_cli(["plan", "--conf", str(conf), "--cluster", "prod"])
     assert unknown_cluster.returncode == 2
     assert "error: unknown cluster(s) prod; the conf defines local" in unknown_cluster.output
+
+
+def test_an_unexpected_error_exits_5_in_one_line_and_frees_the_lock(kafka: Any, spark: Any,
+                                                                    tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    write_manifest_table(spark, warehouse / "desired_topics",
+                         [{"cluster": "local", "topic": "unexpected.a", "partitions": 1}])
+    # An audit table whose columns are not the audit's: the first audit commit fails in a
+    # way the job does not anticipate.
+    spark.createDataFrame([(1,)], "topic int").write.format("delta").save(
+        str(warehouse / "topic_audit"))
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+
+    done = run_cli(["apply", "--conf", str(conf), "--topics", "unexpected.*"])
+    assert done.returncode == 5, done.output[-4000:]
+    errors = [line for line in done.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, done.output[-4000:]
+    assert errors[0].startswith("error: unexpected error: AnalysisException: ")
+    assert "Traceback" not in done.output
+    assert "unexpected.a" not in broker_state(kafka.bootstrap_servers)
+    runs = [r for r in spark.read.format("delta").load(str(warehouse / "provision_runs"))
+            .collect()]
+    assert [(r["command"], r["status"], r["exit_code"], r["message"]) for r in runs] == [
+        ("apply", "failed", 5, errors[0][len("error: "):])]
+    locks = spark.read.format("delta").load(str(warehouse / "provision_runs_locks")).collect()
+    assert [(r["name"], r["run_id"], r["released"]) for r in locks] == [
+        ("local", runs[0]["run_id"], True)]

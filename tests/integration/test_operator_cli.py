@@ -50,6 +50,15 @@ def _state(bootstrap: str) -> dict[str, dict[str, Any]]:
     return {n: s for n, s in broker_state(bootstrap).items() if n.startswith("op.")}
 
 
+def _unmanaged_lines(bootstrap: str, named: dict[str, set[str]]) -> list[str]:
+    """The plan's unmanaged lines, from the broker's own listing: the module shares its
+    broker with others, so every cluster name sees their topics as unmanaged."""
+    live = set(broker_state(bootstrap))
+    return [f"cluster {cluster}: {len(live - topics)} unmanaged topic(s) (live, named by no "
+            "manifest row; never changed): report --unmanaged lists them"
+            for cluster, topics in sorted(named.items()) if live - topics]
+
+
 def _audit(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]]:
     rows = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
         .where(f"run_id = '{run_id}'").collect()
@@ -129,6 +138,8 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
         "      partitions: 2 -> 1 (not supported: needs a new topic)",
         f"      topic id {drift_id}",
         "",
+        *_unmanaged_lines(bootstrap, {"local": {"op.drift", "op.events", "op.orders"},
+                                      "mirror": {"op.drift"}}),
         "outcomes: drift=2, validated=2",
         f"plan saved to {saved} (digest {doc['digest'][:12]}); apply exactly this plan "
         f"with: apply --plan {saved}",

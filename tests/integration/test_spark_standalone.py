@@ -43,7 +43,7 @@ CREATES = {
 }
 EXISTING = {"sa.same": {"num_partitions": 2, "replication_factor": 1,
                         "configs": {"cleanup.policy": "compact"}}}
-ADMIN_JOBS = ("validateOnly CreateTopics", "CreateTopics and DeleteTopics", "verify leaders")
+ADMIN_JOBS = ("validateOnly CreateTopics", "apply: CreateTopics, DeleteTopics", "verify leaders")
 
 
 def _spark_class() -> Path:
