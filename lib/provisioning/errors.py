@@ -41,8 +41,30 @@ class LockHeld(ProvisioningError):
     exit_code = 4
 
 
+class LockUnavailable(ProvisioningError):
+    """The run lock could not be taken or kept: the lock table is not a lock table, a MERGE
+    failed, or the claim is not there when read back. Nothing was changed after it."""
+
+    exit_code = 4
+
+
 class PolicyError(ProvisioningError):
     """A policy is configured or implemented wrongly (bad parameters, a custom policy
     that breaks the PLAN contract); the run stops before anything is changed."""
 
     exit_code = 2
+
+
+class UnexpectedError(ProvisioningError):
+    """An error the job did not anticipate (a Spark, Delta or Python failure): one line
+    naming what failed and its cause; the stack trace is logged with --verbose."""
+
+    exit_code = 5
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ProvisioningError:
+        """`exc` itself when the job anticipated it, else an UnexpectedError describing it."""
+        if isinstance(exc, ProvisioningError):
+            return exc
+        first = (str(exc).strip().splitlines() or [""])[0][:500]
+        return cls(f"unexpected error: {type(exc).__name__}: {first}".rstrip(": "))

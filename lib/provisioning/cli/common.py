@@ -13,9 +13,11 @@ import click
 
 from provisioning.conf import Conf, load_conf
 from provisioning.delta.runs import write_run
-from provisioning.errors import ProvisioningError
+from provisioning.errors import ProvisioningError, UnexpectedError
 from provisioning.results import RunRecord
 from provisioning.session import build_session
+
+log = logging.getLogger("provisioning.cli")
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,12 +78,17 @@ def finish(spark: Any, conf: Conf, record: RunRecord, status: str, code: int) ->
     write_run(spark, conf.tables.runs, record)
 
 
-def fail(spark: Any, conf: Conf, record: RunRecord, exc: ProvisioningError,
+def fail(spark: Any, conf: Conf, record: RunRecord, error: BaseException,
          as_json: bool = False) -> NoReturn:
     """Print the error, record the run as failed when a session exists, exit with its code.
 
-    With --json the error is also the last line of stdout, as a JSON document.
+    An error the job did not anticipate exits 5 with one line (UnexpectedError); its stack
+    trace is logged at DEBUG (--verbose). With --json the error is also the last line of
+    stdout, as a JSON document.
     """
+    exc = UnexpectedError.of(error)
+    if exc is not error:
+        log.debug("the unexpected error's stack trace", exc_info=error)
     click.echo(f"error: {exc}", err=True)
     record.finish("failed", exc.exit_code, str(exc))
     if spark is None and exc.exit_code == 3:

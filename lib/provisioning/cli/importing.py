@@ -16,7 +16,6 @@ from provisioning.cli.common import (
     setup_logging,
 )
 from provisioning.conf import resolve_credentials, select_clusters
-from provisioning.errors import ProvisioningError
 from provisioning.results import RunRecord, new_run_id
 from provisioning.run.options import IMPORT_MODES, ImportOptions, Scope
 
@@ -55,7 +54,7 @@ def import_(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         credentials = resolve_credentials(conf, os.environ)
         spark = session(conf)
         summaries = import_topics(spark, conf, selected, credentials, record, options)
-    except ProvisioningError as exc:
+    except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
         fail(spark, conf, record, exc, as_json)
     finish(spark, conf, record, "succeeded", 0)
     version = record.outcome_counts.get("table_version")

@@ -13,7 +13,7 @@ import sys
 import click
 
 from provisioning.cli.manifest_file import load_manifest_file
-from provisioning.errors import ProvisioningError
+from provisioning.errors import UnexpectedError
 from provisioning.session import build_session
 
 
@@ -25,7 +25,8 @@ def main(source: str, table: str, mode: str) -> None:
     """Load a manifest file into a Delta table."""
     try:
         rows = load_manifest_file(source)
-    except ProvisioningError as exc:
+    except Exception as error:  # anticipated errors exit 2-4, the rest 5 (README)
+        exc = UnexpectedError.of(error)
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     from provisioning.delta.manifests import write_manifest

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from provisioning.cli.common import emit, fail, finish, load, session, setup_logging
-from provisioning.errors import ProvisioningError
 from provisioning.results import RunRecord, new_run_id, utc_now
 
 
@@ -26,7 +25,7 @@ def maintain(conf_path: str, no_optimize: bool, as_json: bool, verbose: bool) ->
     try:
         spark = session(conf)
         done = maintain_tables(spark, conf, utc_now(), optimize=not no_optimize)
-    except ProvisioningError as exc:
+    except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
         fail(spark, conf, record, exc, as_json)
     record.outcome_counts = {
         "files_compacted": sum(max(t.files_before - t.files_after, 0) for t in done),

@@ -8,7 +8,7 @@ import sys
 import click
 
 from provisioning.cli.common import common_options, emit, load, session, setup_logging
-from provisioning.errors import ProvisioningError
+from provisioning.errors import UnexpectedError
 from provisioning.views.report import build_report, render_report
 
 
@@ -32,7 +32,8 @@ def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
         payload = build_report(session(conf), conf, run_id=run_id, topic=topic,
                                clusters=clusters, limit=limit, drift=drift,
                                topics_glob=topics_glob, unmanaged=unmanaged)
-    except ProvisioningError as exc:
+    except Exception as error:  # anticipated errors exit 2-4, the rest 5 (README)
+        exc = UnexpectedError.of(error)
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     emit(as_json, payload, lambda: click.echo("\n".join(render_report(payload))))

@@ -10,7 +10,6 @@ import click
 
 from provisioning.cli.common import common_options, emit, fail, load, session, setup_logging
 from provisioning.conf import resolve_credentials, select_clusters
-from provisioning.errors import ProvisioningError
 from provisioning.results import RunRecord, new_run_id
 from provisioning.run.faults import Fault
 from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions, Scope
@@ -65,7 +64,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
         if out_path and saved_doc is not None:
             planfile.save_plan(out_path, saved_doc(), planfile.plan_meta(
                 record.run_id, command, conf.source, result.counts, code, record.started_at))
-    except ProvisioningError as exc:
+    except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
         fail(spark, conf, record, exc, as_json)
     record.outcome_counts = result.counts
     record.finish("succeeded" if code == 0 else "completed_with_errors", code)

@@ -16,7 +16,6 @@ from provisioning.cli.common import (
     setup_logging,
 )
 from provisioning.conf import resolve_credentials, select_clusters
-from provisioning.errors import ProvisioningError
 from provisioning.results import RunRecord, new_run_id
 
 
@@ -37,7 +36,7 @@ def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         credentials = resolve_credentials(conf, os.environ)
         spark = session(conf)
         summaries = take_snapshot(spark, conf, selected, credentials, record)
-    except ProvisioningError as exc:
+    except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
         fail(spark, conf, record, exc)
     finish(spark, conf, record, "succeeded", 0)
 
