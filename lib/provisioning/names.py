@@ -44,6 +44,8 @@ SETTLED = (ALREADY_PRESENT, ALREADY_ABSENT)
 # -- broker error names the job decides on ------------------------------------------------
 # CreateTopics for a topic that exists: settled against the manifest row, not failed.
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
+# The job's own error name for a topic a phase never reached: the run lost its lock first.
+LOCK_LOST = "LOCK_LOST"
 
 # -- IncrementalAlterConfigs operations (KIP-339) -----------------------------------------
 SET = "SET"

@@ -116,6 +116,51 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
         "lock.000", "lock.001", "lock.002"]
 
 
+def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
+                                                       tmp_path: Path) -> None:
+    """The run pauses before its first change while another run takes its lock over in the
+    real lock table; the fence before apply reads the claim back and stops the run."""
+    warehouse = tmp_path / "wh"
+    names = [f"fence.{i:03d}" for i in range(3)]
+    write_manifest_table(spark, warehouse / "desired_topics", _topics("fence.", 3))
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    go = tmp_path / "go"
+    finished: dict[str, Any] = {}
+    job = threading.Thread(target=lambda: finished.update(done=run_cli(
+        ["apply", "--conf", str(conf), "--topics", "fence.*"],
+        env={"PROVISIONING_FAULT": f"pause-before-changes:{go}"})))
+    job.start()
+    waiting = Path(f"{go}.waiting")
+    deadline = time.monotonic() + 300
+    while not waiting.exists() and job.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert waiting.exists(), "the run never reached the pause before apply"
+    locks = warehouse / "provision_runs_locks"
+    spark.sql(f"UPDATE delta.`{locks}` SET run_id = '20990101T000000Z-usurper', pid = 1, "
+              "host = 'elsewhere' WHERE name = 'local'")
+    go.touch()
+    job.join(600)
+
+    done = finished["done"]
+    assert done.returncode == 4, done.output[-3000:]
+    assert ("error: lock lost: taken over: another run holds the lock: cluster local is "
+            "locked by apply run 20990101T000000Z-usurper (pid 1 on elsewhere") in done.output
+    assert [t for t in broker_state(kafka.bootstrap_servers) if t.startswith("fence.")] == []
+    (run_id, run), = runs_rows(spark, warehouse).items()
+    assert (run["command"], run["status"], run["exit_code"]) == ("apply", "failed", 4)
+    assert audit_rows(spark, warehouse, run_id) == sorted(
+        ("local", n, "CREATE", phase, outcome) for n in names for phase, outcome in
+        (("plan", "planned"), ("validate", "validated"), ("apply", "failed")))
+    apply_rows = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
+                  .where(f"run_id = '{run_id}' AND phase = 'apply'").collect())
+    assert {(r["error_name"], r["error_message"], r["attempts"]) for r in apply_rows} == {
+        ("LOCK_LOST", run["message"], 0)}
+    # The usurper's claim is left as it is: a fenced run releases only its own.
+    assert [(r["name"], r["run_id"], r["released"]) for r in
+            spark.read.format("delta").load(str(locks)).collect()] == [
+        ("local", "20990101T000000Z-usurper", False)]
+
+
 def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) -> None:
     from provisioning.delta.lock import RunLock
     from provisioning.errors import LockHeld

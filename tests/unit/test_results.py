@@ -8,7 +8,7 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 from provisioning.transforms.plan import build_plan
-from provisioning.transforms.results import settle_existing
+from provisioning.transforms.results import settle_existing, unreached
 from schemas import TOPIC_RESULT
 from tests.builders import desired_df, plan_df, rows_df, snapshot_df
 
@@ -95,3 +95,15 @@ def test_the_plan_judges_the_same_live_topic_the_same_way(spark: SparkSession) -
     assert [(r["action"], [d.asDict() for d in r["drift"]]) for r in planned.collect()] == [
         ("DRIFT", [{"field": "config:retention.ms", "desired": None, "actual": "1000",
                     "supported": False}])]
+
+
+def test_unreached_topics_are_failed_with_the_reason_and_no_attempt(spark: SparkSession
+                                                                    ) -> None:
+    targets = spark.createDataFrame([("local", "a"), ("mirror", "b")], "cluster string, "
+                                    "topic string")
+    expected = rows_df(spark, TOPIC_RESULT, [
+        {"cluster": c, "topic": t, "phase": "apply", "outcome": "failed",
+         "error_name": "LOCK_LOST", "error_message": "lock lost: taken over", "attempts": 0}
+        for c, t in (("local", "a"), ("mirror", "b"))])
+    assert_df_equality(unreached(targets, "apply", "lock lost: taken over"), expected,
+                       ignore_row_order=True, ignore_nullable=True)

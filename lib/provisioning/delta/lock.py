@@ -1,11 +1,18 @@
 """A per-cluster run lock kept in a Delta table, so two applies never change one cluster at once.
 
 Acquiring is a MERGE (which Delta serializes against concurrent writers of
-the table) followed by a read-back: whoever's row holds a cluster's name
-owns it. Should two acquisitions ever both commit, the lower run id wins and
-the other backs off, so at most one run proceeds. A lock expires unless its
-holder's heartbeat renews it, and a holder on this host whose process is gone
-is stale at once: a killed driver never blocks the next run for long.
+the table) followed by a read-back: a run proceeds only when the read-back shows
+its own live claim on every cluster, and should two acquisitions ever both commit,
+the lower run id wins and the other backs off, so at most one run proceeds. A
+MERGE that fails for any reason but a concurrent commit, or a table that is not a
+lock table, stops the run (LockUnavailable) naming the table and the cause.
+
+A lock expires unless its holder's heartbeat renews it (every third of the TTL),
+and a holder on this host whose process is gone is stale at once: a killed driver
+never blocks the next run for long. The heartbeat reads its claim back after each
+renewal; when it cannot renew before the claim expires, or another run holds the
+cluster, the lock is `lost` and the run starts no further phase that changes Kafka
+(`check_held` raises).
 """
 
 from __future__ import annotations
@@ -23,8 +30,15 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from provisioning.delta.tables import TableRef, append, delta_table, read_table, table_exists
-from provisioning.errors import LockHeld
+from provisioning.delta.tables import (
+    TableRef,
+    append,
+    delta_table,
+    is_conflict,
+    read_table,
+    table_exists,
+)
+from provisioning.errors import LockHeld, LockUnavailable
 from provisioning.processes import process_exists
 from provisioning.results import utc_now
 from schemas import LOCKS, column_names
@@ -70,6 +84,8 @@ class RunLock:
         self.pid = os.getpid()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        # Why the lock was lost while the run held it (None: still held).
+        self.lost: str | None = None
 
     # -- reading --------------------------------------------------------------
 
@@ -101,18 +117,37 @@ class RunLock:
         merge.whenMatchedUpdate(condition=free, set=values).whenNotMatchedInsertAll().execute()
 
     def _create_table(self) -> bool:
-        """Create the table when missing; True when it already existed."""
+        """Create the table when missing; True when it already existed (and is a lock
+        table: LockUnavailable otherwise)."""
         if table_exists(self.spark, self.ref):
+            self._check_schema()
             return True
         try:
             append(self.spark.createDataFrame([], LOCKS), self.ref)
-        except PySparkException:
+        except PySparkException as exc:
             if not table_exists(self.spark, self.ref):
-                raise
+                raise self._unavailable("it could not be created", exc) from exc
         return False
 
+    def _check_schema(self) -> None:
+        have = {f.name: f.dataType.simpleString()
+                for f in read_table(self.spark, self.ref).schema.fields}
+        wrong = [f"{f.name} ({f.dataType.simpleString()})" for f in LOCKS.fields
+                 if have.get(f.name) != f.dataType.simpleString()]
+        if wrong:
+            raise LockUnavailable(
+                f"cannot take the run lock: {self.ref.text} is not a lock table (missing or "
+                f"mistyped columns: {', '.join(wrong)}); point tables.locks at a table of "
+                "its own")
+
+    def _unavailable(self, what: str, exc: BaseException) -> LockUnavailable:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        return LockUnavailable(f"cannot take the run lock in {self.ref.text}: {what}: "
+                               f"{type(exc).__name__}: {first}")
+
     def acquire(self) -> None:
-        """Take every cluster's lock or raise LockHeld naming the holder; never waits.
+        """Take every cluster's lock or raise LockHeld naming the holder (LockUnavailable
+        when the table or a MERGE fails); never waits.
 
         One read (live holders, stale claims), one MERGE, one read-back.
         """
@@ -129,6 +164,8 @@ class RunLock:
         try:
             self._merge(released=False, only_mine=False, stale=stale)
         except PySparkException as exc:
+            if not is_conflict(exc):
+                raise self._unavailable("the MERGE that claims it failed", exc) from exc
             # A concurrent acquisition committed first; the read-back names it.
             log.info("lock MERGE conflicted: %s", type(exc).__name__)
         self._check_owned()
@@ -136,28 +173,80 @@ class RunLock:
                                            daemon=True)
         self._heartbeat.start()
 
-    def _check_owned(self) -> None:
+    def _owners(self) -> tuple[list[str], list[Holder]]:
+        """Our clusters without a live claim of ours, and the live claims of other runs that
+        come before ours (lower run id) or stand alone."""
         now = time.time()
         owners: dict[str, list[Holder]] = {}
         for h in self._claims():
-            if h.run_id == self.run_id or h.live(now):
+            if h.live(now):
                 owners.setdefault(h.name, []).append(h)
-        lost: list[Holder] = []
+        unclaimed: list[str] = []
+        others: list[Holder] = []
         for name in self.names:
             claims = sorted(owners.get(name, []), key=lambda h: h.run_id)
-            if not claims or claims[0].run_id != self.run_id:
-                lost.extend(c for c in claims if c.run_id != self.run_id)
-        if lost:
+            if not any(c.run_id == self.run_id for c in claims):
+                unclaimed.append(name)
+            if claims and claims[0].run_id != self.run_id:
+                others.extend(c for c in claims if c.run_id != self.run_id)
+        return unclaimed, others
+
+    def _check_owned(self) -> None:
+        unclaimed, others = self._owners()
+        if others:
             self.release()
-            raise LockHeld(_held_message(lost))
+            raise LockHeld(_held_message(others))
+        if unclaimed:
+            self.release()
+            raise LockUnavailable(
+                f"cannot take the run lock in {self.ref.text}: the read-back shows no live "
+                f"claim of run {self.run_id} on cluster(s) {', '.join(unclaimed)}")
+
+    def renew(self) -> None:
+        """One heartbeat: extend our claims, read them back; sets `lost` when another run
+        holds a cluster or our claim is gone or expired."""
+        expires = time.time() + self.ttl.total_seconds()
+        try:
+            self._merge(released=False, only_mine=True)
+        except Exception as exc:
+            log.warning("lock heartbeat failed (%s); retrying", type(exc).__name__)
+            if self._last_renewed + self.ttl.total_seconds() <= time.time() + 1:
+                self.lost = (f"the lock in {self.ref.text} could not be renewed before it "
+                             f"expired ({type(exc).__name__})")
+            return
+        self.lost = self._why_lost()
+        if self.lost is None:
+            self._last_renewed = expires - self.ttl.total_seconds()
+
+    _last_renewed: float = 0.0
+
+    def _why_lost(self) -> str | None:
+        """Read the claims back: why the run no longer holds its lock, or None."""
+        unclaimed, others = self._owners()
+        if others:
+            return "taken over: " + _held_message(others)
+        if unclaimed:
+            return (f"the claim of run {self.run_id} on cluster(s) {', '.join(unclaimed)} "
+                    f"is gone from {self.ref.text}")
+        return None
+
+    def check_held(self) -> None:
+        """Raise LockUnavailable unless the run still holds its lock: the heartbeat has not
+        lost it and a read-back now shows our live claim on every cluster, no one else's
+        (fencing: called before each phase that changes Kafka)."""
+        if self.lost is None:
+            self.lost = self._why_lost()
+        if self.lost is not None:
+            raise LockUnavailable(f"lock lost: {self.lost}")
 
     def _beat(self) -> None:
+        self._last_renewed = time.time()
         interval = max(1.0, self.ttl.total_seconds() / 3)
         while not self._stop.wait(interval):
-            try:
-                self._merge(released=False, only_mine=True)
-            except Exception as exc:
-                log.warning("lock heartbeat failed (%s); retrying", type(exc).__name__)
+            self.renew()
+            if self.lost is not None:
+                log.error("run %s: %s; no further change is started", self.run_id, self.lost)
+                return
 
     def release(self) -> None:
         """Give the locks back (also when the run failed)."""

@@ -88,6 +88,11 @@ def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None
                     ref, attempts, done=committed)
 
 
+def is_conflict(exc: BaseException) -> bool:
+    """Whether `exc` is Delta's optimistic-concurrency conflict (another writer committed)."""
+    return bool(_RETRYABLE.search(str(exc)))
+
+
 def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5,
                     done: Callable[[], bool] | None = None) -> None:
     """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict.
@@ -103,7 +108,7 @@ def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int =
             action()
             return
         except PySparkException as exc:
-            if attempt == attempts or not _RETRYABLE.search(str(exc)):
+            if attempt == attempts or not is_conflict(exc):
                 raise
             log.warning("Delta commit conflict on %s (attempt %d/%d), retrying",
                         ref.text, attempt, attempts)

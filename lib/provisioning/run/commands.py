@@ -61,6 +61,7 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     with job_description(spark, f"{options.command}: take the run lock"):
         taking = Background(lock.acquire, "run-lock")
     ctx.wait_for_lock = taking.join
+    ctx.check_lock = lock.check_held
     try:
         return _finish(ctx, APPLY_RUN, options)
     finally:

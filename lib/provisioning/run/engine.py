@@ -12,7 +12,8 @@ a run safe to interrupt:
   once they are (what happened must be recorded).
 
 A phase that needs the run lock waits for it; the lock is taken while the phases
-before it run.
+before it run. A phase that changes Kafka starts only while the lock is still held
+(fencing: a run whose heartbeat lost the lock stops before it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
+from provisioning.errors import LockUnavailable
 from provisioning.results import ImportSummary, RunRecord
 from provisioning.session import Background
 
@@ -163,6 +165,8 @@ class RunContext:
     steps: Steps = field(default_factory=Steps)
     # Returns once the run holds its lock (or raises); None: the run takes no lock.
     wait_for_lock: Callable[[], None] | None = None
+    # Raises when the run lost its lock since (fencing); None: the run takes no lock.
+    check_lock: Callable[[], None] | None = None
 
     @property
     def run_id(self) -> str:
@@ -188,6 +192,11 @@ class Phase:
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
+
+    def unreached(self, ctx: RunContext, state: RunState, reason: str) -> DataFrame | None:
+        """AUDIT rows for the topics this phase would have changed, when the run stops
+        before it (the lock was lost); None: the phase changes nothing per topic."""
+        return None
 
 
 def check_order(phases: Sequence[Phase]) -> None:
@@ -221,12 +230,31 @@ class Run:
                     ctx.steps.done("lock")
                 if phase.changes_kafka:
                     ctx.commits.before_kafka_changes()
+                    fault = getattr(ctx.options, "fault", None)
+                    if fault is not None:
+                        fault.before_changes()
+                    _fence(ctx, state, phase)
                 phase.run(ctx, state)
             ctx.commits.finish()
         except BaseException:
             ctx.commits.abandon()
             raise
         return state
+
+
+def _fence(ctx: RunContext, state: RunState, phase: Phase) -> None:
+    """Go on only while the run holds its lock; otherwise record every topic the phase would
+    have changed as `failed` (lock lost) and raise."""
+    if ctx.check_lock is None:
+        return
+    try:
+        ctx.check_lock()
+    except LockUnavailable as exc:
+        rows = phase.unreached(ctx, state, str(exc))
+        if rows is not None:
+            ctx.commits.audit(phase.name, rows)
+            state.audit_rows.append(rows)
+        raise
 
 
 def require(value: Any, name: str) -> Any:

@@ -3,18 +3,23 @@
 The job reads PROVISIONING_FAULT and passes it down explicitly; nothing in the
 library looks at the environment. Each point makes a real failure happen at a
 precise moment: the driver process killed, or a Spark task failing after its
-Kafka request succeeded.
+Kafka request succeeded; or a pause before a phase that changes Kafka, while the
+test changes something real underneath the run (takes its lock over).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 KILL_BEFORE_AUDIT = "kill-driver-before-audit"
 FAIL_TASK_AFTER_CREATE = "fail-task-after-create"
-_KNOWN = (KILL_BEFORE_AUDIT, FAIL_TASK_AFTER_CREATE)
+PAUSE_BEFORE_CHANGES = "pause-before-changes"
+_KNOWN = (KILL_BEFORE_AUDIT, FAIL_TASK_AFTER_CREATE, PAUSE_BEFORE_CHANGES)
+_PAUSE_LIMIT_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -42,3 +47,14 @@ class Fault:
         """Fail the Spark task's first attempt after its CreateTopics succeeded."""
         if self.point == FAIL_TASK_AFTER_CREATE and attempt == 0:
             raise RuntimeError("injected fault: task fails after CreateTopics succeeded")
+
+    def before_changes(self) -> None:
+        """pause-before-changes:PATH: before the first phase that changes Kafka, create
+        PATH.waiting and wait (at most five minutes) until PATH exists."""
+        if self.point != PAUSE_BEFORE_CHANGES:
+            return
+        go = Path(self.argument)
+        Path(f"{go}.waiting").touch()
+        deadline = time.monotonic() + _PAUSE_LIMIT_SECONDS
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)

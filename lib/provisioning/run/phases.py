@@ -29,7 +29,7 @@ from provisioning.session import job_description
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
 from provisioning.transforms.plan import change_columns
-from provisioning.transforms.results import settle_existing
+from provisioning.transforms.results import settle_existing, unreached
 from provisioning.transforms.scope import in_scope, topics_matching
 
 _REQUEST_COLUMNS = ("cluster", "topic", "partitions", "replication_factor",
@@ -196,29 +196,48 @@ class Apply(Phase):
     writes = ("applied",)
     changes_kafka = True
 
-    def run(self, ctx: RunContext, state: RunState) -> None:
-        started = time.monotonic()
+    @staticmethod
+    def _requests(ctx: RunContext, state: RunState
+                  ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+        """What this apply sends: the creates validateOnly passed, the clean deletes (when
+        deletes are allowed), the alters validateOnly passed (when alters are allowed)."""
         plan, validated = require(state.plan, "plan"), require(state.validated, "validated")
         options = pipeline_options(ctx)
+        passed = validated.where(F.col("outcome") == names.VALIDATED).select(
+            "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
+        to_create = (plan.where(_clean(names.CREATE))
+                     .select(*_REQUEST_COLUMNS)
+                     .join(passed, on=["cluster", "topic"], how="inner"))
+        deletable = alterable = None
+        if isinstance(options, ApplyOptions) and options.allow_deletes:
+            deletable = plan.where(_clean(names.DELETE)).select(
+                "cluster", "topic", F.col("live_topic_id").alias("topic_id"))
+        if isinstance(options, ApplyOptions) and options.allow_alter:
+            # Only what the validateOnly pass accepted, configs and partitions alike.
+            alterable = alter_requests(plan).join(
+                passed.select("cluster", "topic"), on=["cluster", "topic"], how="left_semi")
+        return to_create, deletable, alterable
+
+    def unreached(self, ctx: RunContext, state: RunState, reason: str) -> DataFrame:
+        targets = [frame.select("cluster", "topic")
+                   for frame in self._requests(ctx, state) if frame is not None]
+        every = functools.reduce(DataFrame.unionByName, targets)
+        return result_audit(unreached(every, names.APPLY, reason), require(state.plan, "plan"),
+                            ctx.run_id, utc_now())
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        plan = require(state.plan, "plan")
+        options = pipeline_options(ctx)
         with job_description(ctx.spark, "apply: CreateTopics, DeleteTopics, alters"):
-            passed = validated.where(F.col("outcome") == names.VALIDATED).select(
-                "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
-            to_create = (plan.where(_clean(names.CREATE))
-                         .select(*_REQUEST_COLUMNS)
-                         .join(passed, on=["cluster", "topic"], how="inner"))
+            to_create, deletable, alterable = self._requests(ctx, state)
             applied = executors.send_creates(ctx.spark, to_create, ctx.clusters,
                                              ctx.credentials, ctx.conf.kafka,
                                              validate_only=False, fault=options.fault)
-            if isinstance(options, ApplyOptions) and options.allow_deletes:
-                deletable = plan.where(_clean(names.DELETE)).select(
-                    "cluster", "topic", F.col("live_topic_id").alias("topic_id"))
+            if deletable is not None:
                 applied = applied.unionByName(executors.send_deletes(
                     ctx.spark, deletable, ctx.clusters, ctx.credentials, ctx.conf.kafka))
-            if isinstance(options, ApplyOptions) and options.allow_alter:
-                # Only what the validateOnly pass accepted, configs and partitions alike.
-                alterable = alter_requests(plan).join(
-                    validated.where(F.col("outcome") == names.VALIDATED).select(
-                        "cluster", "topic"), on=["cluster", "topic"], how="left_semi")
+            if alterable is not None:
                 applied = applied.unionByName(executors.send_alters(
                     ctx.spark, alterable, ctx.clusters, ctx.credentials, ctx.conf.kafka,
                     validate_only=False))

@@ -1,4 +1,5 @@
-"""Admin results judged against the plan: a topic the broker says already exists."""
+"""Admin results judged against the plan: a topic the broker says already exists; the
+topics a phase never reached."""
 
 from __future__ import annotations
 
@@ -43,3 +44,20 @@ def settle_existing(results: DataFrame, plan: DataFrame) -> DataFrame:
     }
     return compared.select(*[replaced.get(c, F.col(c)).alias(c)
                              for c in column_names(TOPIC_RESULT)])
+
+
+def unreached(targets: DataFrame, phase: str, reason: str) -> DataFrame:
+    """TOPIC_RESULT rows, outcome `failed` with `reason`, for `targets` (cluster, topic): the
+    topics a phase did not send a request for because the run stopped first (the run lock
+    was lost). Nothing was asked of the broker for them."""
+    given = {
+        "phase": F.lit(phase),
+        "outcome": F.lit(names.FAILED),
+        "error_name": F.lit(names.LOCK_LOST),
+        "error_message": F.lit(reason),
+        "attempts": F.lit(0),
+    }
+    return targets.select(*[
+        F.col(c).alias(c) if c in ("cluster", "topic")
+        else given.get(c, F.lit(None)).cast(TOPIC_RESULT[c].dataType).alias(c)
+        for c in column_names(TOPIC_RESULT)])
