@@ -141,3 +141,32 @@ lists them.
 
 def test_markdown_plan_has_a_summary_table_and_a_section_per_action() -> None:
     assert "\n".join(render_markdown(every_action_and_outcome(), "plan")) + "\n" == EXPECTED
+
+
+def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
+    result = RunResult(
+        run_id="r9", counts={"validated": 5},
+        actions=[{"cluster": "local", "action": "CREATE", "topics": 5}],
+        topics=[topic(f"t{i}", "CREATE", "validate", "validated", requested_partitions=1,
+                      requested_replication_factor=1) for i in range(3)],
+        topics_not_listed=2)
+    assert render_markdown(result, "plan", max_topics=2) == [
+        "### Topic plan `r9`",
+        "",
+        "| cluster | create | delete | alter | drift | unchanged | unmanaged |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        "| `local` | 5 | 0 | 0 | 0 | 0 | 0 |",
+        "",
+        "**Outcomes:** validated 5",
+        "",
+        "#### Create (2)",
+        "",
+        "| | cluster | topic | changes | verdict |",
+        "|---|---|---|---|---|",
+        "| ✅ | `local` | `t0` | partitions 1, replication factor 1 | validated by the broker "
+        "(validateOnly) |",
+        "| ✅ | `local` | `t1` | partitions 1, replication factor 1 | validated by the broker "
+        "(validateOnly) |",
+        "",
+        "… and 3 more topic(s): `report --run-id r9` lists every one.",
+    ]
