@@ -83,8 +83,12 @@ def test_assignment_repeating_a_broker(spark: SparkSession) -> None:
           "replica_assignment: a partition lists the same broker twice")
 
 
-def test_empty_assignment(spark: SparkSession) -> None:
-    check(spark, {"replica_assignment": {}}, "replica_assignment: lists no partitions")
+def test_an_empty_assignment_is_none_as_the_broker_reads_it(spark: SparkSession) -> None:
+    row = {"cluster": "local", "topic": "t", "partitions": 2}
+    actual = (desired_df(spark, [{**row, "replica_assignment": {}}])
+              .transform(with_row_errors(["local"])))
+    assert_df_equality(actual, desired_df(spark, [{**row, "row_errors": []}]),
+                       ignore_nullable=True)
 
 
 def test_config_without_value(spark: SparkSession) -> None:

@@ -64,8 +64,7 @@ def _shape_reasons() -> list[Column]:
     keys = F.array_sort(F.map_keys(assignment))
     replica_counts = F.array_distinct(F.transform(F.map_values(assignment), F.size))
     expected_keys = F.sequence(F.lit(0), F.size(keys) - 1)
-    empty_assignment = has_assignment & (F.size(keys) == 0)
-    gapped = has_assignment & ~empty_assignment & (keys != expected_keys)
+    gapped = has_assignment & (keys != expected_keys)
     uneven = has_assignment & (F.size(replica_counts) > 1)
     no_replicas = has_assignment & F.array_contains(replica_counts, 0)
     repeated_broker = has_assignment & F.exists(
@@ -83,7 +82,6 @@ def _shape_reasons() -> list[Column]:
         _when(has_assignment & (partitions.isNotNull() | rf.isNotNull()),
               "replica_assignment: excludes partitions and replication_factor (KIP-4); "
               "give one or the other"),
-        _when(empty_assignment, "replica_assignment: lists no partitions"),
         _when(gapped, F.format_string(
             "replica_assignment: partitions must be numbered 0..n-1, got [%s]",
             F.array_join(keys.cast("array<string>"), ", "))),
@@ -100,10 +98,17 @@ def _shape_reasons() -> list[Column]:
 
 
 def with_row_errors(known_clusters: Sequence[str]) -> Callable[[DataFrame], DataFrame]:
-    """Append a reason to `row_errors` for every problem of a DESIRED row."""
+    """Append a reason to `row_errors` for every problem of a DESIRED row.
+
+    An empty `replica_assignment` map is read as none (null), as the broker reads a
+    CreateTopics entry with an empty assignment list: partitions and replication factor
+    then decide.
+    """
 
     def transform(df: DataFrame) -> DataFrame:
         checks = [*_cluster_reasons(known_clusters), *_topic_reasons(), *_shape_reasons()]
+        assignment = F.col("replica_assignment")
+        df = df.withColumn("replica_assignment", F.when(F.size(assignment) > 0, assignment))
         return df.withColumn(
             "row_errors", F.concat(F.coalesce("row_errors", F.array().cast("array<string>")),
                                    _reasons(*checks)))
