@@ -113,6 +113,9 @@ class ListenerSpec:
     # Written as listener.name.<name lower>.<key>=<value>, the place Kafka reads per-listener
     # settings such as SASL mechanisms and JAAS configs.
     config: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Advertise this port instead of the bound one (one node only): clients that bootstrap
+    # here then reach the broker through whatever listens on it, such as a test's proxy.
+    advertised_port: int | None = None
 
     def __post_init__(self) -> None:
         if not _LISTENER_NAME.match(self.name) or self.name == CONTROLLER_LISTENER:
@@ -477,6 +480,8 @@ class KafkaCluster:
             if not listeners[0].security_protocol.startswith("SASL"):
                 raise ValueError("with sasl, the first listener must be SASL_PLAINTEXT or "
                                  f"SASL_SSL, not {listeners[0].security_protocol}")
+        if nodes > 1 and any(spec.advertised_port for spec in listeners):
+            raise ValueError("an advertised_port is for a one-node cluster")
         names = [spec.name for spec in listeners]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate listener names: {names}")
@@ -663,6 +668,7 @@ class KafkaCluster:
         replicas = min(3, self._node_count)
         min_isr = 1 if replicas == 1 else 2
         listeners = [(spec.name, node.ports[spec.name]) for spec in self.listeners]
+        advertised = {spec.name: spec.advertised_port for spec in self.listeners}
         listeners.append((CONTROLLER_LISTENER, node.controller_port))
         protocols = [(spec.name, spec.security_protocol) for spec in self.listeners]
         protocols.append(
@@ -676,7 +682,8 @@ class KafkaCluster:
             "listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in listeners),
             # The controller endpoint is advertised too: with a dynamic quorum the voters
             # learn each other's addresses from it.
-            "advertised.listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in listeners),
+            "advertised.listeners": ",".join(
+                f"{name}://{HOST}:{advertised.get(name) or port}" for name, port in listeners),
             "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in protocols),
             "controller.listener.names": CONTROLLER_LISTENER,
             "inter.broker.listener.name": self.listeners[0].name,
