@@ -80,7 +80,7 @@ def _rerun_changes_nothing(cluster: KafkaCluster, spark: Any, warehouse: Path, c
             if n in names} == ids
 
 
-def test_a_connection_cut_after_create_is_unknown_until_verify(
+def test_a_connection_cut_after_create_is_resent_and_settled(
         proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, tmp_path: Path) -> None:
     cluster, proxy = proxied
     warehouse, conf, names = _setup(spark, tmp_path, proxy, "cut.")
@@ -89,11 +89,18 @@ def test_a_connection_cut_after_create_is_unknown_until_verify(
     done = run_cli(["apply", "--conf", str(conf), "--json"])
     assert proxy.fired == ["cut"]
     assert done.returncode == 0, done.output[-3000:]
-    # The request reached the broker; its answer did not reach the job: `unknown`, then
-    # verify finds the topics with their leaders.
-    assert audit_rows(spark, warehouse, done.json()["run_id"]) == _rows(
+    # The request reached the broker; its answer did not reach the job. The job asks the
+    # cluster for its controller again and resends: TOPIC_ALREADY_EXISTS for each topic the
+    # lost request created, which the audit keeps as created by this run, saying so.
+    run_id = done.json()["run_id"]
+    assert audit_rows(spark, warehouse, run_id) == _rows(
         names, ("CREATE", "plan", "planned"), ("CREATE", "validate", "validated"),
-        ("CREATE", "apply", "unknown"), ("CREATE", "verify", "created"))
+        ("CREATE", "apply", "created"), ("CREATE", "verify", "created"))
+    applied = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
+               .where(f"run_id = '{run_id}' and phase = 'apply'").collect())
+    assert {(r["error_name"], r["error_message"]) for r in applied} == {(
+        "TOPIC_ALREADY_EXISTS", "created by this run: the answer to its CreateTopics was "
+        "lost (KafkaConnectionError: socket disconnected) and the resend found it")}
     assert _wanted(cluster, names) == dict.fromkeys(names, (2, 1, {"retention.ms": "3600000"}))
     _rerun_changes_nothing(cluster, spark, warehouse, conf, names)
 

@@ -117,6 +117,10 @@ class ClusterAdmin:
         self.kafka = kafka
         self._credentials = credentials
         self._client: KafkaAdminClient | None = None
+        # While the controller is lost: when the requests of this admin stop resending it
+        # (time.monotonic()); None while requests are answered. Shared by the requests of
+        # one task, so a cluster that stays down costs `kafka.request_timeout_ms` once.
+        self.lost_deadline: float | None = None
 
     def connect(self) -> ClusterAdmin:
         """Open the client (once); ClusterUnreachable says why it could not."""

@@ -2,7 +2,8 @@
 
 The public CreateTopics / DeleteTopics helpers of kafka-python drop the response's
 `throttle_time_ms`, which KIP-599 retries need, so requests go through the admin
-client's own controller routing (`_manager.run(_send_request_to_controller, ...)`).
+client's own controller routing (`_manager.run(_send_request_to_controller, ...)`), and
+a lost controller is forgotten (`_controller_id`) so that a resend asks the cluster again.
 Those are private names: this module checks them once, and a kafka-python release
 that moved them fails with a message saying so instead of an AttributeError mid-run.
 """
@@ -20,7 +21,7 @@ from provisioning.errors import ProvisioningError
 # The kafka-python releases whose internals this module was written against.
 TESTED_VERSIONS = ("3.0.",)
 _CLASS_ATTRIBUTES = ("_send_request_to_controller",)
-_INSTANCE_ATTRIBUTES = ("_manager",)
+_INSTANCE_ATTRIBUTES = ("_manager", "_controller_id")
 
 
 class KafkaPythonIncompatible(ProvisioningError):
@@ -50,7 +51,7 @@ def send_to_controller(client: KafkaAdminClient, request: Any,
     the whole response, per-topic errors included, is returned, never raised."""
     check_client_class()
     for name in _INSTANCE_ATTRIBUTES:
-        if getattr(client, name, None) is None:
+        if not hasattr(client, name):
             raise _moved(f"KafkaAdminClient().{name}")
     manager = client._manager
     if not callable(getattr(manager, "run", None)):
@@ -63,3 +64,12 @@ def send_to_controller(client: KafkaAdminClient, request: Any,
         lambda resp: (Errors.for_code(c) for c in error_codes(resp)),
         False,
     )
+
+
+def forget_controller(client: KafkaAdminClient) -> None:
+    """Drop the client's cached controller id: the next request to the controller asks the
+    cluster's metadata again (after the node it cached went away). kafka-python refreshes
+    it by itself only on NOT_CONTROLLER, never after a lost connection."""
+    if not hasattr(client, "_controller_id"):
+        raise _moved("KafkaAdminClient()._controller_id")
+    client._controller_id = None

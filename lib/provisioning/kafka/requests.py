@@ -28,7 +28,7 @@ from provisioning.kafka.codes import (
     topic_id_text,
     topic_id_uuid,
 )
-from provisioning.kafka.compat import send_to_controller
+from provisioning.kafka.compat import forget_controller, send_to_controller
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +48,27 @@ def create_topics(admin: ClusterAdmin, requests: Sequence[TopicRequest], validat
     timeout = timeout_ms or (admin.kafka.request_timeout_ms if validate_only
                              else admin.kafka.operation_timeout_ms)
 
+    resent: list[BaseException] = []
+
     def send(pending: list[TopicRequest]) -> Any:
         request = CreateTopicsRequest(topics=[_creatable(r) for r in pending],
                                       timeout_ms=timeout, validate_only=validate_only)
-        return _to_controller(admin, request, lambda resp: (t.error_code for t in resp.topics))
+        return _to_controller(admin, request, lambda resp: (t.error_code for t in resp.topics),
+                              resent)
 
     def answers(response: Any) -> Answers:
         return ((topic.name, _create_result(topic)) for topic in response.topics)
 
     results = _retry_throttled(admin, requests, lambda r: r.name, send, answers)
-    return [results[r.name] for r in requests]
+    return [_mark_resent(results[r.name], resent) for r in requests]
+
+
+def _mark_resent(result: dict[str, Any], resent: Sequence[BaseException]) -> dict[str, Any]:
+    """`resent_after`: the first lost answer before a resend (popped by the caller, which
+    reads TOPIC_ALREADY_EXISTS / UNKNOWN_TOPIC_ID as the lost request's doing)."""
+    if resent:
+        result["resent_after"] = str(resent[0]) or type(resent[0]).__name__
+    return result
 
 
 def _creatable(r: TopicRequest) -> Any:
@@ -81,6 +92,8 @@ def delete_topics(admin: ClusterAdmin, topics: Sequence[tuple[str, str | None]],
     state_cls = DeleteTopicsRequest.DeleteTopicState
     by_id = {tid: name for name, tid in topics if tid}
 
+    resent: list[BaseException] = []
+
     def send(pending: list[tuple[str, str | None]]) -> Any:
         request = DeleteTopicsRequest(
             topics=[state_cls(topic_id=topic_id_uuid(tid)) if tid else state_cls(name=name)
@@ -88,7 +101,7 @@ def delete_topics(admin: ClusterAdmin, topics: Sequence[tuple[str, str | None]],
             timeout_ms=timeout_ms or admin.kafka.operation_timeout_ms,
         )
         return _to_controller(admin, request,
-                              lambda resp: (r.error_code for r in resp.responses))
+                              lambda resp: (r.error_code for r in resp.responses), resent)
 
     def answers(response: Any) -> Answers:
         for r in response.responses:
@@ -99,7 +112,7 @@ def delete_topics(admin: ClusterAdmin, topics: Sequence[tuple[str, str | None]],
                          "error_message": getattr(r, "error_message", None)}
 
     results = _retry_throttled(admin, topics, lambda t: t[0], send, answers)
-    return [results[name] for name, _ in topics]
+    return [_mark_resent(results[name], resent) for name, _ in topics]
 
 
 # ConfigResource type of a topic (DescribeConfigs, AlterConfigs).
@@ -198,20 +211,51 @@ def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T],
     return results
 
 
-def _to_controller(admin: ClusterAdmin, request: Any,
-                   codes: Callable[[Any], Iterable[int]]) -> Any:
+def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Iterable[int]],
+                   resent: list[BaseException] | None = None) -> Any:
+    """Send `request` to the controller; on a lost controller, ask the cluster again and
+    resend, for up to `kafka.request_timeout_ms` from the first loss.
+
+    A request never sent (the node was not ready) is always resent. One that may have
+    reached the broker (the connection broke before its answer) is resent only when
+    `resent` is given, i.e. when the caller settles a second answer for a change the first
+    request made (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID); the error is appended to it.
+    """
     # After a response carrying a throttle time, kafka-python pauses the connection and
     # refuses sends with NodeNotReadyError until the throttle ends (KIP-219).
-    deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
+    throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
     delay = 0.1
     while True:
         try:
-            return send_to_controller(admin.client, request, codes)
+            response = send_to_controller(admin.client, request, codes)
+            admin.lost_deadline = None
+            return response
         except Errors.NodeNotReadyError as exc:
-            if "throttle" not in str(exc) or time.monotonic() > deadline:
+            if "throttle" in str(exc):
+                if time.monotonic() > throttle_deadline:
+                    raise
+            else:
+                _lost(admin, exc)
+        except Errors.KafkaConnectionError as exc:
+            if resent is None:
                 raise
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            _lost(admin, exc)
+            resent.append(exc)
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
+
+def _lost(admin: ClusterAdmin, exc: BaseException) -> None:
+    """The controller went away: forget it so the next send asks the cluster again, or
+    raise `exc` once the admin's lost deadline has passed."""
+    now = time.monotonic()
+    if admin.lost_deadline is None:
+        admin.lost_deadline = now + admin.kafka.request_timeout_ms / 1000
+    if now > admin.lost_deadline:
+        raise exc
+    log.warning("cluster %s: the controller connection was lost (%s); asking the cluster "
+                "for its controller and resending", admin.cluster.name, exc)
+    forget_controller(admin.client)
 
 
 def _create_result(topic: Any) -> dict[str, Any]:

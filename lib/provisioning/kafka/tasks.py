@@ -155,10 +155,12 @@ def create_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool,
             continue
         if after_create is not None and not validate_only:
             after_create(attempt)
+        lost = next((r["resent_after"] for r in results if r.get("resent_after")), None)
         existing = [res["topic"] for res in results
                     if res["error_name"] == names.TOPIC_ALREADY_EXISTS and not validate_only]
-        live = _describe_existing(admin, existing, attempt) if existing else {}
+        live = _describe_existing(admin, existing, attempt, lost) if existing else {}
         for res in results:
+            res.pop("resent_after", None)
             name = res.pop("topic")
             outcome = create_outcome(res["error_name"], validate_only)
             if name in live:
@@ -167,10 +169,14 @@ def create_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool,
             yield result(cluster, name, phase, outcome, **res)
 
 
-def _describe_existing(admin: ClusterAdmin, names_: Sequence[str], attempt: int
-                       ) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The live facts of topics the broker says exist, to compare with their request."""
-    live = {t.name: t for t in admin.describe_topics(names_)}
+def _describe_existing(admin: ClusterAdmin, names_: Sequence[str], attempt: int,
+                       lost: str | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The live facts of topics the broker says exist, to compare with their request.
+
+    lost: the error that lost the answer to an earlier send of this same request (the
+    resend then finds the topics that send created).
+    """
+    live = _described(admin, names_)
     configs = admin.topic_configs([n for n in names_ if live.get(n) and not live[n].error_name])
     found: dict[str, tuple[str, dict[str, Any]]] = {}
     for name in names_:
@@ -179,9 +185,17 @@ def _describe_existing(admin: ClusterAdmin, names_: Sequence[str], attempt: int
             continue
         # An earlier attempt of this Spark task sent the same request: topics it created
         # come back TOPIC_ALREADY_EXISTS now, and matching ones were created by this run.
-        outcome, message = ((names.CREATED, "created by an earlier attempt of this Spark task")
-                            if attempt > 0 else
-                            (names.ALREADY_PRESENT, "the topic exists as requested"))
+        if lost is not None:
+            outcome, message = (names.CREATED, "created by this run: the answer to its "
+                                f"CreateTopics was lost ({lost}) and the resend found it")
+        elif attempt > 0:
+            outcome, message = (names.CREATED, "created by an earlier attempt of this Spark task")
+        else:
+            # The snapshot saw no such topic: another client created it since, or the
+            # cluster retried this very request when its controller changed mid-request.
+            outcome, message = (names.ALREADY_PRESENT, "the topic exists as requested: it "
+                                "appeared after the snapshot (another client, or this request "
+                                "retried inside the cluster when its controller changed)")
         found[name] = (outcome, {
             "topic_id": t.topic_id,
             "result_partitions": t.partitions,
@@ -191,6 +205,25 @@ def _describe_existing(admin: ClusterAdmin, names_: Sequence[str], attempt: int
             "error_message": message,
         })
     return found
+
+
+def _described(admin: ClusterAdmin, names_: Sequence[str]) -> dict[str, Any]:
+    """Describe topics the controller says exist, for up to `kafka.request_timeout_ms`
+    until each shows: right after a controller change, the broker answering metadata may
+    not know a topic the controller has just created."""
+    deadline = time.monotonic() + admin.kafka.request_timeout_ms / 1000
+    found: dict[str, Any] = {}
+    ask = list(dict.fromkeys(names_))
+    delay = 0.2
+    while True:
+        for t in admin.describe_topics(ask):
+            found[t.name] = t
+        ask = [n for n in ask if n in found
+               and found[n].error_name == "UNKNOWN_TOPIC_OR_PARTITION"]
+        if not ask or time.monotonic() > deadline:
+            return found
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 T = TypeVar("T")
@@ -256,7 +289,13 @@ def _delete_part(admin: ClusterAdmin, part: list[Row]) -> Iterator[Result]:
     now_live = {t.name: t for t in admin.describe_topics(gone_ids)} if gone_ids else {}
     for res in results:
         name = res.pop("topic")
+        lost = res.pop("resent_after", None)
         outcome = delete_outcome(res["error_name"])
+        if lost is not None and outcome == names.ALREADY_ABSENT:
+            # The first DeleteTopics reached the broker but its answer was lost.
+            outcome = names.DELETED
+            res["error_message"] = (f"deleted by this run: the answer to its DeleteTopics "
+                                    f"was lost ({lost}) and the resend found it gone")
         live = now_live.get(name)
         if live is not None and live.error_name is None:
             # Deleting by id refused a topic recreated under the same name since the
@@ -375,7 +414,16 @@ def verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
     config_ops, partitions_to and before_partitions). Resolves the `unknown` outcomes a
     timeout left behind into created / deleted / altered / failed.
     """
-    return for_each_cluster(rows, clusters, credentials, kafka, verify_rows,
+    # One deadline per cluster for all its chunks: topics that never appear (a create the
+    # broker lost) cost `verify_timeout_ms` once, not once per chunk of `batch_size`.
+    deadlines: dict[str, float] = {}
+
+    def work(admin: ClusterAdmin, part: list[Row]) -> Iterator[Result]:
+        deadline = deadlines.setdefault(
+            admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
+        return verify_rows(admin, part, deadline)
+
+    return for_each_cluster(rows, clusters, credentials, kafka, work,
                             failing(names.VERIFY, names.UNKNOWN), kafka.batch_size)
 
 
@@ -408,11 +456,11 @@ def alter_shown(row: Row, topic: Any, configs: Sequence[Mapping[str, Any]] | Non
     return not missing, shown > 0, missing
 
 
-def verify_rows(admin: ClusterAdmin, rows: list[Row]) -> Iterator[Result]:
-    """Describe the rows' topics until each is settled or `kafka.verify_timeout_ms` passes."""
+def verify_rows(admin: ClusterAdmin, rows: list[Row], deadline: float) -> Iterator[Result]:
+    """Describe the rows' topics until each is settled or `deadline` (time.monotonic())
+    passes; each topic is described at least once, even past the deadline."""
     cluster = admin.cluster.name
     pending = {r["topic"]: r for r in rows}
-    deadline = time.monotonic() + admin.kafka.verify_timeout_ms / 1000
     attempts = 0
     last: dict[str, Any] = {}
     last_configs: dict[str, list[dict[str, Any]]] = {}
