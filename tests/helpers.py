@@ -69,6 +69,19 @@ def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
+def run_cli_in_process(args: Sequence[str], env: Mapping[str, str] | None = None
+                       ) -> Completed:
+    """Run the job's CLI (`provisioning.cli.main`, the same command spark-submit.sh runs)
+    in this process, on the tests' SparkSession: no JVM start per run, for tests that run
+    the job many times. Other tests go through spark-submit.sh (run_cli)."""
+    from click.testing import CliRunner
+
+    from provisioning.cli import main
+
+    result = CliRunner(env=dict(env or {})).invoke(main, list(args), catch_exceptions=False)
+    return Completed(result.exit_code, result.stdout, result.stderr)
+
+
 def broker_state(bootstrap: str, include_internal: bool = False) -> dict[str, dict[str, Any]]:
     """Every topic as the broker reports it: id, partitions, replication factor, overrides."""
     return broker_state_as({"bootstrap_servers": bootstrap}, include_internal)

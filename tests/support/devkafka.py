@@ -602,6 +602,33 @@ class KafkaCluster:
         running = {n.node_id for n in self._nodes.values() if n.running()}
         self._wait_ready(running, deadline)
 
+    def active_controller(self, timeout_s: float = 30) -> int:
+        """The node id of the KRaft quorum's leader (the active controller).
+
+        Read from the `quorum-state` file each running node keeps beside its metadata log:
+        the leader of the highest epoch that a majority of the running nodes agree on.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen: dict[tuple[int, int], int] = {}
+            running = [n for n in self._nodes.values() if n.running()]
+            for node in running:
+                path = node.data_dir / "__cluster_metadata-0" / "quorum-state"
+                try:
+                    state = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                key = (int(state.get("leaderEpoch", -1)), int(state.get("leaderId", -1)))
+                seen[key] = seen.get(key, 0) + 1
+            if seen:
+                (_epoch, leader), votes = max(seen.items())
+                if leader in self._nodes and self._nodes[leader].running() \
+                        and votes * 2 > len(running):
+                    return leader
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(f"no active controller agreed on: {seen}")
+            time.sleep(0.1)
+
     def brokers(self, timeout_s: float = 15) -> dict[int, bool]:
         """Broker id -> fenced, as the running nodes report it."""
         # kafka-python sends to whichever broker metadata lists, and a node stopped a
