@@ -65,7 +65,7 @@ run: kafka-up
 	./spark-submit.sh jobs/provision_topics.py apply --conf $(CONF)
 
 test: setup
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=30
 
 test-unit: setup
 	$(PY) -m pytest tests/unit
