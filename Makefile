@@ -9,9 +9,13 @@ CONF ?= conf/local.yaml
 MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
-.PHONY: setup venv jars driver-archive run test test-unit test-integration lint bench kafka-up kafka-down clean
+.PHONY: setup venv jars driver-archive connect-venv connect-up connect-down wheel run test \
+        test-unit test-integration lint bench kafka-up kafka-down clean
 
-setup: venv jars driver-archive
+CONNECT_DIR := $(CACHE)/connect
+CONNECT_VENV := $(CONNECT_DIR)/venv
+
+setup: venv jars driver-archive connect-venv
 
 venv: $(VENV)/.installed
 
@@ -51,6 +55,32 @@ $(CACHE)/driver/driver.jsa: $(VENV)/.installed $(CACHE)/jars/delta/.done jobs/dr
 	  || { tail -40 $(CACHE)/driver/archive.log; exit 1; }
 	mv $@.tmp $@
 
+# The Python of a stock Spark Connect server: pyspark[connect] alone (the versions
+# pyproject.toml pins), nothing of this project: the job ships its own code to it.
+connect-venv: $(CONNECT_VENV)/.installed
+
+$(CONNECT_VENV)/.installed: pyproject.toml $(VENV)/.installed
+	rm -rf $(CONNECT_VENV)
+	$(PYTHON_BIN) -m venv $(CONNECT_VENV)
+	$(CONNECT_VENV)/bin/pip install -q $$($(PY) -c 'import tomllib; \
+	  deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]; \
+	  print(" ".join(d for d in deps if d.split("[")[0].split("=")[0] in ("pyspark", "pandas", "pyarrow")))')
+	touch $@
+
+# A local Spark Connect server on loopback (local[2], the Delta jars of the Maven cache),
+# started once and kept warm; prints its sc:// address. `make connect-down` stops it.
+connect-up: setup
+	$(PY) -m tests.support.sparkconnect up --dir $(CONNECT_DIR)/server
+
+connect-down:
+	@if [ -x $(PY) ]; then $(PY) -m tests.support.sparkconnect down --dir $(CONNECT_DIR)/server; fi
+
+# The wheel: `pip install dist/topic_provisioning-*.whl` gives the `provision-topics`
+# command (a plain Python process; with --remote or SPARK_REMOTE it needs no local JVM).
+wheel: venv
+	rm -rf dist
+	$(PY) -m pip wheel -q --no-deps -w dist .
+
 kafka-up: setup
 	$(PY) -m tests.support.devkafka up --dir $(KAFKA_DIR)
 
@@ -82,5 +112,5 @@ lint: venv
 	$(VENV)/bin/ruff check lib schemas jobs tests bench
 	$(VENV)/bin/mypy
 
-clean: kafka-down
-	rm -rf $(CACHE)/dist warehouse spark-warehouse
+clean: kafka-down connect-down
+	rm -rf $(CACHE)/dist dist build warehouse spark-warehouse

@@ -13,6 +13,12 @@
 #
 # A master on loopback (spark://127.0.0.1:PORT, spark://localhost:PORT) keeps the
 # driver on loopback too, as local mode does.
+#
+# Spark Connect: `--remote sc://HOST:PORT` (or SPARK_REMOTE in the environment) runs the
+# job as a thin client of that server, with no local JVM: this script then starts the
+# job with plain Python. The server owns Spark's settings, so options that size or place
+# a local driver (--master, --driver-memory, --jars, ...) are ignored with a note, and
+# the job ships its own code to the server (the README's "Spark Connect").
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,9 +31,12 @@ spark_args=()
 app=""
 master="local[2]"
 deploy_mode="client"
+remote="${SPARK_REMOTE:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     *.py) app="$1"; shift; break ;;
+    --remote) remote="$2"; shift 2 ;;
+    --remote=*) remote="${1#--remote=}"; shift ;;
     --master) master="$2"; spark_args+=("$1" "$2"); shift 2 ;;
     --master=*) master="${1#--master=}"; spark_args+=("$1"); shift ;;
     --deploy-mode) deploy_mode="$2"; spark_args+=("$1" "$2"); shift 2 ;;
@@ -37,8 +46,37 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$app" ]; then
-  echo "usage: $0 [spark-submit options] jobs/provision_topics.py SUBCOMMAND [args]" >&2
+  echo "usage: $0 [spark-submit options | --remote sc://HOST:PORT] jobs/provision_topics.py SUBCOMMAND [args]" >&2
   exit 2
+fi
+
+if [ -n "$remote" ]; then
+  case "$remote" in
+    sc://*) ;;
+    *) echo "--remote / SPARK_REMOTE: expected sc://HOST:PORT" >&2; exit 2 ;;
+  esac
+  i=0
+  while [ $i -lt ${#spark_args[@]} ]; do
+    opt="${spark_args[$i]}"
+    case "$opt" in
+      --master|--deploy-mode|--driver-memory|--executor-memory|--executor-cores|\
+      --num-executors|--total-executor-cores|--jars|--packages|--py-files|--files|\
+      --delta-jars|--name|--driver-java-options)
+        echo "note: $opt is ignored with Spark Connect (the server owns it)" >&2
+        i=$((i + 2)) ;;
+      --master=*|--deploy-mode=*|--driver-memory=*|--executor-memory=*|--jars=*|\
+      --packages=*|--py-files=*|--files=*|--delta-jars=*|--name=*)
+        echo "note: ${opt%%=*} is ignored with Spark Connect (the server owns it)" >&2
+        i=$((i + 1)) ;;
+      *)
+        echo "$opt: not an option of a Spark Connect run; Spark settings go in the conf's" \
+             "spark.settings (runtime SQL settings) or on the server" >&2
+        exit 2 ;;
+    esac
+  done
+  export SPARK_REMOTE="$remote"
+  export PYTHONPATH="$here/lib:$here${PYTHONPATH:+:$PYTHONPATH}"
+  exec "$python" "$app" "$@"
 fi
 
 # The job's own --conf: ship the file, and in cluster deploy mode point at the shipped copy.

@@ -223,18 +223,25 @@ RUNS = _fields(
 )
 
 
-# One row per cluster name: which run holds that cluster's lock, until when.
+# The run lock's log (provisioning.delta.lock): one row per cluster per event, appended and
+# never rewritten; the commit order (Delta row tracking) decides who holds a cluster.
 LOCKS = _fields(
     ("name", StringType()),
     ("run_id", StringType()),
     ("command", StringType()),
     ("host", StringType()),
     ("pid", IntegerType()),
+    # When this row was written.
     ("acquired_at", TimestampType()),
     ("expires_at", TimestampType()),
     # Seconds since the epoch: what the lock logic compares, free of time zones.
     ("expires_epoch", LongType()),
     ("released", BooleanType()),
+    # claim, renew or release (null: a row of the MERGE-based lock of earlier releases).
+    ("event", StringType()),
+    ("written_epoch", LongType()),
+    # A claim's note of the run it takes a cluster from (that run's process was gone).
+    ("takes_over", StringType()),
 )
 
 

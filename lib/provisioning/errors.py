@@ -35,6 +35,16 @@ class ClusterUnreachable(ProvisioningError):
     exit_code = 3
 
 
+class SparkUnreachable(ProvisioningError):
+    """The Spark Connect server could not be reached; nothing was read or changed."""
+
+    exit_code = 3
+
+
+class ConnectServerUnfit(UsageError):
+    """The Spark Connect server lacks what the job needs (Delta, speculation off)."""
+
+
 class LockHeld(ProvisioningError):
     """Another run holds the lock for this conf."""
 

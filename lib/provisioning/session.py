@@ -1,22 +1,43 @@
-"""The SparkSession: its settings (the one list of them), job labels and helper threads.
+"""The SparkSession: classic or Spark Connect, its settings, job labels and helper threads.
 
 `SESSION_SETTINGS` is what every session of the job needs, however it is
 started: `build_session` applies it, `spark-submit.sh` passes it as `--conf`
 (it reads this module without importing pyspark), and the Airflow DAG is
-tested against it. Never creates a session at import time.
+tested against it. A Connect server owns its static settings: `connect_session`
+checks that the server has what they would have given (Delta, no speculation)
+and ships the job's code to it. Never creates a session at import time.
+
+Only APIs that both modes support are used here and in the rest of the package:
+job labels are operation tags (`addTag`), cancellation is `interruptTag`, and
+helper threads carry the caller's tags over themselves.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import tempfile
+import threading
+import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from provisioning.errors import ConnectServerUnfit, SparkUnreachable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_SETTINGS = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.extensions": DELTA_EXTENSION,
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
 
@@ -28,13 +49,21 @@ SAFETY_SETTINGS = {
 
 SESSION_SETTINGS = {**DELTA_SETTINGS, **SAFETY_SETTINGS}
 
+# What the Python workers of a Connect server import besides pyspark: this package, its
+# schemas and kafka-python (the admin tasks run there). Shipped with addArtifacts.
+SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
+
 
 def build_session(
     app_name: str,
     settings: Mapping[str, str] | None = None,
     jars: Sequence[str] = (),
+    remote: str | None = None,
 ) -> SparkSession:
-    """Get or create the session with Delta, `settings` and any extra `jars` (local runs)."""
+    """The job's session: a Spark Connect session on `remote` (sc://HOST:PORT), else the
+    classic one (with Delta, `settings` and any extra `jars` for local runs)."""
+    if remote:
+        return connect_session(remote, app_name, settings or {})
     from pyspark.sql import SparkSession
 
     settings = settings or {}
@@ -47,37 +76,150 @@ def build_session(
     return builder.getOrCreate()
 
 
+def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> SparkSession:
+    """A session on the Spark Connect server at `remote`, checked and given the job's code.
+
+    Runtime SQL settings of `settings` are applied to the session; static ones belong to
+    the server (it was started with them or without them).
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(remote).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    where = redact_remote(remote)
+    try:
+        check_connect_server(spark, where)
+    except ConnectServerUnfit:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise SparkUnreachable(f"cannot reach the Spark Connect server at {where}: "
+                               f"{type(exc).__name__}: {first}") from exc
+    ship_code(spark)
+    # The server keeps a session's checkpointed data until the session ends: end it when
+    # this process does, rather than when the server's idle timeout comes.
+    atexit.register(_release, spark)
+    return spark
+
+
+def _release(spark: SparkSession) -> None:
+    try:
+        spark.stop()
+    except Exception as exc:  # the process is ending: nothing left to tell but a warning
+        log.warning("could not end the Spark Connect session: %s", type(exc).__name__)
+
+
+def check_connect_server(spark: SparkSession, where: str) -> None:
+    """Raise ConnectServerUnfit unless the server runs Delta's extension with speculation
+    off (both are static: only the server's start can set them)."""
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    speculation = (spark.conf.get("spark.speculation", "false") or "false").lower()
+    problems = []
+    if DELTA_EXTENSION not in extensions:
+        problems.append(f"spark.sql.extensions lacks {DELTA_EXTENSION} (the server has no "
+                        "Delta: start it with the Delta jars and Delta's two settings)")
+    if speculation == "true":
+        problems.append("spark.speculation is true (a speculative admin task would send the "
+                        "same CreateTopics twice: start the server with spark.speculation=false)")
+    if problems:
+        raise ConnectServerUnfit(f"the Spark Connect server at {where} cannot run the job: "
+                                 + "; ".join(problems))
+
+
+def redact_remote(remote: str) -> str:
+    """`remote` without the values of its parameters (a token never reaches a log)."""
+    return re.sub(r";([^;=/]+)=[^;]*", r";\1=***", remote)
+
+
+_shipped: set[str] = set()
+_ship_lock = threading.Lock()
+
+
+def ship_code(spark: SparkSession) -> None:
+    """Add the packages the admin tasks import (SHIPPED_PACKAGES) to the Connect session as
+    Python artifacts, once per session: the server's workers need only pyspark."""
+    session_id = str(getattr(spark, "session_id", id(spark)))
+    with _ship_lock:
+        if session_id in _shipped:
+            return
+        spark.addArtifacts(*(str(package_zip(name)) for name in SHIPPED_PACKAGES),
+                           pyfile=True)
+        _shipped.add(session_id)
+
+
+def package_zip(name: str) -> Path:
+    """A zip of the installed package `name` (every file but bytecode), named by its content
+    and reused while the content stays the same. Found without importing it: the zip of
+    kafka-python is made here, yet only the kafka room imports it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConnectServerUnfit(f"cannot ship package {name}: it is not installed here")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    files = sorted(p for p in root.rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.relative_to(root).as_posix().encode())
+        digest.update(f.read_bytes())
+    out_dir = Path(tempfile.gettempdir()) / "topic-provisioning-artifacts"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{name}-{digest.hexdigest()[:16]}.zip"
+    if out.exists():
+        return out
+    tmp = out_dir / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in files:
+            info = zipfile.ZipInfo(f"{name}/{f.relative_to(root).as_posix()}",
+                                   date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, f.read_bytes())
+    tmp.replace(out)
+    return out
+
+
+def _tag(text: str) -> str:
+    """An operation tag of `text`: Spark refuses empty tags and commas."""
+    return (text.replace(",", ";").strip() or "topic-provisioning")[:200]
+
+
 @contextmanager
-def job_description(spark: SparkSession, text: str) -> Iterator[None]:
-    """Label the Spark jobs started inside the block, so the UI shows the phase."""
-    sc = spark.sparkContext
-    previous = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(text)
+def job_label(spark: SparkSession, text: str) -> Iterator[None]:
+    """Tag the Spark operations started inside the block with `text` (the phase), in both
+    modes: the Spark UI lists a job's tags, and `interruptTag` cancels them."""
+    tag = _tag(text)
+    had = tag in spark.getTags()
+    spark.addTag(tag)
     try:
         yield
     finally:
-        sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]
+        if not had:
+            spark.removeTag(tag)
 
 
 class Background:
     """Runs `fn` on a thread of its own while the caller goes on; `join` waits for it and
-    raises what `fn` raised. Spark jobs it starts keep the caller's job description."""
+    raises what `fn` raised. Spark operations it starts carry the caller's tags (a new
+    thread starts without any, in both modes)."""
 
-    def __init__(self, fn: Callable[[], None], name: str) -> None:
-        from pyspark import InheritableThread
-
+    def __init__(self, fn: Callable[[], None], name: str,
+                 spark: SparkSession | None = None) -> None:
         self.name = name
         self._error: BaseException | None = None
         self._ok = False
+        tags = sorted(spark.getTags()) if spark is not None else []
 
         def target() -> None:
             try:
+                for tag in tags:
+                    spark.addTag(tag)  # type: ignore[union-attr]
                 fn()
                 self._ok = True
             except BaseException as exc:  # handed to whoever joins
                 self._error = exc
 
-        self._thread = InheritableThread(target=target, name=name, daemon=True)
+        self._thread = threading.Thread(target=target, name=name, daemon=True)
         self._thread.start()
 
     def join(self) -> None:

@@ -338,7 +338,7 @@ def test_delete_of_a_recreated_topic_deletes_nothing(fresh_broker: Any, spark: A
          ("local", "plain", old["plain"]["topic_id"])],
         "cluster string, topic string, topic_id string")
     cluster = ClusterConf(name="local", bootstrap_servers=fresh_broker.bootstrap_servers)
-    results = admin_io.send_deletes(spark, requests, [cluster], {}, KafkaConf()).collect()
+    results = admin_io.send_deletes(requests, [cluster], {}, KafkaConf()).collect()
     assert sorted((r["topic"], r["outcome"], r["error_name"], r["topic_id"], r["error_message"])
                   for r in results) == [
         ("again", "blocked", "UNKNOWN_TOPIC_ID", recreated["again"]["topic_id"],

@@ -160,3 +160,26 @@ def test_a_phase_list_that_reads_what_no_earlier_phase_wrote_is_refused() -> Non
 
     with pytest.raises(ValueError, match="phase apply reads validated"):
         Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Apply())
+
+
+# What only classic Spark has: the job's path must run on Spark Connect as well.
+CLASSIC_ONLY_ATTRIBUTES = {"rdd", "sparkContext", "_jvm", "_jsparkSession", "_jsc", "_jdf",
+                           "mapPartitions", "setJobDescription", "setJobGroup",
+                           "setLocalProperty", "getLocalProperty"}
+CLASSIC_ONLY_IMPORTS = {"py4j", "pyspark.SparkContext", "pyspark.InheritableThread",
+                        "pyspark.rdd", "delta.tables", "delta.pip_utils"}
+
+
+def test_the_package_uses_only_what_spark_connect_also_has() -> None:
+    wrong = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in CLASSIC_ONLY_ATTRIBUTES:
+                wrong.append(f"{module}:{node.lineno} uses .{node.attr}")
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            wrong += [f"{module}:{node.lineno} imports {name}" for name in names
+                      if any(name == c or name.startswith(c + ".") for c in CLASSIC_ONLY_IMPORTS)]
+    assert wrong == []

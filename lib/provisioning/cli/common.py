@@ -13,16 +13,31 @@ import click
 
 from provisioning.conf import Conf, load_conf
 from provisioning.delta.runs import write_run
-from provisioning.errors import ProvisioningError, UnexpectedError
+from provisioning.errors import ClusterUnreachable, ProvisioningError, UnexpectedError
 from provisioning.results import RunRecord
-from provisioning.session import build_session
+from provisioning.session import build_session, redact_remote
 
 log = logging.getLogger("provisioning.cli")
+
+
+def _keep_remote(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None and not value.startswith("sc://"):
+        raise click.BadParameter(f"expected sc://HOST:PORT, got {redact_remote(value)!r}")
+    ctx.meta[_REMOTE] = value
+
+
+_REMOTE = "provisioning.remote"
+remote_option = click.option(
+    "--remote", envvar="SPARK_REMOTE", expose_value=False, callback=_keep_remote,
+    metavar="sc://HOST:PORT",
+    help="Run on this Spark Connect server (default: $SPARK_REMOTE, then the conf's "
+         "spark.remote; none: classic Spark, as spark-submit started it).")
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The options every run subcommand takes."""
     options = [
+        remote_option,
         click.option("--conf", "conf_path", required=True,
                      type=click.Path(dir_okay=False), help="The environment's YAML conf."),
         click.option("--cluster", "clusters", multiple=True,
@@ -67,9 +82,16 @@ def emit(as_json: bool, payload: dict[str, Any], human: Callable[[], None]) -> N
         human()
 
 
+def remote_of(conf: Conf) -> str | None:
+    """The Spark Connect server to run on: --remote (or $SPARK_REMOTE), else the conf's."""
+    ctx = click.get_current_context(silent=True)
+    given = ctx.meta.get(_REMOTE) if ctx is not None else None
+    return given or conf.spark.remote
+
+
 def session(conf: Conf) -> Any:
-    """The conf's SparkSession."""
-    return build_session(conf.spark.app_name, conf.spark.settings)
+    """The conf's SparkSession: on the Spark Connect server of `remote_of`, else classic."""
+    return build_session(conf.spark.app_name, conf.spark.settings, remote=remote_of(conf))
 
 
 def finish(spark: Any, conf: Conf, record: RunRecord, status: str, code: int) -> None:
@@ -91,9 +113,12 @@ def fail(spark: Any, conf: Conf, record: RunRecord, error: BaseException,
         log.debug("the unexpected error's stack trace", exc_info=error)
     click.echo(f"error: {exc}", err=True)
     record.finish("failed", exc.exit_code, str(exc))
-    if spark is None and exc.exit_code == 3:
+    if spark is None and isinstance(exc, ClusterUnreachable):
         # Unreachable clusters are worth a runs row even though no session was needed yet.
-        spark = session(conf)
+        try:
+            spark = session(conf)
+        except ProvisioningError as session_exc:
+            click.echo(f"error: could not record the run: {session_exc}", err=True)
     if spark is not None:
         try:
             write_run(spark, conf.tables.runs, record)

@@ -21,7 +21,9 @@ from provisioning.session import build_session
 @click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--table", required=True, help="Delta path or catalog table name.")
 @click.option("--mode", type=click.Choice(["overwrite", "append"]), default="overwrite")
-def main(source: str, table: str, mode: str) -> None:
+@click.option("--remote", envvar="SPARK_REMOTE", default=None, metavar="sc://HOST:PORT",
+              help="Write through this Spark Connect server (default: $SPARK_REMOTE).")
+def main(source: str, table: str, mode: str, remote: str | None) -> None:
     """Load a manifest file into a Delta table."""
     try:
         rows = load_manifest_file(source)
@@ -31,6 +33,11 @@ def main(source: str, table: str, mode: str) -> None:
         sys.exit(exc.exit_code)
     from provisioning.delta.manifests import write_manifest
 
-    spark = build_session("load-manifest")
-    version = write_manifest(spark, rows, table, mode)
+    try:
+        spark = build_session("load-manifest", remote=remote)
+        version = write_manifest(spark, rows, table, mode)
+    except Exception as error:
+        exc = UnexpectedError.of(error)
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     click.echo(f"wrote {len(rows)} manifest row(s) to {table} (version {version})")

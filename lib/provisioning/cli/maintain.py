@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from provisioning.cli.common import emit, fail, finish, load, session, setup_logging
+from provisioning.cli.common import (
+    emit,
+    fail,
+    finish,
+    load,
+    remote_option,
+    session,
+    setup_logging,
+)
 from provisioning.results import RunRecord, new_run_id, utc_now
 
 
@@ -14,6 +22,7 @@ from provisioning.results import RunRecord, new_run_id, utc_now
 @click.option("--no-optimize", is_flag=True, help="Skip compaction; only prune and VACUUM.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--verbose", is_flag=True, help="Log every step in detail.")
+@remote_option
 def maintain(conf_path: str, no_optimize: bool, as_json: bool, verbose: bool) -> None:
     """Compact the job's tables, drop expired snapshot rows, VACUUM old files."""
     from provisioning.delta.maintenance import maintain_tables

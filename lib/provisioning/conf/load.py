@@ -8,8 +8,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from provisioning.conf.model import (
     DEFAULT_PROTECTED_TOPICS,
     DELTA_SAFE_RETAIN_HOURS,
@@ -40,6 +38,7 @@ from provisioning.conf.reader import (
     type_name,
 )
 from provisioning.errors import ConfError, UsageError
+from provisioning.session import redact_remote
 
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$")
@@ -254,14 +253,20 @@ def _read_spark(r: Reader, body: Mapping[str, Any] | None) -> SparkConf:
     spark = SparkConf()
     if body is None:
         return spark
-    r.no_unknown(body, "spark", ("app_name", "settings"))
+    r.no_unknown(body, "spark", ("app_name", "settings", "remote"))
     settings = body.get("settings") or {}
     if not isinstance(settings, Mapping):
         r.problem("spark.settings", "expected a mapping of Spark property -> value")
         settings = {}
+    remote = r.value(body, "spark", "remote", str, None)
+    if remote is not None and not remote.startswith("sc://"):
+        r.problem("spark.remote", f"expected a Spark Connect address sc://HOST:PORT, got "
+                  f"{redact_remote(remote)!r}")
+        remote = None
     return SparkConf(
         app_name=r.value(body, "spark", "app_name", str, spark.app_name),
         settings={str(k): _spark_value(v) for k, v in settings.items()},
+        remote=remote,
     )
 
 
@@ -346,6 +351,10 @@ def _spark_value(v: Any) -> str:
 
 def load_conf(path: str | Path, environ: Mapping[str, str] | None = None) -> Conf:
     """Read and validate the YAML conf at `path`; `environ` feeds `${VAR}` references."""
+    # Imported here: the conf's data classes travel to the Spark workers, whose Python (a
+    # Spark Connect server's) need not have PyYAML.
+    import yaml
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

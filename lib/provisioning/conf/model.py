@@ -75,6 +75,8 @@ class KafkaConf:
 class SparkConf:
     app_name: str = "topic-provisioning"
     settings: Mapping[str, str] = field(default_factory=dict)
+    # A Spark Connect server (sc://HOST:PORT) to run on; None: classic Spark (spark-submit).
+    remote: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,26 @@
 """A per-cluster run lock kept in a Delta table, so two applies never change one cluster at once.
 
-Acquiring is a MERGE (which Delta serializes against concurrent writers of
-the table) followed by a read-back: a run proceeds only when the read-back shows
-its own live claim on every cluster, and should two acquisitions ever both commit,
-the lower run id wins and the other backs off, so at most one run proceeds. A
-MERGE that fails for any reason but a concurrent commit, or a table that is not a
-lock table, stops the run (LockUnavailable) naming the table and the cause.
+The table is a log: a run appends events (`claim`, `renew`, `release`), one row per
+cluster, and never rewrites a row. Delta's row tracking gives every row the version
+of the commit that wrote it, and that order, which every reader sees the same, decides
+who holds each cluster (`leases`): a claim wins a cluster that no live lease holds
+when it is written; a renewal extends only a lease that has not expired; a release
+ends it. Blind appends never conflict, so taking the lock costs one append and one
+read back, where a MERGE cost a read, a join, a rewrite and a second read.
 
-A lock expires unless its holder's heartbeat renews it (every third of the TTL),
-and a holder on this host whose process is gone is stale at once: a killed driver
-never blocks the next run for long. The heartbeat reads its claim back after each
-renewal; when it cannot renew before the claim expires, or another run holds the
-cluster, the lock is `lost` and the run starts no further phase that changes Kafka
+A run proceeds only when the read-back shows its own live lease on every cluster it
+will change; a held lock (LockHeld), a table that is not a lock table or a failed
+append or read (LockUnavailable) stops it before any snapshot or request, naming
+the table and the cause. A lease expires unless its heartbeat renews it (every third
+of the TTL), and a holder on this host whose process is gone may be taken over at
+once (the claim names it): a killed driver never blocks the next run for long. When
+the heartbeat cannot renew before the lease expires, or a read-back shows another
+holder, the lock is `lost` and the run starts no further phase that changes Kafka
 (`check_held` raises).
+
+Tables written by the MERGE-based lock of earlier releases are upgraded in place
+(row tracking on, the event columns added by the next append); their rows count as
+claims or releases.
 """
 
 from __future__ import annotations
@@ -23,31 +31,65 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
-from provisioning.delta.tables import (
-    TableRef,
-    append,
-    delta_table,
-    is_conflict,
-    read_table,
-    table_exists,
-)
+from provisioning.delta.tables import TableRef, append, load, table_schema
 from provisioning.errors import LockHeld, LockUnavailable
 from provisioning.processes import process_exists
 from provisioning.results import utc_now
-from schemas import LOCKS, column_names
+from schemas import LOCKS
 
 log = logging.getLogger(__name__)
 
+CLAIM, RENEW, RELEASE = "claim", "renew", "release"
+_EVENT_COLUMNS = ("event", "written_epoch", "takes_over")
+# Table properties of a lock table: row tracking gives each row its commit version (the
+# order of events); auto compaction keeps the file count of a table every run appends to
+# small between `maintain` runs.
+LOCK_TABLE_PROPERTIES = {
+    "delta.enableRowTracking": "true",
+    "delta.autoOptimize.autoCompact": "true",
+}
+
 
 @dataclass(frozen=True)
-class Holder:
+class Event:
+    """One row of the lock table, with the version of the commit that wrote it."""
+
+    version: int
+    name: str
+    run_id: str
+    command: str
+    host: str
+    pid: int
+    event: str
+    written_epoch: int
+    expires_epoch: int
+    takes_over: str | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Event:
+        kind = row.get("event")
+        if kind is None:
+            # A row of the MERGE-based lock: a claim until it was released.
+            kind = RELEASE if row["released"] else CLAIM
+        return cls(int(row["version"]), row["name"], row["run_id"], row["command"] or "",
+                   row["host"] or "", int(row["pid"] or 0), kind,
+                   int(row.get("written_epoch") or 0), int(row["expires_epoch"] or 0),
+                   row.get("takes_over"))
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds one cluster, until when."""
+
     name: str
     run_id: str
     command: str
@@ -55,18 +97,73 @@ class Holder:
     pid: int
     expires_epoch: int
 
-    @classmethod
-    def of(cls, row: Row) -> Holder:
-        return cls(row["name"], row["run_id"], row["command"], row["host"], row["pid"],
-                   row["expires_epoch"])
-
-    def live(self, now: float) -> bool:
-        return self.expires_epoch > now and _alive_here(self.host, self.pid)
+    def live(self, now: float, alive: Callable[[str, int], bool]) -> bool:
+        return self.expires_epoch > now and alive(self.host, self.pid)
 
 
-def _alive_here(host: str, pid: int) -> bool:
+def leases(events: Iterable[Event]) -> dict[str, Lease]:
+    """The lease of each cluster after `events`, judged in commit order (pure).
+
+    A claim takes a cluster when no lease holds it at the claim's own time, when the
+    lease is the claimer's own, or when it names the holder as taken over (its process
+    was seen gone); otherwise it is refused and never counts later. A renewal extends
+    the claimer's lease if it had not expired when written. A release ends it.
+    """
+    held: dict[str, Lease] = {}
+    for e in sorted(events, key=lambda e: (e.version, e.name, e.run_id)):
+        current = held.get(e.name)
+        mine = current is not None and current.run_id == e.run_id
+        if e.event == CLAIM:
+            if (current is None or mine or current.expires_epoch <= e.written_epoch
+                    or (e.takes_over is not None and e.takes_over == current.run_id)):
+                held[e.name] = Lease(e.name, e.run_id, e.command, e.host, e.pid,
+                                     e.expires_epoch)
+        elif e.event == RENEW:
+            if current is not None and mine and current.expires_epoch > e.written_epoch:
+                held[e.name] = replace(current, expires_epoch=e.expires_epoch)
+        elif e.event == RELEASE and mine:
+            del held[e.name]
+    return held
+
+
+def _properties() -> str:
+    return ", ".join(f"'{k}' = '{v}'" for k, v in LOCK_TABLE_PROPERTIES.items())
+
+
+def alive_here(host: str, pid: int) -> bool:
     """False only when the holder ran on this host and its process is gone."""
     return host != socket.gethostname() or process_exists(pid)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What a read-back says of one run's lock."""
+
+    missing: tuple[str, ...]        # our clusters without a live lease of ours
+    others: tuple[Lease, ...]       # live leases of other runs on our clusters
+    stale: tuple[Lease, ...]        # other runs' leases expired or whose process is gone
+
+    @property
+    def held(self) -> bool:
+        return not self.missing
+
+
+def standing(held: Mapping[str, Lease], names: Sequence[str], run_id: str, now: float,
+             alive: Callable[[str, int], bool] = alive_here) -> Standing:
+    """Judge the leases of `names` for `run_id` at `now`."""
+    missing: list[str] = []
+    others: list[Lease] = []
+    stale: list[Lease] = []
+    for name in names:
+        lease = held.get(name)
+        if lease is not None and lease.run_id == run_id and lease.expires_epoch > now:
+            continue
+        missing.append(name)
+        if lease is None or lease.run_id == run_id:
+            continue
+        # Expired since our claim was written, or its process gone: a claim may take it.
+        (others if lease.live(now, alive) else stale).append(lease)
+    return Standing(tuple(missing), tuple(others), tuple(stale))
 
 
 class RunLock:
@@ -79,169 +176,153 @@ class RunLock:
         self.names = sorted(set(clusters))
         self.run_id = run_id
         self.command = command
-        self.ttl = dt.timedelta(seconds=ttl_seconds)
+        self.ttl = ttl_seconds
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._claimed = False
+        self._last_renewed = 0.0
         # Why the lock was lost while the run held it (None: still held).
         self.lost: str | None = None
 
-    # -- reading --------------------------------------------------------------
+    # -- the table --------------------------------------------------------------
 
-    def _claims(self) -> list[Holder]:
-        """Unreleased rows for our clusters, whoever wrote them (the table exists)."""
-        rows = (read_table(self.spark, self.ref)
-                .where(F.col("name").isin(*self.names) & ~F.col("released")).collect())
-        return [Holder.of(r) for r in rows]
-
-    # -- writing --------------------------------------------------------------
-
-    def _source(self, released: bool) -> DataFrame:
-        now = utc_now()
-        expires = now + self.ttl
-        rows = [(name, self.run_id, self.command, self.host, self.pid, now, expires,
-                 int(expires.timestamp()), released) for name in self.names]
-        return self.spark.createDataFrame(rows, LOCKS)
-
-    def _merge(self, released: bool, only_mine: bool,
-               stale: Sequence[Holder] = ()) -> None:
-        merge = delta_table(self.spark, self.ref).alias("t").merge(
-            self._source(released).alias("s"), "t.name = s.name")
-        values: dict[str, str | Column] = {c: f"s.{c}" for c in column_names(LOCKS)}
-        if only_mine:
-            merge.whenMatchedUpdate(condition="t.run_id = s.run_id", set=values).execute()
-            return
-        free = (f"t.released OR t.expires_epoch < {int(time.time())} OR t.run_id = s.run_id"
-                + "".join(f" OR t.run_id = '{h.run_id}'" for h in stale))
-        merge.whenMatchedUpdate(condition=free, set=values).whenNotMatchedInsertAll().execute()
-
-    def _create_table(self) -> bool:
-        """Create the table when missing; True when it already existed (and is a lock
-        table: LockUnavailable otherwise)."""
-        if table_exists(self.spark, self.ref):
-            self._check_schema()
-            return True
+    def _ensure_table(self) -> None:
+        """Create the lock table when missing; refuse a table that is not a lock table and
+        upgrade one of an earlier release (before anything is appended to it)."""
         try:
-            append(self.spark.createDataFrame([], LOCKS), self.ref)
+            schema = table_schema(self.spark, self.ref)
         except PySparkException as exc:
-            if not table_exists(self.spark, self.ref):
+            raise self._unavailable("it could not be read", exc) from exc
+        if schema is not None:
+            self._check_schema(schema)
+            return
+        columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in LOCKS.fields)
+        try:
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref.sql()} ({columns}) "
+                           f"USING delta TBLPROPERTIES ({_properties()})")
+        except PySparkException as exc:
+            # Another run may have created it at the same moment.
+            schema = table_schema(self.spark, self.ref)
+            if schema is None:
                 raise self._unavailable("it could not be created", exc) from exc
-        return False
+            self._check_schema(schema)
 
-    def _check_schema(self) -> None:
-        have = {f.name: f.dataType.simpleString()
-                for f in read_table(self.spark, self.ref).schema.fields}
-        wrong = [f"{f.name} ({f.dataType.simpleString()})" for f in LOCKS.fields
+    def _check_schema(self, schema: StructType) -> None:
+        have = {f.name: f.dataType.simpleString() for f in schema.fields}
+        # A table of an earlier release lacks the event columns: its next append adds them.
+        legacy = "event" not in have
+        required = [f for f in LOCKS.fields if not (legacy and f.name in _EVENT_COLUMNS)]
+        wrong = [f"{f.name} ({f.dataType.simpleString()})" for f in required
                  if have.get(f.name) != f.dataType.simpleString()]
         if wrong:
             raise LockUnavailable(
                 f"cannot take the run lock: {self.ref.text} is not a lock table (missing or "
                 f"mistyped columns: {', '.join(wrong)}); point tables.locks at a table of "
                 "its own")
+        if legacy:
+            log.warning("upgrading the lock table %s (row tracking on, event columns)",
+                        self.ref.text)
+            self.spark.sql(f"ALTER TABLE {self.ref.sql()} SET TBLPROPERTIES ({_properties()})")
 
     def _unavailable(self, what: str, exc: BaseException) -> LockUnavailable:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         return LockUnavailable(f"cannot take the run lock in {self.ref.text}: {what}: "
                                f"{type(exc).__name__}: {first}")
 
+    # -- events -----------------------------------------------------------------
+
+    def _append(self, event: str, takes_over: Mapping[str, str] | None = None) -> None:
+        """Append one `event` row per cluster of the run (one commit)."""
+        now = utc_now()
+        written = int(now.timestamp())
+        expires = written + (0 if event == RELEASE else self.ttl)
+        rows = [(name, self.run_id, self.command, self.host, self.pid, now,
+                 dt.datetime.fromtimestamp(expires, dt.UTC).replace(tzinfo=None), expires,
+                 event == RELEASE, event, written, (takes_over or {}).get(name))
+                for name in self.names]
+        append(self.spark.createDataFrame(rows, LOCKS), self.ref)
+
+    def _events(self) -> list[Event]:
+        """Every event on our clusters, with its commit version."""
+        rows = (load(self.spark, self.ref)
+                .where(F.col("name").isin(*self.names))
+                .select("*", F.col("_metadata.row_commit_version").alias("version"))
+                .collect())
+        return [Event.of(r.asDict()) for r in rows]
+
+    def _standing(self) -> Standing:
+        return standing(leases(self._events()), self.names, self.run_id, time.time())
+
+    # -- taking, keeping, giving back ---------------------------------------------
+
     def acquire(self) -> None:
         """Take every cluster's lock or raise LockHeld naming the holder (LockUnavailable
-        when the table or a MERGE fails); never waits.
+        when the table or a write fails); never waits.
 
-        One read (live holders, stale claims), one MERGE, one read-back.
+        One append (the claim) and one read back; a holder whose process is gone from
+        this host costs a second claim that names it, and a second read.
         """
-        claims = self._claims() if self._create_table() else []
-        now = time.time()
-        others = [h for h in claims if h.run_id != self.run_id]
-        held = [h for h in others if h.live(now)]
-        if held:
-            raise LockHeld(_held_message(held))
-        stale = [h for h in others if not h.live(now)]
-        for h in stale:
-            log.warning("taking over the lock on %s from run %s (pid %d on %s is gone)",
-                        h.name, h.run_id, h.pid, h.host)
         try:
-            self._merge(released=False, only_mine=False, stale=stale)
+            self._ensure_table()
+            self._append(CLAIM)
+            self._claimed = True
+            now = self._standing()
+            if now.stale and not now.others:
+                for lease in now.stale:
+                    log.warning("taking over the lock on %s from run %s (pid %d on %s is "
+                                "gone)", lease.name, lease.run_id, lease.pid, lease.host)
+                self._append(CLAIM, {lease.name: lease.run_id for lease in now.stale})
+                now = self._standing()
+        except (LockUnavailable, LockHeld):
+            raise
         except PySparkException as exc:
-            if not is_conflict(exc):
-                raise self._unavailable("the MERGE that claims it failed", exc) from exc
-            # A concurrent acquisition committed first; the read-back names it.
-            log.info("lock MERGE conflicted: %s", type(exc).__name__)
-        self._check_owned()
+            self._give_back()
+            raise self._unavailable("the claim could not be written or read back",
+                                    exc) from exc
+        if now.others:
+            self._give_back()
+            raise LockHeld(_held_message(now.others))
+        if not now.held:
+            self._give_back()
+            raise LockUnavailable(
+                f"cannot take the run lock in {self.ref.text}: the read-back shows no live "
+                f"claim of run {self.run_id} on cluster(s) {', '.join(now.missing)}")
+        self._last_renewed = time.time()
         self._heartbeat = threading.Thread(target=self._beat, name="run-lock-heartbeat",
                                            daemon=True)
         self._heartbeat.start()
 
-    def _owners(self) -> tuple[list[str], list[Holder]]:
-        """Our clusters without a live claim of ours, and the live claims of other runs that
-        come before ours (lower run id) or stand alone."""
-        now = time.time()
-        owners: dict[str, list[Holder]] = {}
-        for h in self._claims():
-            if h.live(now):
-                owners.setdefault(h.name, []).append(h)
-        unclaimed: list[str] = []
-        others: list[Holder] = []
-        for name in self.names:
-            claims = sorted(owners.get(name, []), key=lambda h: h.run_id)
-            if not any(c.run_id == self.run_id for c in claims):
-                unclaimed.append(name)
-            if claims and claims[0].run_id != self.run_id:
-                others.extend(c for c in claims if c.run_id != self.run_id)
-        return unclaimed, others
-
-    def _check_owned(self) -> None:
-        unclaimed, others = self._owners()
-        if others:
-            self.release()
-            raise LockHeld(_held_message(others))
-        if unclaimed:
-            self.release()
-            raise LockUnavailable(
-                f"cannot take the run lock in {self.ref.text}: the read-back shows no live "
-                f"claim of run {self.run_id} on cluster(s) {', '.join(unclaimed)}")
-
     def renew(self) -> None:
-        """One heartbeat: extend our claims, read them back; sets `lost` when another run
-        holds a cluster or our claim is gone or expired."""
-        expires = time.time() + self.ttl.total_seconds()
+        """One heartbeat: extend our leases, read them back; sets `lost` when another run
+        holds a cluster, or our lease is gone or expired, or it could not be renewed
+        before it expired."""
+        attempted = time.time()
         try:
-            self._merge(released=False, only_mine=True)
+            self._append(RENEW)
+            now = self._standing()
         except Exception as exc:
             log.warning("lock heartbeat failed (%s); retrying", type(exc).__name__)
-            if self._last_renewed + self.ttl.total_seconds() <= time.time() + 1:
+            if self._last_renewed + self.ttl <= time.time() + 1:
                 self.lost = (f"the lock in {self.ref.text} could not be renewed before it "
                              f"expired ({type(exc).__name__})")
             return
-        self.lost = self._why_lost()
+        self.lost = _why_lost(now, self.run_id, self.ref.text)
         if self.lost is None:
-            self._last_renewed = expires - self.ttl.total_seconds()
-
-    _last_renewed: float = 0.0
-
-    def _why_lost(self) -> str | None:
-        """Read the claims back: why the run no longer holds its lock, or None."""
-        unclaimed, others = self._owners()
-        if others:
-            return "taken over: " + _held_message(others)
-        if unclaimed:
-            return (f"the claim of run {self.run_id} on cluster(s) {', '.join(unclaimed)} "
-                    f"is gone from {self.ref.text}")
-        return None
+            self._last_renewed = attempted
 
     def check_held(self) -> None:
         """Raise LockUnavailable unless the run still holds its lock: the heartbeat has not
-        lost it and a read-back now shows our live claim on every cluster, no one else's
-        (fencing: called before each phase that changes Kafka)."""
+        lost it and a read-back now shows our live lease on every cluster (fencing: called
+        before each phase that changes Kafka)."""
         if self.lost is None:
-            self.lost = self._why_lost()
+            self.lost = _why_lost(self._standing(), self.run_id, self.ref.text)
         if self.lost is not None:
             raise LockUnavailable(f"lock lost: {self.lost}")
 
     def _beat(self) -> None:
-        self._last_renewed = time.time()
-        interval = max(1.0, self.ttl.total_seconds() / 3)
+        interval = max(1.0, self.ttl / 3)
         while not self._stop.wait(interval):
             self.renew()
             if self.lost is not None:
@@ -249,22 +330,39 @@ class RunLock:
                 return
 
     def release(self) -> None:
-        """Give the locks back (also when the run failed)."""
+        """Give the locks back (also when the run failed): a release event ends our leases
+        and leaves anyone else's alone."""
         self._stop.set()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=30)
+        self._give_back()
+
+    def _give_back(self) -> None:
+        if not self._claimed:
+            return
         for attempt in range(5):
             try:
-                self._merge(released=True, only_mine=True)
+                self._append(RELEASE)
+                self._claimed = False
                 return
             except PySparkException as exc:
                 log.warning("releasing the lock failed (attempt %d: %s)", attempt + 1,
                             type(exc).__name__)
-        log.error("could not release the lock; it expires by itself after %s", self.ttl)
+        log.error("could not release the lock; it expires by itself after %ss", self.ttl)
 
 
-def _held_message(held: Sequence[Holder]) -> str:
-    def until(h: Holder) -> str:
+def _why_lost(now: Standing, run_id: str, table: str) -> str | None:
+    """Why the run no longer holds its lock, or None."""
+    if now.others:
+        return "taken over: " + _held_message(now.others)
+    if now.missing:
+        return (f"the claim of run {run_id} on cluster(s) {', '.join(now.missing)} is gone "
+                f"from {table} or expired")
+    return None
+
+
+def _held_message(held: Sequence[Lease]) -> str:
+    def until(h: Lease) -> str:
         return f"{dt.datetime.fromtimestamp(h.expires_epoch, dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
 
     parts = [f"cluster {h.name} is locked by {h.command} run {h.run_id} (pid {h.pid} on "

@@ -2,8 +2,9 @@
 
 Every run appends one small commit per phase to the audit table, so a table written by
 an hourly schedule gathers thousands of small files a month. `maintain` compacts them
-(OPTIMIZE), drops snapshot rows older than the configured retention, and removes the
-files no version inside the VACUUM retention still needs.
+(OPTIMIZE), drops snapshot rows older than the configured retention and the lock events
+of runs whose leases ended over a day ago, and removes the files no version inside the
+VACUUM retention still needs.
 
 The audit and runs tables are never pruned: they are the record of what was changed.
 The manifest tables are not the job's and are left alone (`report --topic` reads their
@@ -17,13 +18,15 @@ import functools
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from provisioning.conf import Conf
-from provisioning.delta.tables import TableRef, delta_table, retry_conflicts, table_exists
+from provisioning.delta.tables import TableRef, retry_conflicts, table_exists
 from provisioning.errors import ProvisioningError, UsageError
 from provisioning.results import TableMaintenance
-from provisioning.session import job_description
+from provisioning.session import job_label
+
+# Lock events of runs whose leases ended longer ago than this are deleted by `maintain`.
+LOCK_EVENTS_KEPT = dt.timedelta(days=1)
 
 
 class MaintenanceFailed(ProvisioningError):
@@ -44,15 +47,33 @@ def _file_count(spark: SparkSession, ref: TableRef) -> int:
     return int(row["numFiles"]) if row is not None else 0
 
 
+def _last_metric(spark: SparkSession, ref: TableRef, operation: str, metric: str) -> int:
+    """`metric` of the table's last commit when it was `operation` (0 otherwise: another
+    writer committed since)."""
+    last = spark.sql(f"DESCRIBE HISTORY {ref.sql()} LIMIT 1").select(
+        "operation", "operationMetrics").first()
+    if last is None or last["operation"] != operation:
+        return 0
+    return int((last["operationMetrics"] or {}).get(metric, 0))
+
+
 def _delete_older_than(spark: SparkSession, ref: TableRef, column: str,
                        cutoff: dt.datetime) -> int:
-    table = delta_table(spark, ref)
     # a concurrent append makes the DELETE conflict; it is safe to run again
-    retry_conflicts(lambda: table.delete(F.col(column) < F.lit(cutoff)), ref)
-    last = table.history(1).select("operation", "operationMetrics").first()
-    if last is None or last["operation"] != "DELETE":
-        return 0
-    return int((last["operationMetrics"] or {}).get("numDeletedRows", 0))
+    sql = f"DELETE FROM {ref.sql()} WHERE {column} < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S}'"
+    retry_conflicts(functools.partial(_collect, spark, sql), ref)
+    return _last_metric(spark, ref, "DELETE", "numDeletedRows")
+
+
+def _delete_ended_leases(spark: SparkSession, ref: TableRef, cutoff: dt.datetime) -> int:
+    """Delete the lock events of every run whose leases all ended before `cutoff`: no lease
+    of theirs can hold a cluster again, so who holds what now is unchanged."""
+    table = ref.sql()
+    sql = (f"MERGE INTO {table} t USING (SELECT run_id FROM {table} GROUP BY run_id "
+           f"HAVING max(expires_epoch) < {int(cutoff.replace(tzinfo=dt.UTC).timestamp())}) s "
+           "ON t.run_id = s.run_id WHEN MATCHED THEN DELETE")
+    retry_conflicts(functools.partial(_collect, spark, sql), ref)
+    return _last_metric(spark, ref, "MERGE", "numTargetRowsDeleted")
 
 
 def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
@@ -61,23 +82,22 @@ def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
     keep = conf.maintenance
     cutoff = (now - dt.timedelta(days=keep.snapshot_retention_days)
               if keep.snapshot_retention_days is not None else None)
-    roles = (("audit", conf.tables.audit, True), ("runs", conf.tables.runs, True),
-             ("snapshots", conf.tables.snapshots, True),
-             # The lock table is a handful of rows that every run MERGEs into: compacting
-             # it would only conflict with a running job's heartbeat.
-             ("locks", conf.tables.locks, False))
+    roles = (("audit", conf.tables.audit), ("runs", conf.tables.runs),
+             ("snapshots", conf.tables.snapshots), ("locks", conf.tables.locks))
     done = []
-    for role, name, compact in roles:
+    for role, name in roles:
         ref = TableRef(name)
         if not table_exists(spark, ref):
             continue
-        with job_description(spark, f"maintain: {role} table"):
+        with job_label(spark, f"maintain: {role} table"):
             before = _file_count(spark, ref)
             deleted = 0
             try:
                 if role == "snapshots" and cutoff is not None:
                     deleted = _delete_older_than(spark, ref, "snapshot_at", cutoff)
-                if optimize and compact:
+                if role == "locks":
+                    deleted = _delete_ended_leases(spark, ref, now - LOCK_EVENTS_KEPT)
+                if optimize:
                     # a running job's appends may conflict: compaction simply runs again
                     optimize_sql = f"OPTIMIZE {ref.sql()}"
                     retry_conflicts(functools.partial(_collect, spark, optimize_sql), ref)

@@ -1,5 +1,6 @@
 """Delta tables by path or catalog name: read at a version, write, append idempotently, retry
-conflicts. Every write of the job goes through `write`."""
+conflicts. Every write of the job goes through `write`. Only DataFrame and SQL APIs, which
+classic Spark and Spark Connect share."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from provisioning.errors import UsageError
-
-if TYPE_CHECKING:
-    from delta.tables import DeltaTable
 
 log = logging.getLogger(__name__)
 
@@ -41,36 +39,60 @@ class TableRef:
         return f"delta.`{self.text}`" if self.is_path else self.text
 
 
-def table_exists(spark: SparkSession, ref: TableRef) -> bool:
-    if ref.is_path:
-        from delta.tables import DeltaTable
+# What Delta answers when a path holds no Delta table (or nothing at all).
+_NOT_DELTA = ("DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE", "PATH_NOT_FOUND",
+              "TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND")
 
-        return bool(DeltaTable.isDeltaTable(spark, ref.text))
-    return bool(spark.catalog.tableExists(ref.text))
+
+def _not_a_table(exc: PySparkException) -> bool:
+    condition = exc.getCondition() or ""
+    return condition in _NOT_DELTA or any(c in str(exc)[:300] for c in _NOT_DELTA)
+
+
+def table_exists(spark: SparkSession, ref: TableRef) -> bool:
+    """Whether `ref` is a Delta table (a path) or names a table in the catalog."""
+    if not ref.is_path:
+        return bool(spark.catalog.tableExists(ref.text))
+    return table_version(spark, ref) is not None
 
 
 def read_table(spark: SparkSession, ref: TableRef, version: int | None = None) -> DataFrame:
     """The table (at `version` when given); a missing table is a usage error naming it."""
-    if not table_exists(spark, ref):
+    if version is None and not table_exists(spark, ref):
         raise UsageError(f"table {ref.text} does not exist or is not a Delta table")
+    return load(spark, ref, version)
+
+
+def load(spark: SparkSession, ref: TableRef, version: int | None = None) -> DataFrame:
+    """The table (at `version` when given), unchecked: for callers that know it exists."""
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
     return reader.load(ref.text) if ref.is_path else reader.table(ref.text)
 
 
+def table_schema(spark: SparkSession, ref: TableRef) -> StructType | None:
+    """The table's columns; None when it is not a Delta table (one analysis, no job)."""
+    try:
+        return load(spark, ref).schema
+    except PySparkException as exc:
+        if _not_a_table(exc):
+            return None
+        raise
+
+
 def table_version(spark: SparkSession, ref: TableRef) -> int | None:
-    """The latest committed version of the table; None when it is not a Delta table."""
-    if ref.is_path:
-        # One load of the Delta log's latest snapshot (reads of the same version reuse it);
-        # DESCRIBE HISTORY would build a DataFrame of commit infos: ~4 s on a cold driver.
-        delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog  # type: ignore[union-attr]
-        version = int(delta_log.forTableWithSnapshot(spark._jsparkSession, ref.text)._2()
-                      .version())
-        return version if version >= 0 else None
-    if not table_exists(spark, ref):
-        return None
-    row = delta_table(spark, ref).history(1).select("version").first()
+    """The latest committed version of the table; None when it is not a Delta table.
+
+    DESCRIBE HISTORY, which classic Spark and Spark Connect both run (Delta's Python
+    DeltaTable needs Delta's own Connect plugin on a Connect server).
+    """
+    try:
+        row = spark.sql(f"DESCRIBE HISTORY {ref.sql()} LIMIT 1").select("version").first()
+    except PySparkException as exc:
+        if _not_a_table(exc):
+            return None
+        raise
     return None if row is None else int(row["version"])
 
 
@@ -125,11 +147,3 @@ def write(df: DataFrame, ref: TableRef, mode: str,
         writer.save(ref.text)
     else:
         writer.saveAsTable(ref.text)
-
-
-def delta_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
-    """Delta's own handle on the table (for MERGE, DELETE and history)."""
-    from delta.tables import DeltaTable
-
-    return (DeltaTable.forPath(spark, ref.text) if ref.is_path
-            else DeltaTable.forName(spark, ref.text))

@@ -31,7 +31,7 @@ from provisioning.run.phases import (
     Verify,
 )
 from provisioning.run.summary import summarize
-from provisioning.session import Background, job_description
+from provisioning.session import Background, job_label
 from provisioning.transforms.summaries import summarize_snapshot
 
 PLAN_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate())
@@ -58,8 +58,8 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
         return _finish(ctx, run, options)
     lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
                    options.command, conf.run.lock_ttl_seconds)
-    with job_description(spark, f"{options.command}: take the run lock"):
-        taking = Background(lock.acquire, "run-lock")
+    with job_label(spark, f"{options.command}: take the run lock"):
+        taking = Background(lock.acquire, "run-lock", spark)
     ctx.wait_for_lock = taking.join
     ctx.check_lock = lock.check_held
     try:
@@ -72,7 +72,7 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
 
 def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
     state = run.execute(ctx)
-    with job_description(ctx.spark, f"{ctx.command}: summarize outcomes"):
+    with job_label(ctx.spark, f"{ctx.command}: summarize outcomes"):
         apply = options if isinstance(options, ApplyOptions) else None
         result = summarize(ctx.run_id, state.audit_rows, options.listing_limit,
                            deletes_allowed=apply is None or apply.allow_deletes,
@@ -108,14 +108,14 @@ def take_snapshot(
     record: RunRecord,
 ) -> list[ClusterSummary]:
     """Record every selected cluster's live topics in the snapshots table; change nothing."""
-    with job_description(spark, "snapshot: preflight"):
+    with job_label(spark, "snapshot: preflight"):
         states = preflight(clusters, credentials, conf.kafka)
-    with job_description(spark, "snapshot: read live metadata"):
+    with job_label(spark, "snapshot: read live metadata"):
         live = executors.snapshot_topics(
             spark, clusters, credentials, conf.kafka, record.run_id,
             {name: s.cluster_id for name, s in states.items()},
         ).localCheckpoint(eager=True)
-    with job_description(spark, "snapshot: write snapshot table"):
+    with job_label(spark, "snapshot: write snapshot table"):
         append(live, TableRef(conf.tables.snapshots))
     per_cluster = {r["cluster"]: r.asDict() for r in summarize_snapshot(live).collect()}
     summaries = []

@@ -94,7 +94,7 @@ class Commits:
 
     def record(self, name: str, commit: Callable[[], None]) -> None:
         """Start a commit of the run's view on a thread; it lands before Kafka is changed."""
-        task = Background(commit, name)
+        task = Background(commit, name, self.audit_log.spark)
         self._before_changes.append(task)
         self._pending.append(task)
 
@@ -111,7 +111,7 @@ class Commits:
             self.record(f"audit-{phase}", lambda: self.audit_log.write(phase, rows))
         elif background:
             self._pending.append(Background(lambda: self.audit_log.write(phase, rows),
-                                            f"audit-{phase}"))
+                                            f"audit-{phase}", self.audit_log.spark))
         else:
             self.audit_log.write(phase, rows)
         if failure is not None:

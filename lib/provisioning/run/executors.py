@@ -13,13 +13,15 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, Row, SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka import snapshot, tasks
 from provisioning.kafka.client import ClusterState
+from provisioning.run import arrow
 from provisioning.run.faults import Fault
 from schemas import CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
 
@@ -34,30 +36,28 @@ def _task_attempt() -> int:
     return 0 if ctx is None else ctx.attemptNumber()
 
 
-def _as_dicts(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
-    return (r.asDict() for r in rows)
-
-
-def _on_executors(spark: SparkSession, requests: DataFrame, work: PartitionWork,
-                  clusters: Sequence[ClusterConf], schema: StructType,
-                  order: Sequence[Any] = ("cluster", "topic")) -> DataFrame:
+def _on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[ClusterConf],
+                  schema: StructType, order: Sequence[Any] = ("cluster", "topic")
+                  ) -> DataFrame:
     # One partition per cluster of the run, so clusters go to parallel tasks. Sized from
     # the conf rather than by counting the requests' clusters: that count was one more
     # Spark job (a shuffle) per phase, and a cluster without requests is an empty task.
     n = max(1, len(clusters))
-    rdd = (requests.repartition(n, "cluster").sortWithinPartitions(*order)
-           .rdd.mapPartitions(lambda rows: work(_as_dicts(rows))))
-    # The tasks build every row from the schema's own column list: checking each value
-    # against the schema again in Python was most of a 10,000-topic phase (KIP-525 gives
-    # each topic ~30 config entries, each a struct to verify).
-    return spark.createDataFrame(rdd, schema, verifySchema=False)
+    target = arrow.arrow_schema(schema)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return arrow.record_batches(work(arrow.dict_rows(batches)), target)
+
+    # mapInArrow, not an RDD: the same plan runs on classic Spark and on Spark Connect.
+    return (requests.repartition(n, "cluster").sortWithinPartitions(*order)
+            .mapInArrow(task, schema))
 
 
 def _by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:
     return {c.name: c for c in clusters}
 
 
-def send_creates(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+def send_creates(requests: DataFrame, clusters: Sequence[ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf,
                  validate_only: bool, fault: Fault | None = None) -> DataFrame:
     """CreateTopics for every request row (validateOnly or for real), batched per cluster.
@@ -72,18 +72,18 @@ def send_creates(spark: SparkSession, requests: DataFrame, clusters: Sequence[Cl
         return tasks.create_results(rows, by_name, creds, kafka, validate_only,
                                     attempt=_task_attempt(), after_create=after_create)
 
-    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+    return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
 
-def send_deletes(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+def send_deletes(requests: DataFrame, clusters: Sequence[ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
     """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
     work = functools.partial(tasks.delete_results, clusters=_by_name(clusters),
                              credentials=dict(credentials), kafka=kafka)
-    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+    return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
 
-def send_alters(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+def send_alters(requests: DataFrame, clusters: Sequence[ClusterConf],
                 credentials: Mapping[str, Credentials], kafka: KafkaConf,
                 validate_only: bool) -> DataFrame:
     """IncrementalAlterConfigs and CreatePartitions (validateOnly or for real) for every
@@ -91,10 +91,10 @@ def send_alters(spark: SparkSession, requests: DataFrame, clusters: Sequence[Clu
     work = functools.partial(tasks.alter_results, clusters=_by_name(clusters),
                              credentials=dict(credentials), kafka=kafka,
                              validate_only=validate_only)
-    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+    return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
 
-def verify(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterConf],
+def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
            credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
     """Wait until created topics have a leader on every partition, deleted ones are gone and
     altered ones show the change.
@@ -103,7 +103,7 @@ def verify(spark: SparkSession, requests: DataFrame, clusters: Sequence[ClusterC
     """
     work = functools.partial(tasks.verify_results, clusters=_by_name(clusters),
                              credentials=dict(credentials), kafka=kafka)
-    return _on_executors(spark, requests, work, clusters, TOPIC_RESULT)
+    return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
 
 def snapshot_topics(
@@ -141,7 +141,7 @@ def snapshot_topics(
         cluster_ids=dict(cluster_ids),
         taken_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
     )
-    return _on_executors(spark, work_rows, work, clusters, SNAPSHOT,
+    return _on_executors(work_rows, work, clusters, SNAPSHOT,
                          order=("cluster", F.col("topic").asc_nulls_first()))
 
 

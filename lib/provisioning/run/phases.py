@@ -25,7 +25,7 @@ from provisioning.run import executors
 from provisioning.run.engine import Phase, RunContext, RunState, log_phase, require
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
 from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
-from provisioning.session import job_description
+from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
 from provisioning.transforms.plan import change_columns
@@ -56,7 +56,7 @@ class Preflight(Phase):
     writes = ("states",)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        with job_description(ctx.spark, f"{ctx.command}: preflight"):
+        with job_label(ctx.spark, f"{ctx.command}: preflight"):
             state.states = preflight(ctx.clusters, ctx.credentials, ctx.conf.kafka)
         ctx.steps.done("preflight")
         ctx.record.clusters = [
@@ -74,7 +74,7 @@ class ReadManifests(Phase):
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         scope = ctx.options.scope
-        with job_description(ctx.spark, f"{ctx.command}: read manifests"):
+        with job_label(ctx.spark, f"{ctx.command}: read manifests"):
             # Read and validated once: the snapshot (topics to describe by name), the plan
             # and both sides of the policy split read these rows.
             state.desired = read_desired(ctx.spark, ctx.conf, ctx.cluster_names,
@@ -95,7 +95,7 @@ class Snapshot(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         states, desired = require(state.states, "states"), require(state.desired, "desired")
-        with job_description(ctx.spark, f"{ctx.command}: snapshot live metadata"):
+        with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
             live = executors.snapshot_topics(
                 ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
                 {n: s.cluster_id for n, s in states.items()},
@@ -119,7 +119,7 @@ class Plan(Phase):
         started = time.monotonic()
         live = require(state.live, "live")
         scope = ctx.options.scope
-        with job_description(ctx.spark, f"{ctx.command}: plan, policies"):
+        with job_label(ctx.spark, f"{ctx.command}: plan, policies"):
             in_run = live.transform(in_scope(ctx.cluster_names, scope.topics_glob,
                                              tuple(ctx.conf.clusters)))
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
@@ -129,11 +129,11 @@ class Plan(Phase):
                                         ctx.conf.alters.remove_unlisted_configs),
                               ctx.conf, context).localCheckpoint(eager=True)
             ctx.steps.done("plan and policies")
-        with job_description(ctx.spark, f"{ctx.command}: audit plan"):
+        with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             rows = plan_audit(plan, ctx.run_id, utc_now()).localCheckpoint(eager=True)
             log_phase(names.PLAN, started, rows)
             ctx.commits.audit(names.PLAN, rows, before_changes=True)
-        with job_description(ctx.spark, f"{ctx.command}: count unmanaged topics"):
+        with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
             state.unmanaged = {
                 r["cluster"]: int(r["n"]) for r in unmanaged(in_run, plan)
                 .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
@@ -141,7 +141,7 @@ class Plan(Phase):
         state.audit_rows.append(rows)
         on_plan = pipeline_options(ctx).on_plan
         if on_plan is not None:
-            with job_description(ctx.spark, f"{ctx.command}: saved plan"):
+            with job_label(ctx.spark, f"{ctx.command}: saved plan"):
                 on_plan(plan)
 
 
@@ -159,13 +159,13 @@ class Validate(Phase):
         started = time.monotonic()
         plan = require(state.plan, "plan")
         creatable = plan.where(_clean(names.CREATE))
-        with job_description(ctx.spark, f"{ctx.command}: validateOnly CreateTopics, alters"):
+        with job_label(ctx.spark, f"{ctx.command}: validateOnly CreateTopics, alters"):
             validated = executors.send_creates(
-                ctx.spark, creatable.select(*_REQUEST_COLUMNS,
+                creatable.select(*_REQUEST_COLUMNS,
                                             F.lit(None).cast("int").alias("known_partitions")),
                 ctx.clusters, ctx.credentials, ctx.conf.kafka, validate_only=True,
             ).unionByName(executors.send_alters(
-                ctx.spark, alter_requests(plan), ctx.clusters, ctx.credentials,
+                alter_requests(plan), ctx.clusters, ctx.credentials,
                 ctx.conf.kafka, validate_only=True,
             )).localCheckpoint(eager=True)
             ctx.steps.done("validate")
@@ -229,17 +229,18 @@ class Apply(Phase):
         started = time.monotonic()
         plan = require(state.plan, "plan")
         options = pipeline_options(ctx)
-        with job_description(ctx.spark, "apply: CreateTopics, DeleteTopics, alters"):
+        with job_label(ctx.spark, "apply: CreateTopics, DeleteTopics, alters"):
             to_create, deletable, alterable = self._requests(ctx, state)
-            applied = executors.send_creates(ctx.spark, to_create, ctx.clusters,
+            applied = executors.send_creates(
+                to_create, ctx.clusters,
                                              ctx.credentials, ctx.conf.kafka,
                                              validate_only=False, fault=options.fault)
             if deletable is not None:
                 applied = applied.unionByName(executors.send_deletes(
-                    ctx.spark, deletable, ctx.clusters, ctx.credentials, ctx.conf.kafka))
+                deletable, ctx.clusters, ctx.credentials, ctx.conf.kafka))
             if alterable is not None:
                 applied = applied.unionByName(executors.send_alters(
-                    ctx.spark, alterable, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                alterable, ctx.clusters, ctx.credentials, ctx.conf.kafka,
                     validate_only=False))
             applied = applied.localCheckpoint(eager=True)
             ctx.steps.done("create")
@@ -264,9 +265,8 @@ class Verify(Phase):
         plan, applied = require(state.plan, "plan"), require(state.applied, "applied")
         to_verify = F.col("outcome").isin(names.CREATED, names.UNKNOWN, names.DELETED,
                                           names.ALTERED)
-        with job_description(ctx.spark, "apply: verify leaders, deletions and alters"):
+        with job_label(ctx.spark, "apply: verify leaders, deletions and alters"):
             verified = executors.verify(
-                ctx.spark,
                 applied.where(to_verify).select("cluster", "topic").join(
                     plan.select("cluster", "topic", "action", "config_ops",
                                 *change_columns()).drop("new_assignment"),
@@ -295,7 +295,7 @@ class Import(Phase):
         if not isinstance(options, ImportOptions):
             raise TypeError("the import phase needs ImportOptions")
         states = require(state.states, "states")
-        with job_description(ctx.spark, "import: read live metadata"):
+        with job_label(ctx.spark, "import: read live metadata"):
             live = executors.snapshot_topics(
                 ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
                 {n: s.cluster_id for n, s in states.items()},
@@ -309,7 +309,7 @@ class Import(Phase):
         is_managed = F.coalesce(F.col("_managed"), F.lit(False))
         kept = importable(protected_globs(ctx.conf), options.include_protected) & ~is_managed
         rows = manifest_rows(live.where(kept), options.owner, options.with_assignment)
-        with job_description(ctx.spark, f"import: write {options.table}"):
+        with job_label(ctx.spark, f"import: write {options.table}"):
             # --mode error was checked before the run started; Delta's own "error" mode
             # still refuses a table created since.
             version = write_manifest_frame(rows, options.table, options.mode)

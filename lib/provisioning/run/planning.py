@@ -60,12 +60,24 @@ def plan_rows(desired: DataFrame, live: DataFrame, created_by_job: DataFrame | N
     return plan
 
 
+def cut(df: DataFrame) -> DataFrame:
+    """`df` with its plan cut short (a lazy local checkpoint: no Spark job of its own).
+
+    Spark Connect sends a DataFrame's whole plan as nested protobuf, and its client
+    refuses one deeper than 100 levels: the plan and policy chain would be. Classic Spark
+    runs the same code (one code path).
+    """
+    return df.localCheckpoint(eager=False)
+
+
 def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext) -> DataFrame:
     """The create, delete and alter policies over the valid PLAN rows; invalid rows pass as
     they are."""
+    plan = cut(plan)
     valid = F.size("row_errors") == 0
-    judged = (plan.where(valid)
-              .transform(lambda df: with_create_policies(df, conf.create_policies, context))
-              .transform(lambda df: with_delete_policies(df, conf.delete_policies, context))
-              .transform(lambda df: with_alter_policies(df, conf.alter_policies, context)))
+    judged = plan.where(valid)
+    for apply_policies, specs in ((with_create_policies, conf.create_policies),
+                                  (with_delete_policies, conf.delete_policies),
+                                  (with_alter_policies, conf.alter_policies)):
+        judged = cut(apply_policies(judged, specs, context, cut))
     return judged.unionByName(plan.where(~valid))

@@ -9,15 +9,27 @@ here talks to Kafka or touches a table outside the temp directory.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql.types import StringType, StructField, StructType
 
 from provisioning.conf import parse_conf
 from provisioning.delta.lock import RunLock
 from provisioning.delta.manifests import write_manifest
 from provisioning.delta.tables import TableRef, append
+from provisioning.run import arrow
 from provisioning.run.planning import read_desired
 from provisioning.session import build_session
 from schemas import MANIFEST, column_names
+
+
+def _echo(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    schema = arrow.arrow_schema(StructType([StructField("cluster", StringType()),
+                                            StructField("topic", StringType())]))
+    rows = ((r["cluster"], r["topic"]) for r in arrow.dict_rows(batches))
+    return arrow.record_batches(rows, schema)
 
 
 def warm_up(manifest_rows: list[tuple[object, ...]]) -> None:
@@ -39,9 +51,9 @@ def warm_up(manifest_rows: list[tuple[object, ...]]) -> None:
             write_manifest(spark, manifest_rows, str(base / "manifest"))
             desired = read_desired(spark, conf, clusters, None).localCheckpoint(eager=True)
             append(desired, TableRef(conf.tables.audit))
-            # The Python side of the admin tasks: a Python RDD through a worker.
-            spark.sparkContext.parallelize(range(4), 2).mapPartitions(
-                lambda part: [sum(part)]).collect()
+            # The Python side of the admin tasks: mapInArrow through a Python worker.
+            desired.select("cluster", "topic").mapInArrow(_echo, "cluster string, topic string"
+                                                          ).collect()
         finally:
             lock.release()
     spark.stop()

@@ -21,7 +21,7 @@ from provisioning.conf import Conf
 from provisioning.delta.manifests import conform_to_manifest
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
-from provisioning.session import job_description
+from provisioning.session import job_label
 from provisioning.transforms.adopt import own_overrides, unmanaged
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.scope import topics_matching
@@ -147,7 +147,7 @@ def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str
         raise UsageError(f"report takes one of --run-id, --topic, --drift, --unmanaged; got "
                          f"{' and '.join(chosen)}")
     view = chosen[0].lstrip("-") if chosen else "recent runs"
-    with job_description(spark, f"report: {view}"):
+    with job_label(spark, f"report: {view}"):
         if unmanaged:
             return unmanaged_view(spark, conf, clusters, topics_glob)
         return _build(spark, conf, run_id, topic, clusters, limit, drift, topics_glob)

@@ -9,7 +9,7 @@ its `policy_violations` stays empty.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame
 
@@ -19,6 +19,7 @@ from provisioning.transforms.policies.base import PolicyContext, Transform, chec
 from provisioning.transforms.policies.registry import ALWAYS_ON, POLICIES
 
 __all__ = [
+    "Cut",
     "PolicyContext",
     "PolicyError",
     "with_alter_policies",
@@ -27,35 +28,45 @@ __all__ = [
 ]
 
 
+# Given by the caller to cut a DataFrame's plan short between policies (a lazy checkpoint):
+# Spark Connect sends a plan as nested protobuf, which its client refuses past 100 levels,
+# and a policy adds ~10 levels to the plan (its expressions alone are ~40 deep).
+Cut = Callable[[DataFrame], DataFrame]
+POLICIES_PER_CUT = 4
+
+
 def with_create_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                         context: PolicyContext) -> DataFrame:
+                         context: PolicyContext, cut: Cut | None = None) -> DataFrame:
     """Append the violations of the always-on and the configured create policies to PLAN rows.
 
     specs: the conf's `policies.create`, applied in order after the always-on checks.
+    cut: applied to the rows after every POLICIES_PER_CUT policies but the last ones.
     """
-    return _with_policies(plan, specs, context, "create")
+    return _with_policies(plan, specs, context, "create", cut)
 
 
 def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                         context: PolicyContext) -> DataFrame:
+                         context: PolicyContext, cut: Cut | None = None) -> DataFrame:
     """Append the violations of the always-on and the configured delete policies to PLAN rows.
 
     specs: the conf's `policies.delete`, applied in order after the always-on checks.
+    cut: as for `with_create_policies`.
     """
-    return _with_policies(plan, specs, context, "delete")
+    return _with_policies(plan, specs, context, "delete", cut)
 
 
 def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                        context: PolicyContext) -> DataFrame:
+                        context: PolicyContext, cut: Cut | None = None) -> DataFrame:
     """Append the violations of the always-on and the configured alter policies to PLAN rows.
 
     specs: the conf's `policies.alter`, applied in order after the always-on checks.
+    cut: as for `with_create_policies`.
     """
-    return _with_policies(plan, specs, context, "alter")
+    return _with_policies(plan, specs, context, "alter", cut)
 
 
 def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
-                   kind: str) -> DataFrame:
+                   kind: str, cut: Cut | None) -> DataFrame:
     check_plan_schema(plan, f"the plan given to the {kind} policies")
     registry = POLICIES[kind]
     # (where it comes from, transform); `where` prefixes any PolicyError it raises.
@@ -71,9 +82,11 @@ def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: Policy
         except PolicyError as exc:
             raise PolicyError(f"{where}: {exc}") from exc
     df = plan
-    for where, step in steps:
+    for done, (where, step) in enumerate(steps, start=1):
         try:
             df = df.transform(step)
         except PolicyError as exc:
             raise PolicyError(f"{where}: {exc}") from exc
+        if cut is not None and done % POLICIES_PER_CUT == 0 and done < len(steps):
+            df = cut(df)
     return df
