@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,48 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     yield from _cluster(tmp_path_factory.mktemp("kafka-1"), 1)
 
 
+_CONNECT: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One stock Spark Connect server for the session (local[2], Delta; its Python has only
+    pyspark[connect]), warmed once; started only when a test runs in Connect mode."""
+    from tests.support.sparkconnect import ConnectServer, warm_up
+
+    _jars(DELTA_JARS)
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    server.start()
+    _CONNECT["server"] = server
+    try:
+        warm_up(server.address)
+        yield server
+    finally:
+        _CONNECT.clear()
+        server.stop()
+
+
+# Where the job runs: classic Spark through spark-submit.sh, or a Spark Connect client.
+MODES = ("classic", "connect")
+
+
+@pytest.fixture(scope="module", params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    """The mode a module's end-to-end flow runs in (each module runs once per mode)."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def cli(mode: str, request: pytest.FixtureRequest) -> Callable[..., object]:
+    """`tests.helpers.run_cli` in this module's mode."""
+    from tests.helpers import run_cli
+
+    if mode == "classic":
+        return run_cli
+    server = request.getfixturevalue("connect_server")
+    return functools.partial(run_cli, remote=server.address)
+
+
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
     """A fresh directory for this test's Delta tables."""
@@ -91,6 +134,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.when != "call" or not report.failed:
         return
+    callspec = getattr(item, "callspec", None)
+    server = _CONNECT.get("server")
+    if server is not None and callspec is not None and callspec.params.get("mode") == "connect":
+        report.sections.append((f"spark connect server log ({server.log_file})",
+                                server.log_tail(60)))
     for name in ("kafka",):
         cluster = getattr(item, "funcargs", {}).get(name)
         if cluster is None:

@@ -57,13 +57,15 @@ class Completed:
 def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
             cwd: Path | None = None, timeout: float = 600,
             job: str = "jobs/provision_topics.py",
-            spark_args: Sequence[str] = ()) -> Completed:
-    """Run a job through spark-submit.sh, as an operator would."""
+            spark_args: Sequence[str] = (), remote: str | None = None) -> Completed:
+    """Run a job through spark-submit.sh, as an operator would: classic Spark, or with
+    `remote` (sc://...) as a thin client of that Spark Connect server."""
     full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                 "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}
+    full_env.pop("SPARK_REMOTE", None)
+    launcher = ["--remote", remote] if remote else ["--driver-memory", "1g"]
     proc = subprocess.run(
-        [str(REPO / "spark-submit.sh"), "--driver-memory", "1g", *spark_args,
-         str(REPO / job), *args],
+        [str(REPO / "spark-submit.sh"), *launcher, *spark_args, str(REPO / job), *args],
         cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)

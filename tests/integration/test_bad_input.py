@@ -126,6 +126,7 @@ def test_an_unexpected_error_exits_5_in_one_line_and_frees_the_lock(kafka: Any, 
             .collect()]
     assert [(r["command"], r["status"], r["exit_code"], r["message"]) for r in runs] == [
         ("apply", "failed", 5, errors[0][len("error: "):])]
-    locks = spark.read.format("delta").load(str(warehouse / "provision_runs_locks")).collect()
-    assert [(r["name"], r["run_id"], r["released"]) for r in locks] == [
-        ("local", runs[0]["run_id"], True)]
+    locks = (spark.read.format("delta").load(str(warehouse / "provision_runs_locks"))
+             .orderBy("_metadata.row_commit_version").collect())
+    assert [(r["name"], r["run_id"], r["event"]) for r in locks] == [
+        ("local", runs[0]["run_id"], "claim"), ("local", runs[0]["run_id"], "release")]

@@ -1,5 +1,6 @@
 """The operator's loop through spark-submit.sh: read a plan, save it, apply only that plan,
-and come back later for a topic's history and the drift across clusters.
+and come back later for a topic's history and the drift across clusters; in both modes
+(classic spark-submit, and a thin client of a Spark Connect server), each on a fresh broker.
 
 Two cluster names point at the one test broker (`local` and `mirror`): each has its own
 manifest rows and its own plan, which is all `report --drift` needs to show drift per
@@ -11,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient
 
-from tests.helpers import broker_state, run_cli, write_conf, write_manifest_table
+from tests.helpers import Completed, broker_state, write_conf, write_manifest_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -88,9 +90,21 @@ def _change(cluster: str, topic: str, action: str, table: str, version: int,
             "source_version": version, **cols}
 
 
-def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: Any,
-                                                             tmp_path: Path) -> None:
-    bootstrap = kafka.bootstrap_servers
+@pytest.fixture(scope="module")
+def broker(mode: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from tests.support.devkafka import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp(f"kafka-operator-{mode}"), nodes=1)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_plan_save_stale_apply_fresh_apply_history_and_drift(
+        broker: Any, spark: Any, tmp_path: Path, cli: Callable[..., Completed]) -> None:
+    bootstrap = broker.bootstrap_servers
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.create_topics({"op.drift": {"num_partitions": 2, "replication_factor": 1,
@@ -111,7 +125,7 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
     saved = tmp_path / "plans" / "first.json"
 
     # 1. plan --out: a human summary, a saved plan, the broker untouched.
-    planned = run_cli(["plan", "--conf", str(conf), "--out", str(saved)])
+    planned = cli(["plan", "--conf", str(conf), "--out", str(saved)])
     assert planned.returncode == 0, planned.output[-4000:]
     assert _state(bootstrap) == before
     doc = json.loads(saved.read_text())
@@ -180,7 +194,7 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
     # 2. The manifest changes after the review: apply --plan refuses before any request.
     write_manifest_table(spark, warehouse / "desired_topics",
                          manifest(orders_partitions=4, with_events=False, with_new=True))
-    stale = run_cli(["apply", "--conf", str(conf), "--plan", str(saved), "--json"])
+    stale = cli(["apply", "--conf", str(conf), "--plan", str(saved), "--json"])
     assert stale.returncode == 2, stale.output[-4000:]
     assert _state(bootstrap) == before
     refusal = stale.json()
@@ -218,12 +232,12 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
     # 3. A new plan of the current manifest applies, and only what it says.
     write_manifest_table(spark, warehouse / "desired_topics", manifest())
     fresh = tmp_path / "plans" / "second.json"
-    replanned = run_cli(["plan", "--conf", str(conf), "--out", str(fresh), "--json"])
+    replanned = cli(["plan", "--conf", str(conf), "--out", str(fresh), "--json"])
     assert replanned.returncode == 0, replanned.output[-4000:]
     second_plan_id = replanned.json()["run_id"]
     assert replanned.json()["plan_file"] == {"path": str(fresh),
                                              "digest": json.loads(fresh.read_text())["digest"]}
-    applied = run_cli(["apply", "--conf", str(conf), "--plan", str(fresh), "--json"])
+    applied = cli(["apply", "--conf", str(conf), "--plan", str(fresh), "--json"])
     assert applied.returncode == 0, applied.output[-4000:]
     apply_id = applied.json()["run_id"]
     after = _state(bootstrap)
@@ -251,7 +265,7 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
 
     # 4. Months later: who asked for op.orders, with which configs? The manifest rows
     # come from Delta time travel: version 1 asked for 4 partitions, the table now says 3.
-    history = run_cli(["report", "--conf", str(conf), "--topic", "op.orders", "--json"])
+    history = cli(["report", "--conf", str(conf), "--topic", "op.orders", "--json"])
     assert history.returncode == 0, history.output[-4000:]
     story = history.json()
     assert [(h["run_id"], h["run_command"], h["phase"], h["outcome"], h["source_version"],
@@ -285,7 +299,7 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(kafka: Any, spark: 
     ]
 
     # 5. Drift across clusters: each topic's latest plan, grouped per cluster.
-    drift = run_cli(["report", "--conf", str(conf), "--drift"])
+    drift = cli(["report", "--conf", str(conf), "--drift"])
     assert drift.returncode == 0, drift.output[-4000:]
     assert _block(drift.output, "drift across clusters", "      partitions: 2 -> 1") == [
         "drift across clusters (each topic's latest plan)",

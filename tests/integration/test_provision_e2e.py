@@ -1,13 +1,13 @@
-"""The product end to end through spark-submit.sh: plan, apply --allow-deletes, apply again.
+"""The product end to end through spark-submit.sh: plan, apply --allow-deletes, apply again,
+report; in both modes (classic spark-submit, and a thin client of a Spark Connect server).
 
-One fresh broker for this module, so the broker state asserted is the whole
-state: every non-internal topic, its id, partitions, replication factor and
-topic-level configs.
+One fresh broker per mode, so the broker state asserted is the whole state: every
+non-internal topic, its id, partitions, replication factor and topic-level configs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from tests.helpers import broker_state, run_cli, write_conf, write_manifest_table
+from tests.helpers import Completed, broker_state, write_conf, write_manifest_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -73,10 +73,10 @@ def manifest_rows() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def broker(mode: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tests.support.devkafka import KafkaCluster
 
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-e2e"), nodes=1)
+    cluster = KafkaCluster(tmp_path_factory.mktemp(f"kafka-e2e-{mode}"), nodes=1)
     cluster.start()
     try:
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
@@ -124,7 +124,8 @@ def _expected_apply_audit() -> list[tuple[Any, ...]]:
     return sorted(rows)
 
 
-def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
+def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path,
+                          cli: Callable[..., Completed]) -> None:
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics", manifest_rows())
     conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse)
@@ -132,7 +133,7 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
     assert sorted(before) == sorted(PRE_EXISTING)
 
     # plan: the broker is untouched, every row is judged
-    planned = run_cli(["plan", "--conf", str(conf), "--json"])
+    planned = cli(["plan", "--conf", str(conf), "--json"])
     assert planned.returncode == 1, planned.output[-4000:]
     assert broker_state(broker.bootstrap_servers) == before
     plan_doc = planned.json()
@@ -142,7 +143,7 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
     }
 
     # apply: creates, deletes, and the exact state that results
-    applied = run_cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"])
+    applied = cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"])
     assert applied.returncode == 1, applied.output[-4000:]
     run_id = applied.json()["run_id"]
     after = broker_state(broker.bootstrap_servers)
@@ -195,7 +196,7 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
     }
 
     # a second apply changes nothing and records the created topics as already present
-    again = run_cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"])
+    again = cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"])
     assert again.returncode == 1, again.output[-4000:]
     assert broker_state(broker.bootstrap_servers) == after
     second = _audit(spark, warehouse, again.json()["run_id"])
@@ -214,7 +215,7 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
     assert second == expected_second
 
     # report: one topic's history across both runs, and one run's rows
-    history = run_cli(["report", "--conf", str(conf), "--topic", "e2e.t01", "--json"])
+    history = cli(["report", "--conf", str(conf), "--topic", "e2e.t01", "--json"])
     assert history.returncode == 0, history.output[-3000:]
     steps = [(h["run_id"], h["phase"], h["outcome"], h["source_version"])
              for h in history.json()["history"]]
@@ -226,7 +227,7 @@ def test_plan_apply_apply(broker: Any, spark: Any, tmp_path: Path) -> None:
         (run_id, "apply", "created", 0), (run_id, "verify", "created", 0),
         (second_id, "plan", "already_present", 0),
     ]
-    one_run = run_cli(["report", "--conf", str(conf), "--run-id", run_id, "--json"])
+    one_run = cli(["report", "--conf", str(conf), "--run-id", run_id, "--json"])
     assert one_run.returncode == 0, one_run.output[-3000:]
     doc = one_run.json()
     assert (doc["run"]["run_id"], doc["run"]["command"], doc["run"]["exit_code"]) == (

@@ -120,6 +120,9 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
                                                        tmp_path: Path) -> None:
     """The run pauses before its first change while another run takes its lock over in the
     real lock table; the fence before apply reads the claim back and stops the run."""
+    from provisioning.delta.lock import RunLock
+    from provisioning.errors import LockHeld
+
     warehouse = tmp_path / "wh"
     names = [f"fence.{i:03d}" for i in range(3)]
     write_manifest_table(spark, warehouse / "desired_topics", _topics("fence.", 3))
@@ -136,8 +139,11 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
         time.sleep(0.2)
     assert waiting.exists(), "the run never reached the pause before apply"
     locks = warehouse / "provision_runs_locks"
-    spark.sql(f"UPDATE delta.`{locks}` SET run_id = '20990101T000000Z-usurper', pid = 1, "
-              "host = 'elsewhere' WHERE name = 'local'")
+    (victim,) = {r["run_id"] for r in spark.read.format("delta").load(str(locks)).collect()}
+    # Another run takes the cluster over, as one that found the victim's process gone would.
+    usurper = RunLock(spark, str(locks), ["local"], "20990101T000000Z-usurper", "apply", 600)
+    usurper.host, usurper.pid = "elsewhere", 1
+    usurper._append("claim", {"local": victim})
     go.touch()
     job.join(600)
 
@@ -155,10 +161,14 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
                   .where(f"run_id = '{run_id}' AND phase = 'apply'").collect())
     assert {(r["error_name"], r["error_message"], r["attempts"]) for r in apply_rows} == {
         ("LOCK_LOST", run["message"], 0)}
-    # The usurper's claim is left as it is: a fenced run releases only its own.
-    assert [(r["name"], r["run_id"], r["released"]) for r in
-            spark.read.format("delta").load(str(locks)).collect()] == [
-        ("local", "20990101T000000Z-usurper", False)]
+    # The usurper's lease is left as it is: a fenced run's release ends only its own.
+    log = (spark.read.format("delta").load(str(locks))
+           .orderBy("_metadata.row_commit_version").collect())
+    assert [(r["run_id"], r["event"], r["takes_over"]) for r in log] == [
+        (victim, "claim", None), ("20990101T000000Z-usurper", "claim", victim),
+        (victim, "release", None)]
+    with pytest.raises(LockHeld, match="locked by apply run 20990101T000000Z-usurper"):
+        RunLock(spark, str(locks), ["local"], "r-next", "apply", 60).acquire()
 
 
 def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) -> None:
@@ -166,7 +176,7 @@ def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) ->
     from provisioning.errors import LockHeld
 
     table = str(tmp_path / "locks")
-    RunLock(spark, table, ["a"], "r0", "apply", 60)._create_table()
+    RunLock(spark, table, ["a"], "r0", "apply", 60)._ensure_table()
     outcomes: dict[str, str] = {}
     start = threading.Barrier(3)
 

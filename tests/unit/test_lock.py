@@ -83,7 +83,7 @@ def test_standing_names_missing_clusters_live_holders_and_stale_ones() -> None:
     held = {"a": lease("me", 500, "a"), "b": lease("other", 500, "b"),
             "c": lease("gone", 500, "c"), "d": lease("me", 90, "d")}
     now = standing(held, ["a", "b", "c", "d", "e"], "me", 100,
-                   alive=lambda host, pid: False if pid == 2 else True)
+                   alive=lambda host, pid: pid != 2)
     assert now.missing == ("b", "c", "d", "e")
     assert now.others == (lease("other", 500, "b"), lease("gone", 500, "c"))
     assert now.stale == ()
