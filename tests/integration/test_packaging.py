@@ -1,11 +1,18 @@
-"""What spark-submit.sh ships: the package and the schemas, nothing of the dev tooling."""
+"""What the project ships: spark-submit.sh's zip (the package and the schemas, nothing of the
+dev tooling), and the wheel, whose `provision-topics` runs the job from a plain Python
+process as a Spark Connect client."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import sysconfig
 from pathlib import Path
+from typing import Any
 
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO, broker_state, run_cli, write_conf, write_manifest_table
 
 
 def test_the_shipped_zip_holds_only_the_package_and_the_schemas() -> None:
@@ -20,3 +27,49 @@ def test_the_shipped_zip_holds_only_the_package_and_the_schemas() -> None:
                             (REPO / "schemas").rglob("*.py")])
     assert shipped == [expected]
     assert not [n for n in expected if "devkafka" in n or n.startswith("tests/")]
+
+
+def _wheel_venv(work: Path) -> Path:
+    """A venv holding the project's wheel and nothing else of this checkout: its
+    dependencies come from the test venv's site-packages (a path file), the project's own
+    package from the wheel."""
+    dist = work / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist),
+                    str(REPO)], check=True, capture_output=True, text=True, timeout=300)
+    (wheel,) = dist.glob("topic_provisioning-*.whl")
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                    "install", "-q", "--no-deps", str(wheel)], check=True,
+                   capture_output=True, text=True, timeout=300)
+    return venv
+
+
+def test_the_wheel_runs_plan_from_a_plain_python_process_against_connect(
+        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
+    venv = _wheel_venv(tmp_path)
+    where = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import provisioning, schemas; print(provisioning.__file__); "
+                            "print(schemas.__file__)"],
+                           capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert [Path(p).is_relative_to(venv) for p in where.stdout.split()] == [True, True]
+
+    warehouse = tmp_path / "wh"
+    write_manifest_table(spark, warehouse / "desired_topics",
+                         [{"cluster": "local", "topic": "wheel.a", "partitions": 2}])
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+    env["SPARK_REMOTE"] = connect_server.address
+    done = subprocess.run([str(venv / "bin" / "provision-topics"), "plan", "--conf",
+                           str(conf), "--topics", "wheel.*", "--json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (doc["command"], doc["counts"], doc["exit_code"]) == ("plan", {"validated": 1}, 0)
+    assert "wheel.a" not in broker_state(kafka.bootstrap_servers)
+    audit = spark.read.format("delta").load(str(warehouse / "topic_audit")).collect()
+    assert sorted((r["topic"], r["phase"], r["outcome"], r["result_partitions"])
+                  for r in audit) == [("wheel.a", "plan", "planned", None),
+                                      ("wheel.a", "validate", "validated", 2)]

@@ -10,7 +10,7 @@ import click
 
 from provisioning.cli.common import common_options, emit, fail, load, session, setup_logging
 from provisioning.conf import resolve_credentials, select_clusters
-from provisioning.results import RunRecord, new_run_id
+from provisioning.results import RunRecord, RunResult, new_run_id
 from provisioning.run.faults import Fault
 from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions, Scope
 from provisioning.views import planfile
@@ -59,16 +59,21 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
             PlanOptions(scope=scope, validate=validate, on_plan=on_plan, fault=fault))
         credentials = resolve_credentials(conf, os.environ)
         spark = session(conf)
-        result = run_plan(spark, conf, selected, credentials, record, options)
+
+        def record_run(result: RunResult) -> None:
+            if out_path and saved_doc is not None:
+                planfile.save_plan(out_path, saved_doc(), planfile.plan_meta(
+                    record.run_id, command, conf.source, result.counts, result.exit_code,
+                    record.started_at))
+            record.outcome_counts = result.counts
+            record.finish("succeeded" if result.exit_code == 0 else "completed_with_errors",
+                          result.exit_code)
+            write_run(spark, conf.tables.runs, record)
+
+        result = run_plan(spark, conf, selected, credentials, record, options, record_run)
         code = result.exit_code
-        if out_path and saved_doc is not None:
-            planfile.save_plan(out_path, saved_doc(), planfile.plan_meta(
-                record.run_id, command, conf.source, result.counts, code, record.started_at))
     except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
         fail(spark, conf, record, exc, as_json)
-    record.outcome_counts = result.counts
-    record.finish("succeeded" if code == 0 else "completed_with_errors", code)
-    write_run(spark, conf.tables.runs, record)
     saved_plan = (out_path, saved_doc().digest) if out_path and saved_doc else None
     emit(as_json, {"run_id": result.run_id, "command": command, "counts": result.counts,
                    "actions": result.actions, "topics": result.topics,

@@ -6,7 +6,7 @@ it with a RunContext; `apply` holds the lock of every cluster it touches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -42,20 +42,28 @@ IMPORT_RUN = Run(Preflight(), Import())
 
 def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
              credentials: Mapping[str, Credentials], record: RunRecord,
-             options: RunOptions) -> RunResult:
+             options: RunOptions,
+             record_run: Callable[[RunResult], None] | None = None) -> RunResult:
     """`plan` (PlanOptions) or `apply` (ApplyOptions); the run's result.
 
     An apply holds the lock of every cluster it touches (LockHeld, exit 4, when another
     run has one) before it snapshots or changes anything; it is taken while the
-    preflight and the manifest read run.
+    preflight and the manifest read run, and given back while `record_run` (the runs
+    row) is written.
     """
     ctx = RunContext(spark, conf, clusters, credentials, record, options,
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id,
                                       options.fault.before_audit if options.fault else None)))
     ctx.steps.done("start")
+    with job_label(spark, f"{options.command}: start Python workers"):
+        ctx.commits.side("python-workers",
+                         lambda: executors.prestart_workers(spark, clusters))
     if isinstance(options, PlanOptions):
         run = PLAN_RUN if options.validate else PLAN_RUN_UNVALIDATED
-        return _finish(ctx, run, options)
+        result = _finish(ctx, run, options)
+        if record_run is not None:
+            record_run(result)
+        return result
     lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
                    options.command, conf.run.lock_ttl_seconds)
     with job_label(spark, f"{options.command}: take the run lock"):
@@ -63,11 +71,21 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     ctx.wait_for_lock = taking.join
     ctx.check_lock = lock.check_held
     try:
-        return _finish(ctx, APPLY_RUN, options)
-    finally:
+        result = _finish(ctx, APPLY_RUN, options)
+    except BaseException:
         if taking.succeeded():
             lock.release()
+        raise
+    # The run is over: the lock goes back while the runs row is written.
+    releasing = Background(lock.release, "run-unlock", spark) if taking.succeeded() else None
+    try:
+        if record_run is not None:
+            record_run(result)
+    finally:
+        if releasing is not None:
+            releasing.join()
         ctx.steps.done("unlock")
+    return result
 
 
 def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:

@@ -13,7 +13,9 @@ a run safe to interrupt:
 
 A phase that needs the run lock waits for it; the lock is taken while the phases
 before it run. A phase that changes Kafka starts only while the lock is still held
-(fencing: a run whose heartbeat lost the lock stops before it).
+(fencing: a run whose heartbeat lost the lock stops before it). A phase with nothing to
+do (`needed` is false: no topic to validate, change or verify) is skipped: no Spark job,
+no request, no commit.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ class RunState:
     # Live topics (not internal) in scope that no plan row names, per cluster.
     unmanaged: Mapping[str, int] | None = None
     imported: Sequence[ImportSummary] | None = None     # what `import` wrote, per cluster
+    # Rows per (action, outcome) of the plan phase, and per outcome of the validate and
+    # apply phases: what the later phases have to do (none: they are skipped).
+    plan_counts: Mapping[tuple[str, str], int] | None = None
+    validated_counts: Mapping[str, int] | None = None
+    applied_counts: Mapping[str, int] | None = None
 
 
 STATE_FIELDS = frozenset(f.name for f in fields(RunState))
@@ -72,10 +79,18 @@ class Steps:
         self._last = now
 
 
-def log_phase(phase: str, started: float, rows: DataFrame, by: str = "outcome") -> None:
-    """Log the phase's topic count, duration, rate and counts per `by` (outcome, cluster)."""
+def log_phase(phase: str, started: float, rows: DataFrame, by: str = "outcome"
+              ) -> dict[str, int]:
+    """Log the phase's topic count, duration, rate and counts per `by` (outcome, cluster);
+    returns the counts (one small Spark job)."""
     counts = {str(r[by]): int(r["n"]) for r in
               rows.groupBy(by).agg(F.count(F.lit(1)).alias("n")).collect()}
+    log_counts(phase, started, counts)
+    return counts
+
+
+def log_counts(phase: str, started: float, counts: Mapping[str, int]) -> None:
+    """Log the phase's topic count, duration, rate and `counts`."""
     total = sum(counts.values())
     elapsed = time.monotonic() - started
     rate = f", {total / elapsed:.1f} topics/s" if elapsed > 0 and total else ""
@@ -91,6 +106,7 @@ class Commits:
         self.kafka_changed = False
         self._before_changes: list[Background] = []
         self._pending: list[Background] = []
+        self._side: list[Background] = []
 
     def record(self, name: str, commit: Callable[[], None]) -> None:
         """Start a commit of the run's view on a thread; it lands before Kafka is changed."""
@@ -131,6 +147,11 @@ class Commits:
                 task.succeeded()
         return failure
 
+    def side(self, name: str, work: Callable[[], None]) -> None:
+        """Run `work` (a query the run's result needs, not the next phase) on a thread; it
+        is waited for with the run's commits, and its error raised as theirs."""
+        self._side.append(Background(work, name, self.audit_log.spark))
+
     def before_kafka_changes(self) -> None:
         """Wait for the commits that must land before Kafka is changed (raising their error)."""
         for task in self._before_changes:
@@ -139,16 +160,22 @@ class Commits:
         self.kafka_changed = True
 
     def finish(self) -> None:
-        """The run ended normally: every commit has landed, or its error is raised."""
+        """The run ended normally: every commit and side query has landed, or its error is
+        raised."""
         failure = self._settle_pending()
+        side, self._side = self._side, []
+        for task in side:
+            error = task.error()
+            failure = failure or error
         if failure is not None:
             raise failure
 
     def abandon(self) -> None:
-        """The run failed: wait for commits still running, without raising theirs."""
-        for task in self._pending:
+        """The run failed: wait for commits and side queries still running, without raising
+        theirs."""
+        for task in [*self._pending, *self._side]:
             task.succeeded()
-        self._pending = []
+        self._pending, self._side = [], []
 
 
 @dataclass
@@ -193,6 +220,10 @@ class Phase:
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
 
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        """False when the phase has nothing to do in this run (it is skipped)."""
+        return True
+
     def unreached(self, ctx: RunContext, state: RunState, reason: str) -> DataFrame | None:
         """AUDIT rows for the topics this phase would have changed, when the run stops
         before it (the lock was lost); None: the phase changes nothing per topic."""
@@ -225,6 +256,9 @@ class Run:
         state = RunState()
         try:
             for phase in self.phases:
+                if not phase.needed(ctx, state):
+                    log.info("phase %s: nothing to do", phase.name)
+                    continue
                 if phase.needs_lock and ctx.wait_for_lock is not None:
                     ctx.wait_for_lock()
                     ctx.steps.done("lock")

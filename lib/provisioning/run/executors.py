@@ -53,6 +53,21 @@ def _on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[C
             .mapInArrow(task, schema))
 
 
+def _import_kafka_room(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import provisioning.kafka.tasks  # noqa: F401  (what the admin tasks import first)
+
+    return batches
+
+
+def prestart_workers(spark: SparkSession, clusters: Sequence[ClusterConf]) -> None:
+    """Start the Python workers the admin tasks will run in, one per cluster, and import the
+    Kafka room in them, while the run reads its manifests and takes its lock: a session's
+    first Python task otherwise pays for that inside the snapshot (1-2 s on a Spark Connect
+    server, whose sessions each get workers of their own)."""
+    n = max(1, len(clusters))
+    spark.range(n, numPartitions=n).mapInArrow(_import_kafka_room, "id long").collect()
+
+
 def _by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:
     return {c.name: c for c in clusters}
 

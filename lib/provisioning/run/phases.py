@@ -22,16 +22,26 @@ from provisioning.delta.tables import TableRef, append, read_table, table_exists
 from provisioning.kafka.snapshot import preflight
 from provisioning.results import ImportSummary, utc_now
 from provisioning.run import executors
-from provisioning.run.engine import Phase, RunContext, RunState, log_phase, require
+from provisioning.run.engine import (
+    Phase,
+    RunContext,
+    RunState,
+    log_counts,
+    log_phase,
+    require,
+)
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
 from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
 from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
-from provisioning.transforms.audit import plan_audit, result_audit
+from provisioning.transforms.audit import plan_audit, plan_outcome_counts, result_audit
 from provisioning.transforms.plan import change_columns
 from provisioning.transforms.results import settle_existing, unreached
 from provisioning.transforms.scope import in_scope, topics_matching
+from schemas import TOPIC_RESULT
 
+# The apply outcomes the verify phase looks at again.
+_VERIFIED = (names.CREATED, names.UNKNOWN, names.DELETED, names.ALTERED)
 _REQUEST_COLUMNS = ("cluster", "topic", "partitions", "replication_factor",
                     "replica_assignment", "configs")
 
@@ -109,11 +119,15 @@ class Snapshot(Phase):
 
 class Plan(Phase):
     """Desired joined with live, judged by the policies; the plan's audit rows are committed
-    while the saved-plan hook and the validateOnly pass run."""
+    while the saved-plan hook and the validateOnly pass run.
+
+    A policy group runs only when the plan has valid rows of its action (a policy judges
+    only those): a run with nothing to create, delete or alter plans no policy at all.
+    """
 
     name = "plan"
     reads = ("states", "desired", "live")
-    writes = ("plan", "plan_rows")
+    writes = ("plan", "plan_rows", "plan_counts")
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -124,25 +138,52 @@ class Plan(Phase):
                                              tuple(ctx.conf.clusters)))
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
                        if ctx.conf.deletes.prune else None)
-            context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"), live)
-            plan = judge_plan(plan_rows(require(state.desired, "desired"), in_run, created,
-                                        ctx.conf.alters.remove_unlisted_configs),
-                              ctx.conf, context).localCheckpoint(eager=True)
+            rows = plan_rows(require(state.desired, "desired"), in_run, created,
+                             ctx.conf.alters.remove_unlisted_configs
+                             ).localCheckpoint(eager=True)
+            counts = _plan_counts(rows)
+            judged = {action for (action, outcome), n in counts.items()
+                      if outcome == names.PLANNED and n}
+            plan = rows
+            if judged:
+                context = policy_context(ctx.spark, ctx.conf,
+                                         require(state.states, "states"), live)
+                plan = judge_plan(rows, ctx.conf, context, judged).localCheckpoint(eager=True)
+                counts = _plan_counts(plan)
             ctx.steps.done("plan and policies")
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
-            rows = plan_audit(plan, ctx.run_id, utc_now()).localCheckpoint(eager=True)
-            log_phase(names.PLAN, started, rows)
-            ctx.commits.audit(names.PLAN, rows, before_changes=True)
-        with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
-            state.unmanaged = {
-                r["cluster"]: int(r["n"]) for r in unmanaged(in_run, plan)
-                .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
-        state.plan, state.plan_rows = plan, rows
-        state.audit_rows.append(rows)
+            audit = plan_audit(plan, ctx.run_id, utc_now())
+            by_outcome: dict[str, int] = {}
+            for (_, outcome), n in counts.items():
+                by_outcome[outcome] = by_outcome.get(outcome, 0) + n
+            log_counts(names.PLAN, started, by_outcome)
+            ctx.commits.audit(names.PLAN, audit, before_changes=True)
+
+        def count_unmanaged() -> None:
+            with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
+                state.unmanaged = {
+                    r["cluster"]: int(r["n"]) for r in unmanaged(in_run, plan)
+                    .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+        ctx.commits.side("unmanaged", count_unmanaged)
+        state.plan, state.plan_rows, state.plan_counts = plan, audit, counts
+        state.audit_rows.append(audit)
         on_plan = pipeline_options(ctx).on_plan
         if on_plan is not None:
             with job_label(ctx.spark, f"{ctx.command}: saved plan"):
                 on_plan(plan)
+
+
+def _plan_counts(plan: DataFrame) -> dict[tuple[str, str], int]:
+    """PLAN rows per (action, plan outcome): one small Spark job."""
+    return {(r["action"], r["outcome"]): int(r["n"])
+            for r in plan.transform(plan_outcome_counts).collect()}
+
+
+def _planned(state: RunState, *actions: str) -> int:
+    """Clean PLAN rows (outcome planned) of `actions`."""
+    counts = state.plan_counts or {}
+    return sum(counts.get((action, names.PLANNED), 0) for action in actions)
 
 
 class Validate(Phase):
@@ -153,7 +194,10 @@ class Validate(Phase):
 
     name = "validate"
     reads = ("plan",)
-    writes = ("validated",)
+    writes = ("validated", "validated_counts")
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return _planned(state, names.CREATE, names.ALTER) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -173,7 +217,7 @@ class Validate(Phase):
             # An apply commits them while its creates run; the next audit commit waits.
             ctx.commits.audit(names.VALIDATE, rows,
                               background=isinstance(ctx.options, ApplyOptions))
-            log_phase(names.VALIDATE, started, validated)
+            state.validated_counts = log_phase(names.VALIDATE, started, validated)
             ctx.steps.done("audit write")
         state.validated = validated
         state.audit_rows.append(rows)
@@ -193,16 +237,25 @@ class Apply(Phase):
 
     name = "apply"
     reads = ("plan", "validated")
-    writes = ("applied",)
+    writes = ("applied", "applied_counts")
     changes_kafka = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        options = pipeline_options(ctx)
+        validated = (state.validated_counts or {}).get(names.VALIDATED, 0)
+        deletes = (_planned(state, names.DELETE)
+                   if isinstance(options, ApplyOptions) and options.allow_deletes else 0)
+        return validated + deletes > 0
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState
                   ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
         """What this apply sends: the creates validateOnly passed, the clean deletes (when
         deletes are allowed), the alters validateOnly passed (when alters are allowed)."""
-        plan, validated = require(state.plan, "plan"), require(state.validated, "validated")
+        plan, validated = require(state.plan, "plan"), state.validated
         options = pipeline_options(ctx)
+        if validated is None:  # nothing was validated: the run only deletes
+            validated = ctx.spark.createDataFrame([], TOPIC_RESULT)
         passed = validated.where(F.col("outcome") == names.VALIDATED).select(
             "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
         to_create = (plan.where(_clean(names.CREATE))
@@ -247,7 +300,7 @@ class Apply(Phase):
             applied = settle_existing(applied, plan)
             rows = result_audit(applied, plan, ctx.run_id, utc_now())
             ctx.commits.audit(names.APPLY, rows)
-            log_phase(names.APPLY, started, applied)
+            state.applied_counts = log_phase(names.APPLY, started, applied)
             ctx.steps.done("audit write")
         state.applied = applied
         state.audit_rows.append(rows)
@@ -260,11 +313,14 @@ class Verify(Phase):
     name = "verify"
     reads = ("plan", "applied")
 
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        counts = state.applied_counts or {}
+        return sum(counts.get(o, 0) for o in _VERIFIED) > 0
+
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         plan, applied = require(state.plan, "plan"), require(state.applied, "applied")
-        to_verify = F.col("outcome").isin(names.CREATED, names.UNKNOWN, names.DELETED,
-                                          names.ALTERED)
+        to_verify = F.col("outcome").isin(*_VERIFIED)
         with job_label(ctx.spark, "apply: verify leaders, deletions and alters"):
             verified = executors.verify(
                 applied.where(to_verify).select("cluster", "topic").join(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from provisioning.conf import Conf
 from provisioning.delta.manifests import read_manifests
 from provisioning.kafka.client import ClusterState
+from provisioning.names import ALTER, CREATE, DELETE
 from provisioning.run.executors import cluster_states_frame
 from provisioning.transforms.plan import build_plan, prune_candidates
 from provisioning.transforms.policies import (
@@ -36,9 +37,8 @@ def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, Cluster
                    live: DataFrame) -> PolicyContext:
     """The cluster facts the policies judge with (KIP-170's cluster-aware policies)."""
     return PolicyContext(
-        # Built from driver-side rows: materialized once here, so the policies' joins with
-        # it do not each rebuild it.
-        clusters=cluster_states_frame(spark, states).localCheckpoint(eager=True),
+        # A few rows from the driver: Spark keeps them in the plan, nothing to materialize.
+        clusters=cluster_states_frame(spark, states),
         live=live,
         protected=conf.deletes.protected,
         deny_list=conf.deletes.deny_list,
@@ -70,14 +70,22 @@ def cut(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=False)
 
 
-def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext) -> DataFrame:
+def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext,
+               actions: Collection[str] = (CREATE, DELETE, ALTER)) -> DataFrame:
     """The create, delete and alter policies over the valid PLAN rows; invalid rows pass as
-    they are."""
-    plan = cut(plan)
+    they are.
+
+    actions: the policy groups to run (a policy judges only rows of its action, so a group
+      whose action has no valid row would change nothing).
+    """
     valid = F.size("row_errors") == 0
     judged = plan.where(valid)
-    for apply_policies, specs in ((with_create_policies, conf.create_policies),
-                                  (with_delete_policies, conf.delete_policies),
-                                  (with_alter_policies, conf.alter_policies)):
-        judged = cut(apply_policies(judged, specs, context, cut))
+    groups = [(apply_policies, specs) for action, apply_policies, specs in (
+        (CREATE, with_create_policies, conf.create_policies),
+        (DELETE, with_delete_policies, conf.delete_policies),
+        (ALTER, with_alter_policies, conf.alter_policies)) if action in actions]
+    for i, (apply_policies, specs) in enumerate(groups):
+        judged = apply_policies(judged, specs, context, cut)
+        if i < len(groups) - 1:
+            judged = cut(judged)
     return judged.unionByName(plan.where(~valid))

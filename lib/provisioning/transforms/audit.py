@@ -32,6 +32,13 @@ def plan_outcome() -> Column:
     )
 
 
+def plan_outcome_counts(plan: DataFrame) -> DataFrame:
+    """PLAN rows counted per action and plan outcome: action, outcome, n."""
+    return (plan.groupBy("action", plan_outcome().alias("outcome"))
+            .agg(F.count(F.lit(1)).alias("n"))
+            .select("action", "outcome", "n"))
+
+
 def _plan_error_message() -> Column:
     violations = F.transform("policy_violations",
                              lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))

@@ -1,0 +1,105 @@
+"""The session module's helpers: job labels and helper threads (in both modes through the
+same APIs), the code shipped to a Connect server, and remote addresses kept out of logs."""
+
+from __future__ import annotations
+
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provisioning.errors import ConnectServerUnfit
+from provisioning.session import (
+    Background,
+    check_connect_server,
+    job_label,
+    package_zip,
+    redact_remote,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_label_tags_the_operations_of_its_block_and_is_removed_after(spark: Any) -> None:
+    before = spark.getTags()
+    with job_label(spark, "apply: validate, alters"):
+        assert spark.getTags() == before | {"apply: validate; alters"}
+        with job_label(spark, "apply: validate, alters"):
+            pass
+        assert "apply: validate; alters" in spark.getTags()
+    assert spark.getTags() == before
+
+
+def test_a_helper_thread_carries_the_callers_tags(spark: Any) -> None:
+    seen: dict[str, Any] = {}
+    with job_label(spark, "run r1"):
+        task = Background(lambda: seen.update(tags=spark.getTags(),
+                                              thread=threading.current_thread().name),
+                          "helper", spark)
+        task.join()
+    assert seen == {"tags": {"run r1"}, "thread": "helper"}
+
+
+def test_a_helper_threads_error_is_raised_by_join_and_kept_by_error() -> None:
+    def boom() -> None:
+        raise RuntimeError("no")
+
+    task = Background(boom, "boom")
+    assert not task.succeeded()
+    assert str(task.error()) == "no"
+    with pytest.raises(RuntimeError, match="no"):
+        task.join()
+
+
+def test_the_shipped_package_zip_holds_the_package_files_and_is_named_by_them() -> None:
+    path = package_zip("schemas")
+    with zipfile.ZipFile(path) as z:
+        names = sorted(z.namelist())
+    assert names == sorted(f"schemas/{p.relative_to(REPO / 'schemas').as_posix()}"
+                           for p in (REPO / "schemas").rglob("*.py"))
+    assert package_zip("schemas") == path  # same content, same zip
+    with pytest.raises(ConnectServerUnfit, match="cannot ship package no_such_pkg"):
+        package_zip("no_such_pkg")
+
+
+def test_kafka_python_is_shipped_with_its_protocol_schemas() -> None:
+    with zipfile.ZipFile(package_zip("kafka")) as z:
+        names = z.namelist()
+    assert "kafka/admin/client.py" in names
+    assert any(n.startswith("kafka/protocol/schemas/resources/") and n.endswith(".json")
+               for n in names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_remote_addresses_are_logged_without_their_parameters() -> None:
+    assert redact_remote("sc://h:15002/;token=abc;user_id=me") == \
+        "sc://h:15002/;token=***;user_id=***"
+    assert redact_remote("sc://h:15002") == "sc://h:15002"
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+
+class _Server:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.conf = _Conf(values)
+
+
+def test_a_connect_server_without_delta_or_with_speculation_is_refused() -> None:
+    with pytest.raises(ConnectServerUnfit) as err:
+        check_connect_server(_Server({"spark.speculation": "true"}), "sc://h:1")  # type: ignore[arg-type]
+    assert str(err.value) == (
+        "the Spark Connect server at sc://h:1 cannot run the job: spark.sql.extensions lacks "
+        "io.delta.sql.DeltaSparkSessionExtension (the server has no Delta: start it with the "
+        "Delta jars and Delta's two settings); spark.speculation is true (a speculative admin "
+        "task would send the same CreateTopics twice: start the server with "
+        "spark.speculation=false)")
+    check_connect_server(_Server({"spark.sql.extensions":  # type: ignore[arg-type]
+                                  "io.delta.sql.DeltaSparkSessionExtension"}), "sc://h:1")
