@@ -47,7 +47,7 @@ $(CACHE)/jars/delta/.done: lib/jvm/pom.xml
 # (Spark) or the Delta jars change; a stale one is ignored by the JVM.
 driver-archive: $(CACHE)/driver/driver.jsa
 
-$(CACHE)/driver/driver.jsa: $(VENV)/.installed $(CACHE)/jars/delta/.done jobs/driver_archive.py
+$(CACHE)/driver/driver.jsa: $(VENV)/.installed $(CACHE)/jars/delta/.done jobs/driver_archive.py spark-submit.sh
 	mkdir -p $(CACHE)/driver
 	rm -f $@.tmp
 	PROVISIONING_DRIVER_ARCHIVE=off SPARK_SUBMIT_OPTS="-XX:ArchiveClassesAtExit=$(CURDIR)/$@.tmp" \

@@ -183,6 +183,14 @@ if [ "$deploy_mode" = client ] && [ "$driver_archive" != off ] && [ -f "$driver_
   export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }-XX:SharedArchiveFile=$driver_archive -Xshare:auto -Xlog:cds=off,cds+dynamic=off"
 fi
 
+# A run is short and its driver mostly waits: a client-mode driver JVM compiles with C1
+# only and collects with the parallel GC, which takes about a third off a cold run's Spark
+# and Delta start-up (BENCHMARKS.md). PROVISIONING_DRIVER_JIT=full keeps the JVM's
+# defaults (long computations in local mode, where the tasks run in the driver JVM).
+if [ "$deploy_mode" = client ] && [ "${PROVISIONING_DRIVER_JIT:-quick}" = quick ]; then
+  export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+fi
+
 files_arg=()
 if [ ${#files[@]} -gt 0 ]; then files_arg=(--files "$(IFS=,; echo "${files[*]}")"); fi
 

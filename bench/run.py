@@ -9,12 +9,19 @@ Three parts, each writing JSON under the results directory and a Markdown summar
 
 broker      one fresh local KRaft broker (devkafka.KafkaCluster) per measured run, for each
             case (topics x partitions) and method, methods interleaved within a repetition:
-              floor  bench/kafka_direct.py floor (batched validateOnly + batched create)
-              loop   bench/kafka_direct.py loop  (one CreateTopics per topic, sequential)
-              job    ./spark-submit.sh jobs/provision_topics.py apply --conf ... --json
+              floor     bench/kafka_direct.py floor (batched validateOnly + batched create)
+              loop      bench/kafka_direct.py loop  (one CreateTopics per topic, sequential)
+              job       ./spark-submit.sh jobs/provision_topics.py apply --conf ... --json
+                        (classic Spark, a cold JVM per run)
+              connect   ./spark-submit.sh --remote sc://... jobs/provision_topics.py apply ...
+                        (a thin client of a Spark Connect server started once for the part,
+                        with one warm-up run per case not counted)
+              topicctl  bench/topicctl_peer.py (segmentio/topicctl apply; --topicctl BINARY)
             end points, all from the moment the harness launched the process:
               acknowledged  the create responses are back
               ready         every partition of every topic has a leader
+              no-op         (job, connect, topicctl) a second run right after, over the same
+                            topics, now all live: launch to exit
             plus the job's own step timings (the `step ...` lines provisioning.run.engine logs).
 plan        bench/plan_scale.py: the plan with every policy on synthetic rows, no broker.
 pipelining  bench/pipelining.py: sequential vs concurrent CreateTopics batches on one client.
@@ -44,13 +51,17 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
+from bench import topicctl_peer  # noqa: E402
 from tests.support.devkafka import KafkaCluster  # noqa: E402
+from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
 PY = sys.executable
 SUBMIT = REPO / "spark-submit.sh"
 JOB = REPO / "jobs" / "provision_topics.py"
 LOAD = REPO / "jobs" / "load_manifest.py"
-METHODS = ("floor", "loop", "job")
+METHODS = ("floor", "loop", "job", "connect", "topicctl")
+# The methods that run as the job does (and log its steps).
+JOB_METHODS = ("job", "connect")
 # The job's step lines, in the order a run logs them (provisioning.run.engine.Steps).
 STEP = re.compile(r"step (?P<name>[a-z_ ]+): (?P<secs>[0-9.]+)s \(at (?P<at>[0-9.]+)\)")
 
@@ -185,24 +196,30 @@ def delta_commits(table: Path) -> list[dict[str, Any]]:
     return commits
 
 
-def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
-            spark_args: Sequence[str], env: Mapping[str, str] | None = None
-            ) -> dict[str, Any]:
-    warehouse = work / "warehouse"
-    shutil.rmtree(warehouse, ignore_errors=True)
-    warehouse.mkdir(parents=True)
-    shutil.copytree(manifest, warehouse / "desired_topics")
-    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size)
+def _run_apply(work: Path, conf: Path, spark_args: Sequence[str],
+               env: Mapping[str, str] | None, log_name: str) -> tuple[str, dict[str, Any], float,
+                                                                  float]:
     cmd = [str(SUBMIT), *spark_args, str(JOB), "apply", "--conf", str(conf), "--json"]
     launched = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, cwd=work,
                           env={**os.environ, **(env or {})})
     exited = time.time()
     output = proc.stdout + proc.stderr
-    (work / "job.log").write_text(output)
+    (work / log_name).write_text(output)
     if proc.returncode != 0:
         raise RuntimeError(f"job failed ({proc.returncode}): {output[-4000:]}")
-    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    return output, json.loads(proc.stdout.strip().splitlines()[-1]), launched, exited
+
+
+def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
+            spark_args: Sequence[str], env: Mapping[str, str] | None = None,
+            noop: bool = True) -> dict[str, Any]:
+    warehouse = work / "warehouse"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    warehouse.mkdir(parents=True)
+    shutil.copytree(manifest, warehouse / "desired_topics")
+    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size)
+    output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "job.log")
     steps = parse_steps(output)
     at = {s["step"]: s["at"] - launched for s in steps}
     secs: dict[str, float] = {}
@@ -210,7 +227,7 @@ def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
         secs[s["step"]] = secs.get(s["step"], 0.0) + s["secs"]
     if "create" not in at or "verify" not in at:
         raise RuntimeError(f"no step lines in the job's output: {output[-3000:]}")
-    return {
+    result: dict[str, Any] = {
         "acknowledged": at["create"],
         "ready": at["verify"],
         "exit": exited - launched,
@@ -218,10 +235,35 @@ def run_job(work: Path, bootstrap: str, manifest: Path, batch_size: int,
         "steps": secs,
         "counts": doc.get("counts"),
         "run_id": doc.get("run_id"),
-        "command": " ".join(cmd),
+        "command": " ".join([str(SUBMIT), *spark_args, str(JOB), "apply", "--conf", str(conf),
+                             "--json"]),
         "delta_commits": {t.name: delta_commits(t) for t in sorted(warehouse.iterdir())
                           if (t / "_delta_log").is_dir() and t.name != "desired_topics"},
     }
+    if noop:
+        # The daily run: the same manifest again, every topic now live and as wanted.
+        output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "noop.log")
+        if set(doc.get("counts") or {}) != {"already_present"}:
+            raise RuntimeError(f"the rerun was not a no-op: {doc.get('counts')}")
+        noop_steps: dict[str, float] = {}
+        for s in parse_steps(output):
+            noop_steps[s["step"]] = noop_steps.get(s["step"], 0.0) + s["secs"]
+        result.update(noop=exited - launched, noop_steps=noop_steps)
+    return result
+
+
+def run_topicctl(work: Path, bootstrap: str, binary: Path, topics: int, partitions: int
+                 ) -> dict[str, Any]:
+    cluster = topicctl_peer.write_topic_files(work / "topicctl", bootstrap, topics, partitions,
+                                              prefix="job.")
+    pattern = topicctl_peer.topics_glob(work / "topicctl")
+    created = topicctl_peer.apply(binary, cluster, pattern, 7200, work / "topicctl-1.log")
+    again = topicctl_peer.apply(binary, cluster, pattern, 7200, work / "topicctl-2.log")
+    # topicctl returns once each new topic shows in its metadata: acknowledged = ready = exit.
+    return {"acknowledged": created["seconds"], "ready": created["seconds"],
+            "exit": created["seconds"], "noop": again["seconds"],
+            "command": f"{binary} apply --skip-confirm --cluster-config {cluster} "
+                       f"--sleep-loop-duration 0s '{pattern}'"}
 
 
 def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argparse.Namespace,
@@ -237,6 +279,13 @@ def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argp
             assert manifest is not None
             result = run_job(work, cluster.bootstrap_servers, manifest, args.batch_size,
                              args.spark_arg)
+        elif method == "connect":
+            assert manifest is not None
+            result = run_job(work, cluster.bootstrap_servers, manifest, args.batch_size,
+                             ["--remote", args.connect_address])
+        elif method == "topicctl":
+            result = run_topicctl(work, cluster.bootstrap_servers, Path(args.topicctl), topics,
+                                  partitions)
         else:
             result = run_direct(method, cluster.bootstrap_servers, topics, partitions,
                                 args.batch_size)
@@ -259,8 +308,8 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
                      ) -> tuple[list[dict[str, Any]], str]:
     rows: list[dict[str, Any]] = []
     lines = ["| topics x partitions | method | runs | acknowledged s (median) | ready s (median)"
-             " | all runs ack / ready s | load before (1m) |",
-             "|---|---|---|---|---|---|---|"]
+             " | no-op rerun s (median) | all runs ack / ready / no-op s | load before (1m) |",
+             "|---|---|---|---|---|---|---|---|"]
     for case in cases:
         per: dict[str, dict[str, Any]] = {}
         for method in METHODS:
@@ -274,30 +323,44 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
                 "ready": median([r["ready"] for r in runs]),
                 "exit": median([r["exit"] for r in runs]),
             }
-            if method == "job":
+            if all("noop" in r for r in runs):
+                entry["noop"] = median([r["noop"] for r in runs])
+            if method in JOB_METHODS:
                 names = list(dict.fromkeys(k for r in runs for k in r["steps"]))
                 entry["steps"] = {n: median([r["steps"].get(n, 0.0) for r in runs])
                                   for n in names}
                 entry["session"] = median([r["session"] for r in runs if r["session"]])
+                noop_names = list(dict.fromkeys(k for r in runs for k in r.get("noop_steps", {})))
+                entry["noop_steps"] = {n: median([r["noop_steps"].get(n, 0.0) for r in runs])
+                                       for n in noop_names}
             per[method] = entry
             rows.append(entry)
-            all_runs = ", ".join(f"{r['acknowledged']:.1f}/{r['ready']:.1f}" for r in runs)
+            all_runs = ", ".join(
+                f"{r['acknowledged']:.1f}/{r['ready']:.1f}"
+                + (f"/{r['noop']:.1f}" if "noop" in r else "") for r in runs)
             loads = ", ".join(f"{r['load_before'][0]:.2f}" for r in runs)
+            noop = f"{entry['noop']:.1f}" if "noop" in entry else ""
             lines.append(f"| {case[0]:,} x {case[1]} | {method} | {len(runs)} | "
-                         f"{entry['acknowledged']:.1f} | {entry['ready']:.1f} | {all_runs} | "
-                         f"{loads} |")
-        if "job" in per and "floor" in per:
-            job, floor = per["job"], per["floor"]
-            for end in ("acknowledged", "ready"):
-                lines.append(
-                    f"|  | job/floor ({end}) | | {job[end] / floor[end]:.1f}x | | "
-                    f"job - floor = {job[end] - floor[end]:.1f} s, of which session start "
-                    f"{job['session']:.1f} s | |")
-        if "job" in per and "loop" in per:
-            job, loop = per["job"], per["loop"]
-            for end in ("acknowledged", "ready"):
-                lines.append(f"|  | loop/job ({end}) | | {loop[end] / job[end]:.1f}x | | | |")
-    jobs = [r for r in results if r["method"] == "job"]
+                         f"{entry['acknowledged']:.1f} | {entry['ready']:.1f} | {noop} | "
+                         f"{all_runs} | {loads} |")
+        for job_method in JOB_METHODS:
+            if job_method in per and "floor" in per:
+                job, floor = per[job_method], per["floor"]
+                for end in ("acknowledged", "ready"):
+                    lines.append(
+                        f"|  | {job_method}/floor ({end}) | | {job[end] / floor[end]:.1f}x | | | "
+                        f"{job_method} - floor = {job[end] - floor[end]:.1f} s, of which "
+                        f"session start {job['session']:.1f} s | |")
+            if job_method in per and "loop" in per:
+                job, loop = per[job_method], per["loop"]
+                for end in ("acknowledged", "ready"):
+                    lines.append(f"|  | loop/{job_method} ({end}) | | "
+                                 f"{loop[end] / job[end]:.1f}x | | | | |")
+            if job_method in per and "topicctl" in per and "noop" in per[job_method]:
+                job, peer = per[job_method], per["topicctl"]
+                lines.append(f"|  | topicctl/{job_method} (no-op rerun) | | | | "
+                             f"{peer['noop'] / job['noop']:.1f}x | | |")
+    jobs = [r for r in results if r["method"] in JOB_METHODS]
     if jobs:
         lines += ["", "Delta commits one job run made (operation x data files added), "
                   "per table:", ""]
@@ -309,19 +372,22 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
             key = (r["topics"], r["partitions"], text)
             if key not in seen:
                 seen.add(key)
-                lines.append(f"- {r['topics']:,} x {r['partitions']} (rep {r['rep']}): {text}")
-    steps = [r for r in rows if r["method"] == "job"]
-    if steps:
-        names = list(dict.fromkeys(k for r in steps for k in r["steps"]))
-        lines += ["", "Job steps (median seconds; `start` = launch to pipeline start: "
-                  "JVM, Python, SparkSession):", "",
-                  "| step | " + " | ".join(f"{r['topics']:,} x {r['partitions']}" for r in steps)
-                  + " |", "|---|" + "---|" * len(steps)]
-        lines.append("| start (session) | " + " | ".join(f"{r['session']:.1f}" for r in steps)
-                     + " |")
+                lines.append(f"- {r['method']} {r['topics']:,} x {r['partitions']} "
+                             f"(rep {r['rep']}): {text}")
+    steps = [r for r in rows if r["method"] in JOB_METHODS]
+    for key, title in (("steps", "create"), ("noop_steps", "no-op rerun")):
+        shown = [r for r in steps if r.get(key)]
+        if not shown:
+            continue
+        names = list(dict.fromkeys(k for r in shown for k in r[key]))
+        lines += ["", f"Job steps, {title} (median seconds; `start` = launch to pipeline "
+                  "start: JVM or client, Python, SparkSession):", "",
+                  "| step | " + " | ".join(f"{r['method']} {r['topics']:,} x {r['partitions']}"
+                                           for r in shown) + " |",
+                  "|---|" + "---|" * len(shown)]
         for n in names:
-            lines.append(f"| {n} | " + " | ".join(f"{r['steps'].get(n, 0.0):.1f}"
-                                                  for r in steps) + " |")
+            lines.append(f"| {n} | " + " | ".join(f"{r[key].get(n, 0.0):.1f}"
+                                                  for r in shown) + " |")
     return rows, "\n".join(lines)
 
 
@@ -334,24 +400,50 @@ def broker_part(args: argparse.Namespace, out: Path) -> str:
     root.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     raw = out / "broker_runs.json"
-    for case in cases:
-        manifest = prepare_manifest(root, *case) if "job" in methods else None
-        for rep in range(1, args.reps + 1):
-            for method in methods:
-                if method == "loop" and case[0] > args.loop_limit:
-                    continue
-                print(f"[{dt.datetime.now():%H:%M:%S}] {method} {case[0]}x{case[1]} rep {rep} "
-                      f"(load {loadavg()[0]:.2f})", flush=True)
-                result = measure(method, case, rep, root, args, manifest)
-                print(f"    acknowledged {result['acknowledged']:.1f}s ready "
-                      f"{result['ready']:.1f}s exit {result['exit']:.1f}s", flush=True)
-                results.append(result)
-                raw.write_text(json.dumps(results, indent=1))
+    server = None
+    if "topicctl" in methods and not args.topicctl:
+        print("no --topicctl binary: topicctl is not measured", flush=True)
+        methods = [m for m in methods if m != "topicctl"]
+    if "connect" in methods:
+        # One server for the whole part, as a deployment keeps one running.
+        server = ConnectServer(root / "spark-connect", driver_memory=args.connect_memory)
+        server.start()
+        warm_up(server.address)
+        args.connect_address = server.address
+    try:
+        for case in cases:
+            manifest = (prepare_manifest(root, *case)
+                        if set(methods) & set(JOB_METHODS) else None)
+            if server is not None:
+                print(f"[{dt.datetime.now():%H:%M:%S}] connect {case[0]}x{case[1]} warm-up "
+                      "run (not counted)", flush=True)
+                measure("connect", case, 0, root, args, manifest)
+            _measure_case(case, methods, root, args, manifest, results, raw)
+    finally:
+        if server is not None:
+            server.stop()
     rows, table = summarize_broker(results, [c for c in cases])  # type: ignore[misc]
     (out / "broker_summary.json").write_text(json.dumps(rows, indent=1))
     if not args.work and not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return table
+
+
+def _measure_case(case: tuple[int, ...], methods: Sequence[str], root: Path,
+                  args: argparse.Namespace, manifest: Path | None,
+                  results: list[dict[str, Any]], raw: Path) -> None:
+    for rep in range(1, args.reps + 1):
+        for method in methods:
+            if method == "loop" and case[0] > args.loop_limit:
+                continue
+            print(f"[{dt.datetime.now():%H:%M:%S}] {method} {case[0]}x{case[1]} rep {rep} "
+                  f"(load {loadavg()[0]:.2f})", flush=True)
+            result = measure(method, case, rep, root, args, manifest)
+            noop = f" no-op {result['noop']:.1f}s" if "noop" in result else ""
+            print(f"    acknowledged {result['acknowledged']:.1f}s ready "
+                  f"{result['ready']:.1f}s exit {result['exit']:.1f}s{noop}", flush=True)
+            results.append(result)
+            raw.write_text(json.dumps(results, indent=1))
 
 
 def script_part(script: str, extra: Sequence[str], out: Path, name: str) -> str:
@@ -380,6 +472,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--broker-heap-mb", type=int, default=1024)
     parser.add_argument("--spark-arg", action="append", default=[],
                         help="extra spark-submit argument for the job (repeatable)")
+    parser.add_argument("--topicctl", default=None,
+                        help="a topicctl v1.23.1 binary (built by the reader): the peer method")
+    parser.add_argument("--connect-memory", default="2g",
+                        help="driver memory of the Spark Connect server (method connect)")
     parser.add_argument("--plan-rows", default="100000,300000,1000000")
     parser.add_argument("--work", default=None, help="keep run directories here")
     parser.add_argument("--keep", action="store_true")

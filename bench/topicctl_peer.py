@@ -9,15 +9,17 @@ placement strategy `any`), from launching the process to its exit. Without --noo
 creates whichever topics are missing; with --noop it applies twice and reports the second
 run, where every topic already exists and matches (topicctl still reads each one back).
 
-topicctl works one topic at a time: per topic it re-reads the brokers (a Metadata request
-for every topic in the cluster, plus DescribeConfigs), reads the topic back, and, for a new
-topic, sends its own CreateTopics. `--sleep-loop-duration 0s` drops the 2 s sleep it
+topicctl works one topic at a time: per topic it re-reads the brokers (metadata for every
+topic in the cluster, served from kafka-go's cache and copied whole each time, plus a
+DescribeConfigs), reads the topic back, and, for a new topic, sends its own CreateTopics
+and waits for a full metadata refresh that shows it. So a no-op apply's time per topic grows
+with the number of topics in the cluster. `--sleep-loop-duration 0s` drops the 2 s sleep it
 otherwise takes after each new topic (a fifth of the 10 s default); it must stay above 0 when
 partitions are increased (use 1ms then).
 
 The repository never carries topicctl or a recipe to build it: the reader builds the binary
-(v1.23.1) as /work/shared/peers/topicctl.md describes and passes its path with --topicctl.
-Every broker address must be a loopback one.
+(v1.23.1, from the Go module proxy) and passes its path with --topicctl. Every broker
+address must be a loopback one.
 """
 
 from __future__ import annotations
@@ -86,8 +88,8 @@ def write_topic_files(directory: Path, bootstrap: str, topics: int, partitions: 
     """Write cluster.yaml (spec.bootstrapAddrs, no zkAddrs) and topics/*.yaml under `directory`.
 
     `per_file` topics go in each file, separated by `---` (1: one file per topic, the layout
-    the figures in /work/shared/peers/topicctl.md were taken with). Returns the cluster
-    config's path; topics_glob(directory) matches the topic files.
+    BENCHMARKS.md's figures were taken with). Returns the cluster config's path;
+    topics_glob(directory) matches the topic files.
     """
     if topics < 1 or partitions < 1 or per_file < 1:
         raise ValueError("topics, partitions and per_file must be >= 1")
@@ -156,7 +158,7 @@ def version(binary: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topicctl", type=Path, required=True,
-                        help="the binary, built per /work/shared/peers/topicctl.md")
+                        help="a topicctl v1.23.1 binary, built by the reader")
     parser.add_argument("--bootstrap", required=True, help="127.0.0.1:PORT[,...]")
     parser.add_argument("--topics", type=int, required=True)
     parser.add_argument("--partitions", type=int, default=1)

@@ -15,6 +15,8 @@ helper threads carry the caller's tags over themselves.
 from __future__ import annotations
 
 import atexit
+import datetime as dt
+import gc
 import hashlib
 import importlib.util
 import logging
@@ -22,6 +24,7 @@ import os
 import re
 import tempfile
 import threading
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -81,16 +84,35 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
 
     Runtime SQL settings of `settings` are applied to the session; static ones belong to
     the server (it was started with them or without them).
+
+    Unless `remote` names a session (`;session_id=...`), runs share one: its id comes from
+    the code shipped, the settings, the user and the UTC day (`shared_session_id`), so
+    the server's Python workers, already started and holding the job's code, serve the
+    next run too (a new session costs each run 1-2 s to start its Python workers, and on
+    Spark 4.2 a Python daemon process the server keeps until it stops). A shared session
+    the server has closed (idle for longer than its timeout) is replaced by a new one.
     """
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.remote(remote).appName(app_name)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    def open_session(url: str) -> SparkSession:
+        builder = SparkSession.builder.remote(url).appName(app_name)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        return builder.create()
+
     where = redact_remote(remote)
+    shared = _SESSION_PARAM not in remote
+    url = _with_session(remote, shared_session_id(remote, settings)) if shared else remote
+    spark = open_session(url)
     try:
-        check_connect_server(spark, where)
+        try:
+            check_connect_server(spark, where)
+        except Exception as exc:
+            if not (shared and "SESSION_CLOSED" in str(exc)):
+                raise
+            log.info("the shared Spark Connect session was closed by the server; a new one")
+            spark = open_session(_with_session(remote, str(uuid.uuid4())))
+            check_connect_server(spark, where)
     except ConnectServerUnfit:
         raise
     except Exception as exc:
@@ -98,14 +120,40 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
         raise SparkUnreachable(f"cannot reach the Spark Connect server at {where}: "
                                f"{type(exc).__name__}: {first}") from exc
     ship_code(spark)
-    # The server keeps a session's checkpointed data until the session ends: end it when
-    # this process does, rather than when the server's idle timeout comes.
-    atexit.register(_release, spark)
+    # A shared session stays open on the server for the next run: only this client's
+    # channel closes at exit, after the run's checkpointed data was released (each
+    # checkpointed DataFrame releases its server copy when it is collected).
+    spark.release_session_on_close = not shared  # type: ignore[attr-defined]
+    atexit.register(release_session, spark)
     return spark
 
 
-def _release(spark: SparkSession) -> None:
+_SESSION_PARAM = ";session_id="
+
+
+def _with_session(remote: str, session_id: str) -> str:
+    base = remote if "/;" in remote or remote.endswith("/") else remote + "/"
+    return f"{base}{_SESSION_PARAM}{session_id}"
+
+
+def shared_session_id(remote: str, settings: Mapping[str, str]) -> str:
+    """The id of the session that runs of this code, with these Spark settings, by this
+    user, on this UTC day, share on the server at `remote` (a UUID of version 4's form)."""
+    digest = hashlib.sha256()
+    for part in (remote.split(";", 1)[0], os.environ.get("USER", ""),
+                 dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+                 *(package_zip(name).name for name in SHIPPED_PACKAGES),
+                 *(f"{k}={v}" for k, v in sorted(settings.items()))):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return str(uuid.UUID(bytes=digest.digest()[:16], version=4))
+
+
+def release_session(spark: SparkSession) -> None:
+    """End this process's use of a Connect session: its checkpointed data is released,
+    then the session itself (unless it is shared) and the channel."""
     try:
+        gc.collect()  # checkpointed DataFrames left in reference cycles release theirs
         spark.stop()
     except Exception as exc:  # the process is ending: nothing left to tell but a warning
         log.warning("could not end the Spark Connect session: %s", type(exc).__name__)
@@ -203,7 +251,7 @@ class Background:
     raises what `fn` raised. Spark operations it starts carry the caller's tags (a new
     thread starts without any, in both modes)."""
 
-    def __init__(self, fn: Callable[[], None], name: str,
+    def __init__(self, fn: Callable[[], object], name: str,
                  spark: SparkSession | None = None) -> None:
         self.name = name
         self._error: BaseException | None = None

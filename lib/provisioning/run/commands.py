@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
+from provisioning import names
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
 from provisioning.delta.lock import RunLock
@@ -18,7 +19,7 @@ from provisioning.errors import UsageError
 from provisioning.kafka.snapshot import preflight
 from provisioning.results import ClusterSummary, ImportSummary, RunRecord, RunResult
 from provisioning.run import executors
-from provisioning.run.engine import Commits, Run, RunContext
+from provisioning.run.engine import Commits, Run, RunContext, RunState
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
 from provisioning.run.phases import (
     Apply,
@@ -70,31 +71,47 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
         taking = Background(lock.acquire, "run-lock", spark)
     ctx.wait_for_lock = taking.join
     ctx.check_lock = lock.check_held
+    releasing: list[Background] = []
+
+    def give_back() -> None:
+        # Nothing changes Kafka any more: the lock goes back while the last audit rows,
+        # the summary and the runs row are written.
+        if taking.succeeded():
+            releasing.append(Background(lock.release, "run-unlock", spark))
+
+    ctx.phases_done = give_back
     try:
         result = _finish(ctx, APPLY_RUN, options)
-    except BaseException:
-        if taking.succeeded():
-            lock.release()
-        raise
-    # The run is over: the lock goes back while the runs row is written.
-    releasing = Background(lock.release, "run-unlock", spark) if taking.succeeded() else None
-    try:
         if record_run is not None:
             record_run(result)
     finally:
-        if releasing is not None:
-            releasing.join()
+        if releasing:
+            releasing[0].join()
+        elif taking.succeeded():
+            lock.release()
         ctx.steps.done("unlock")
     return result
 
 
 def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
-    state = run.execute(ctx)
-    with job_label(ctx.spark, f"{ctx.command}: summarize outcomes"):
-        apply = options if isinstance(options, ApplyOptions) else None
-        result = summarize(ctx.run_id, state.audit_rows, options.listing_limit,
-                           deletes_allowed=apply is None or apply.allow_deletes,
-                           alters_allowed=apply is None or apply.allow_alter)
+    """Run the phases; the summary is made while the last commits land."""
+    made: list[RunResult] = []
+
+    def summary(state: RunState) -> None:
+        with job_label(ctx.spark, f"{ctx.command}: summarize outcomes"):
+            apply = options if isinstance(options, ApplyOptions) else None
+            # Only the plan phase recorded rows: its counts are the final ones.
+            known = ([{"cluster": c, "action": a, "phase": names.PLAN, "outcome": o, "n": n}
+                      for (c, a, o), n in state.plan_counts.items()]
+                     if len(state.audit_rows) == 1 and state.plan_counts is not None
+                     else None)
+            made.append(summarize(ctx.run_id, state.audit_rows, options.listing_limit,
+                                  deletes_allowed=apply is None or apply.allow_deletes,
+                                  alters_allowed=apply is None or apply.allow_alter,
+                                  final_counts=known))
+
+    state = run.execute(ctx, summary)
+    result = made[0]
     result.unmanaged = dict(sorted((state.unmanaged or {}).items()))
     ctx.steps.done("summary")
     return result

@@ -59,7 +59,7 @@ class RunState:
     imported: Sequence[ImportSummary] | None = None     # what `import` wrote, per cluster
     # Rows per (action, outcome) of the plan phase, and per outcome of the validate and
     # apply phases: what the later phases have to do (none: they are skipped).
-    plan_counts: Mapping[tuple[str, str], int] | None = None
+    plan_counts: Mapping[tuple[str, str, str], int] | None = None  # (cluster, action, outcome)
     validated_counts: Mapping[str, int] | None = None
     applied_counts: Mapping[str, int] | None = None
 
@@ -99,44 +99,55 @@ def log_counts(phase: str, started: float, counts: Mapping[str, int]) -> None:
 
 
 class Commits:
-    """The run's Delta commits and the order they land in (see the module docstring)."""
+    """The run's Delta commits and the order they land in (see the module docstring).
+
+    Audit commits wait only for the audit commits before them (phase order); the other
+    commits of the run's view (the snapshot table) run alongside them and land before
+    Kafka is changed, as the plan's audit rows do.
+    """
 
     def __init__(self, audit: AuditLog) -> None:
         self.audit_log = audit
         self.kafka_changed = False
-        self._before_changes: list[Background] = []
-        self._pending: list[Background] = []
-        self._side: list[Background] = []
+        self._before_changes: list[Background] = []  # must land before Kafka is changed
+        self._audits: list[Background] = []          # audit commits in flight, phase order
+        self._others: list[Background] = []          # other commits in flight
+        self._side: list[Background] = []            # side queries in flight
+
+    def _start(self, name: str, work: Callable[[], object]) -> Background:
+        return Background(work, name, self.audit_log.spark)
 
     def record(self, name: str, commit: Callable[[], None]) -> None:
         """Start a commit of the run's view on a thread; it lands before Kafka is changed."""
-        task = Background(commit, name, self.audit_log.spark)
+        task = self._start(name, commit)
         self._before_changes.append(task)
-        self._pending.append(task)
+        self._others.append(task)
 
     def audit(self, phase: str, rows: DataFrame, background: bool = False,
               before_changes: bool = False) -> None:
-        """Append the phase's AUDIT rows once every earlier commit has landed.
+        """Append the phase's AUDIT rows once every earlier audit commit has landed.
 
         background: commit on a thread while the run goes on (the next audit commit, or
           the end of the run, waits for it). before_changes: it must land before Kafka
           is changed (implies background).
         """
-        failure = self._settle_pending()
-        if before_changes:
-            self.record(f"audit-{phase}", lambda: self.audit_log.write(phase, rows))
-        elif background:
-            self._pending.append(Background(lambda: self.audit_log.write(phase, rows),
-                                            f"audit-{phase}", self.audit_log.spark))
+        failure = self._settle("_audits")
+        if before_changes or background:
+            task = self._start(f"audit-{phase}", lambda: self.audit_log.write(phase, rows))
+            self._audits.append(task)
+            if before_changes:
+                self._before_changes.append(task)
         else:
             self.audit_log.write(phase, rows)
         if failure is not None:
             raise failure
 
-    def _settle_pending(self) -> BaseException | None:
-        """Wait for every pending commit. Before Kafka was changed a failure is raised now;
-        after, it is returned, to be raised once the caller has written its own rows."""
-        pending, self._pending = self._pending, []
+    def _settle(self, which: str) -> BaseException | None:
+        """Wait for the commits in flight of list `which`. Before Kafka was changed a failure
+        is raised now; after, it is returned, to be raised once the caller has written its
+        own rows."""
+        pending: list[Background] = getattr(self, which)
+        setattr(self, which, [])
         failure: BaseException | None = None
         for task in pending:
             if not self.kafka_changed:
@@ -147,10 +158,10 @@ class Commits:
                 task.succeeded()
         return failure
 
-    def side(self, name: str, work: Callable[[], None]) -> None:
+    def side(self, name: str, work: Callable[[], object]) -> None:
         """Run `work` (a query the run's result needs, not the next phase) on a thread; it
         is waited for with the run's commits, and its error raised as theirs."""
-        self._side.append(Background(work, name, self.audit_log.spark))
+        self._side.append(self._start(name, work))
 
     def before_kafka_changes(self) -> None:
         """Wait for the commits that must land before Kafka is changed (raising their error)."""
@@ -162,20 +173,19 @@ class Commits:
     def finish(self) -> None:
         """The run ended normally: every commit and side query has landed, or its error is
         raised."""
-        failure = self._settle_pending()
+        failures = [self._settle("_audits"), self._settle("_others")]
         side, self._side = self._side, []
-        for task in side:
-            error = task.error()
-            failure = failure or error
+        failures += [task.error() for task in side]
+        failure = next((f for f in failures if f is not None), None)
         if failure is not None:
             raise failure
 
     def abandon(self) -> None:
         """The run failed: wait for commits and side queries still running, without raising
         theirs."""
-        for task in [*self._pending, *self._side]:
+        for task in [*self._audits, *self._others, *self._side]:
             task.succeeded()
-        self._pending, self._side = [], []
+        self._audits, self._others, self._side = [], [], []
 
 
 @dataclass
@@ -194,6 +204,8 @@ class RunContext:
     wait_for_lock: Callable[[], None] | None = None
     # Raises when the run lost its lock since (fencing); None: the run takes no lock.
     check_lock: Callable[[], None] | None = None
+    # Called once every phase is done, before the last commits are waited for.
+    phases_done: Callable[[], None] | None = None
 
     @property
     def run_id(self) -> str:
@@ -251,8 +263,14 @@ class Run:
         check_order(phases)
         self.phases = phases
 
-    def execute(self, ctx: RunContext) -> RunState:
-        """Run every phase in order; every commit has landed when this returns."""
+    def execute(self, ctx: RunContext,
+                while_committing: Callable[[RunState], None] | None = None) -> RunState:
+        """Run every phase in order; every commit has landed when this returns.
+
+        Once the last phase is done, `ctx.phases_done` is called (an apply gives its lock
+        back: nothing changes Kafka any more), then `while_committing` (the run's summary)
+        while the last commits land.
+        """
         state = RunState()
         try:
             for phase in self.phases:
@@ -269,6 +287,10 @@ class Run:
                         fault.before_changes()
                     _fence(ctx, state, phase)
                 phase.run(ctx, state)
+            if ctx.phases_done is not None:
+                ctx.phases_done()
+            if while_committing is not None:
+                while_committing(state)
             ctx.commits.finish()
         except BaseException:
             ctx.commits.abandon()

@@ -113,7 +113,9 @@ class Snapshot(Phase):
             ctx.steps.done("snapshot")
             table = TableRef(ctx.conf.tables.snapshots)
             ctx.commits.record("snapshot-write", lambda: append(live, table))
-            log_phase("snapshot", started, live, by="cluster")
+            # Only a progress line: counted off the run's path.
+            ctx.commits.side("snapshot-count",
+                             lambda: log_phase("snapshot", started, live, by="cluster"))
         state.live = live
 
 
@@ -142,7 +144,7 @@ class Plan(Phase):
                              ctx.conf.alters.remove_unlisted_configs
                              ).localCheckpoint(eager=True)
             counts = _plan_counts(rows)
-            judged = {action for (action, outcome), n in counts.items()
+            judged = {action for (_, action, outcome), n in counts.items()
                       if outcome == names.PLANNED and n}
             plan = rows
             if judged:
@@ -154,7 +156,7 @@ class Plan(Phase):
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             audit = plan_audit(plan, ctx.run_id, utc_now())
             by_outcome: dict[str, int] = {}
-            for (_, outcome), n in counts.items():
+            for (_, _, outcome), n in counts.items():
                 by_outcome[outcome] = by_outcome.get(outcome, 0) + n
             log_counts(names.PLAN, started, by_outcome)
             ctx.commits.audit(names.PLAN, audit, before_changes=True)
@@ -174,16 +176,16 @@ class Plan(Phase):
                 on_plan(plan)
 
 
-def _plan_counts(plan: DataFrame) -> dict[tuple[str, str], int]:
-    """PLAN rows per (action, plan outcome): one small Spark job."""
-    return {(r["action"], r["outcome"]): int(r["n"])
+def _plan_counts(plan: DataFrame) -> dict[tuple[str, str, str], int]:
+    """PLAN rows per (cluster, action, plan outcome): one small Spark job."""
+    return {(r["cluster"], r["action"], r["outcome"]): int(r["n"])
             for r in plan.transform(plan_outcome_counts).collect()}
 
 
 def _planned(state: RunState, *actions: str) -> int:
     """Clean PLAN rows (outcome planned) of `actions`."""
-    counts = state.plan_counts or {}
-    return sum(counts.get((action, names.PLANNED), 0) for action in actions)
+    return sum(n for (_, action, outcome), n in (state.plan_counts or {}).items()
+               if action in actions and outcome == names.PLANNED)
 
 
 class Validate(Phase):
@@ -299,7 +301,8 @@ class Apply(Phase):
             ctx.steps.done("create")
             applied = settle_existing(applied, plan)
             rows = result_audit(applied, plan, ctx.run_id, utc_now())
-            ctx.commits.audit(names.APPLY, rows)
+            # Committed while verify runs; the verify commit waits for it (phase order).
+            ctx.commits.audit(names.APPLY, rows, background=True)
             state.applied_counts = log_phase(names.APPLY, started, applied)
             ctx.steps.done("audit write")
         state.applied = applied
@@ -331,7 +334,7 @@ class Verify(Phase):
             ).localCheckpoint(eager=True)
             ctx.steps.done("verify")
             rows = result_audit(verified, plan, ctx.run_id, utc_now())
-            ctx.commits.audit(names.VERIFY, rows)
+            ctx.commits.audit(names.VERIFY, rows, background=True)
             log_phase(names.VERIFY, started, verified)
             ctx.steps.done("audit write")
         state.audit_rows.append(rows)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -27,18 +27,27 @@ def _nulls_first(value: Any) -> tuple[bool, Any]:
 
 
 def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
-              deletes_allowed: bool, alters_allowed: bool = True) -> RunResult:
-    """The run's result from every AUDIT row it recorded (two Spark jobs: the counts, and
-    the first `listing_limit` topics that are not simply settled).
+              deletes_allowed: bool, alters_allowed: bool = True,
+              final_counts: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
+    """The run's result from every AUDIT row it recorded (the final rows computed once, then
+    counted and the first `listing_limit` topics that are not simply settled listed; no
+    Spark job when the counts are known and every topic is settled).
 
     deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
       counted as not made); True otherwise.
     alters_allowed: False for an apply without --allow-alter (its validated alters are
       counted as not made); True otherwise.
+    final_counts: the final rows counted per cluster, action, phase and outcome (`n`),
+      when the run knows them already (only its plan phase recorded rows).
     """
     final = final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
-    grouped = (final.groupBy("cluster", "action", "phase", "outcome")
-               .agg(F.count(F.lit(1)).alias("n")).collect())
+    if final_counts is None:
+        # Computed once (each phase's rows join its results with the plan): the counts
+        # and the listing both read it.
+        final = final.localCheckpoint(eager=True)
+    grouped = final_counts if final_counts is not None else (
+        final.groupBy("cluster", "action", "phase", "outcome")
+        .agg(F.count(F.lit(1)).alias("n")).collect())
     counts: dict[str, int] = {}
     actions: dict[tuple[Any, Any], int] = {}
     deletes_not_allowed = alters_not_allowed = 0
@@ -53,10 +62,10 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         if (not alters_allowed and r["phase"] == names.VALIDATE
                 and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
             alters_not_allowed += n
+    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
     listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
               .orderBy("cluster", "topic").select(*LISTED_COLUMNS)
-              .limit(listing_limit).collect())
-    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
+              .limit(listing_limit).collect()) if total else []
     return RunResult(
         run_id=run_id,
         counts=counts,

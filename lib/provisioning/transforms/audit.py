@@ -33,10 +33,10 @@ def plan_outcome() -> Column:
 
 
 def plan_outcome_counts(plan: DataFrame) -> DataFrame:
-    """PLAN rows counted per action and plan outcome: action, outcome, n."""
-    return (plan.groupBy("action", plan_outcome().alias("outcome"))
+    """PLAN rows counted per cluster, action and plan outcome: cluster, action, outcome, n."""
+    return (plan.groupBy("cluster", "action", plan_outcome().alias("outcome"))
             .agg(F.count(F.lit(1)).alias("n"))
-            .select("action", "outcome", "n"))
+            .select("cluster", "action", "outcome", "n"))
 
 
 def _plan_error_message() -> Column:
