@@ -147,10 +147,10 @@ def plan(work: Path, clusters: int) -> dict[str, Any]:
     """The plan phase over the synthetic tables; timings of its steps."""
     from pyspark.sql import functions as F
 
-    from provisioning.delta.tables import TableRef, append, delta_table, read_table
+    from provisioning.delta.tables import TableRef, append, read_table
     from provisioning.kafka.client import ClusterState
     from provisioning.results import new_run_id, utc_now
-    from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
+    from provisioning.run.planning import planned_plan, read_desired
     from provisioning.session import build_session
     from provisioning.transforms.audit import plan_audit
     from provisioning.transforms.scope import in_scope
@@ -173,15 +173,14 @@ def plan(work: Path, clusters: int) -> dict[str, Any]:
     states = {n: ClusterState(cluster_id=f"id-{n}", controller_id=1, broker_ids=(1, 2, 3),
                               default_partitions=3, default_replication_factor=3)
               for n in names}
-    context = policy_context(spark, conf, states, live)
-    judged = judge_plan(plan_rows(desired, live_in_scope, None), conf, context)
     built = time.monotonic()
-    planned = judged.localCheckpoint(eager=True)
+    # What the run's plan phase does (provisioning.run.phases.Plan).
+    planned, _ = planned_plan(spark, conf, states, desired, live, live_in_scope, None)
     checkpointed = time.monotonic()
-    rows = plan_audit(planned, run_id, utc_now()).localCheckpoint(eager=True)
+    rows = plan_audit(planned, run_id, utc_now())
     append(rows, TableRef(conf.tables.audit))
     written = time.monotonic()
-    last = delta_table(spark, TableRef(conf.tables.audit)).history(1).first()
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{conf.tables.audit}` LIMIT 1").first()
     metrics = dict(last["operationMetrics"]) if last else {}
     outcomes = {r["outcome"]: r["n"] for r in rows.groupBy("outcome")
                 .agg(F.count(F.lit(1)).alias("n")).collect()}

@@ -124,8 +124,24 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
     # channel closes at exit, after the run's checkpointed data was released (each
     # checkpointed DataFrame releases its server copy when it is collected).
     spark.release_session_on_close = not shared  # type: ignore[attr-defined]
-    atexit.register(release_session, spark)
+    with _ship_lock:
+        if not _opened:
+            atexit.register(release_sessions)
+        _opened.append(spark)
     return spark
+
+
+_opened: list[SparkSession] = []
+
+
+def release_sessions() -> None:
+    """End this process's use of the Connect sessions it opened (at exit, or when an
+    in-process caller's command is done: `provisioning.cli.run`)."""
+    with _ship_lock:
+        opened = list(_opened)
+        _opened.clear()
+    for spark in opened:
+        release_session(spark)
 
 
 _SESSION_PARAM = ";session_id="

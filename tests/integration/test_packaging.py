@@ -73,3 +73,17 @@ def test_the_wheel_runs_plan_from_a_plain_python_process_against_connect(
     assert sorted((r["topic"], r["phase"], r["outcome"], r["result_partitions"])
                   for r in audit) == [("wheel.a", "plan", "planned", None),
                                       ("wheel.a", "validate", "validated", 2)]
+
+    # In a process that goes on (an Airflow PythonOperator): two commands, their exit codes
+    # returned, not raised.
+    script = ("import sys; from provisioning.cli import run; "
+              f"args = ['plan', '--conf', {str(conf)!r}, '--topics', 'wheel.*']; "
+              "codes = [run(args), run(args + ['--cluster', 'nope'])]; "
+              "print('codes', codes); sys.stdout.flush()")
+    inline = subprocess.run([str(venv / "bin" / "python"), "-c", script], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert inline.returncode == 0, inline.stdout[-2000:] + inline.stderr[-3000:]
+    assert inline.stdout.strip().splitlines()[-1] == "codes [0, 2]"
+    runs = spark.read.format("delta").load(str(warehouse / "provision_runs")).collect()
+    assert sorted((r["command"], r["status"], r["exit_code"]) for r in runs) == [
+        ("plan", "succeeded", 0), ("plan", "succeeded", 0)]

@@ -744,3 +744,20 @@ def test_custom_policy_returning_no_dataframe_is_a_clear_error(spark: SparkSessi
     assert str(err.value) == (
         f"policies.create[0] (custom): custom create policy '{EXAMPLE}:returns_nothing' must "
         f"return a DataFrame, got NoneType")
+
+
+def test_the_cut_hook_runs_every_four_policies_and_changes_no_row(spark: SparkSession) -> None:
+    specs = [PolicySpec("partitions_range", {"max": 8}, f"policies.create[{i}]")
+             for i in range(5)]  # 4 always-on + 5 configured = 9 policies
+    plan = plan_df(spark, [create("big", partitions=9), create("ok", partitions=1)])
+    cuts: list[int] = []
+
+    def cut(df: DataFrame) -> DataFrame:
+        cuts.append(len(cuts) + 1)
+        return df.localCheckpoint(eager=False)
+
+    out = with_create_policies(plan, specs, context(spark), cut)
+
+    assert cuts == [1, 2]  # after policies 4 and 8; none after the last one
+    assert_df_equality(out, with_create_policies(plan, specs, context(spark)),
+                       ignore_row_order=True)

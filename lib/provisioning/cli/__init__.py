@@ -2,6 +2,9 @@
 
     provision-topics {snapshot,plan,apply,import,report,maintain} --conf FILE ...
 
+`run(args)` runs one command inside a Python process that goes on afterwards (an Airflow
+PythonOperator, a notebook) and returns its exit code.
+
 Each command parses its options, loads the conf, builds the session, calls the run
 (or a view) and exits with the code of what happened (README: Exit codes). The run's
 modules are imported by the commands that need them, so `report` starts without the
@@ -9,6 +12,8 @@ Kafka stack.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import click
 
@@ -26,3 +31,27 @@ def main() -> None:
 
 for _command in (snapshot, plan, apply, import_, report, maintain):
     main.add_command(_command)
+
+
+def run(args: Sequence[str]) -> int:
+    """Run one command (`provision-topics ARGS`) in this process and return its exit code
+    instead of exiting; the Spark Connect sessions it opened are ended before it returns.
+
+    Example, from an Airflow PythonOperator against a Connect server::
+
+        code = run(["apply", "--conf", "prod.yaml", "--remote", "sc://spark:15002"])
+    """
+    from provisioning.session import release_sessions
+
+    try:
+        main.main(list(args), prog_name="provision-topics", standalone_mode=False)
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        return 1
+    finally:
+        release_sessions()

@@ -10,6 +10,7 @@ that moved them fails with a message saying so instead of an AttributeError mid-
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -17,6 +18,8 @@ import kafka
 from kafka import KafkaAdminClient
 
 from provisioning.errors import ProvisioningError
+
+log = logging.getLogger(__name__)
 
 # The kafka-python releases whose internals this module was written against.
 TESTED_VERSIONS = ("3.0.",)
@@ -38,11 +41,24 @@ def _moved(what: str) -> KafkaPythonIncompatible:
         "(pyproject.toml pins it)")
 
 
-def check_client_class() -> None:
-    """Raise KafkaPythonIncompatible unless KafkaAdminClient still has what the job uses."""
+def check_client_class(client_class: type = KafkaAdminClient) -> None:
+    """Raise KafkaPythonIncompatible unless the admin client class still has what the job
+    uses."""
     for name in _CLASS_ATTRIBUTES:
-        if not callable(getattr(KafkaAdminClient, name, None)):
+        if not callable(getattr(client_class, name, None)):
             raise _moved(f"KafkaAdminClient.{name}")
+
+
+def check_installed(version: str | None = None, client_class: type = KafkaAdminClient) -> None:
+    """Checked once when a run starts, before any cluster is read: a kafka-python release
+    the job was not written against is named in a warning, and one whose internals moved
+    stops the run (KafkaPythonIncompatible, exit 2) instead of failing its admin tasks."""
+    installed = version or kafka.__version__
+    if not installed.startswith(TESTED_VERSIONS):
+        log.warning("kafka-python %s is installed; the job was written against %s: its use "
+                    "of the admin client's internals is checked, not tested", installed,
+                    ", ".join(v + "x" for v in TESTED_VERSIONS))
+    check_client_class(client_class)
 
 
 def send_to_controller(client: KafkaAdminClient, request: Any,

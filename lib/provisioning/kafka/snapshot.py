@@ -11,6 +11,7 @@ from typing import Any
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.client import ClusterAdmin, ClusterState, LiveTopic
+from provisioning.kafka.compat import check_installed
 from schemas import SNAPSHOT, column_names
 
 # Describe-by-name answers that mean "no such topic": it is absent, not hidden.
@@ -27,8 +28,10 @@ def preflight(
     """Reach every cluster and check its identity before anything reads or changes it.
 
     Raises ClusterUnreachable naming every cluster that failed, so an operator
-    sees all of them at once and nothing is changed anywhere.
+    sees all of them at once and nothing is changed anywhere; KafkaPythonIncompatible
+    when the installed kafka-python lacks an internal the job uses.
     """
+    check_installed()
     states: dict[str, ClusterState] = {}
     failures = []
     for cluster in clusters:

@@ -31,10 +31,10 @@ from provisioning.run.engine import (
     require,
 )
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
-from provisioning.run.planning import judge_plan, plan_rows, policy_context, read_desired
+from provisioning.run.planning import planned_plan, read_desired
 from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
-from provisioning.transforms.audit import plan_audit, plan_outcome_counts, result_audit
+from provisioning.transforms.audit import plan_audit, result_audit
 from provisioning.transforms.plan import change_columns
 from provisioning.transforms.results import settle_existing, unreached
 from provisioning.transforms.scope import in_scope, topics_matching
@@ -120,12 +120,8 @@ class Snapshot(Phase):
 
 
 class Plan(Phase):
-    """Desired joined with live, judged by the policies; the plan's audit rows are committed
-    while the saved-plan hook and the validateOnly pass run.
-
-    A policy group runs only when the plan has valid rows of its action (a policy judges
-    only those): a run with nothing to create, delete or alter plans no policy at all.
-    """
+    """Desired joined with live, judged by the policies (`planning.planned_plan`); the plan's
+    audit rows are committed while the saved-plan hook and the validateOnly pass run."""
 
     name = "plan"
     reads = ("states", "desired", "live")
@@ -140,18 +136,9 @@ class Plan(Phase):
                                              tuple(ctx.conf.clusters)))
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
                        if ctx.conf.deletes.prune else None)
-            rows = plan_rows(require(state.desired, "desired"), in_run, created,
-                             ctx.conf.alters.remove_unlisted_configs
-                             ).localCheckpoint(eager=True)
-            counts = _plan_counts(rows)
-            judged = {action for (_, action, outcome), n in counts.items()
-                      if outcome == names.PLANNED and n}
-            plan = rows
-            if judged:
-                context = policy_context(ctx.spark, ctx.conf,
-                                         require(state.states, "states"), live)
-                plan = judge_plan(rows, ctx.conf, context, judged).localCheckpoint(eager=True)
-                counts = _plan_counts(plan)
+            plan, counts = planned_plan(ctx.spark, ctx.conf, require(state.states, "states"),
+                                        require(state.desired, "desired"), live, in_run,
+                                        created)
             ctx.steps.done("plan and policies")
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             audit = plan_audit(plan, ctx.run_id, utc_now())
@@ -174,12 +161,6 @@ class Plan(Phase):
         if on_plan is not None:
             with job_label(ctx.spark, f"{ctx.command}: saved plan"):
                 on_plan(plan)
-
-
-def _plan_counts(plan: DataFrame) -> dict[tuple[str, str, str], int]:
-    """PLAN rows per (cluster, action, plan outcome): one small Spark job."""
-    return {(r["cluster"], r["action"], r["outcome"]): int(r["n"])
-            for r in plan.transform(plan_outcome_counts).collect()}
 
 
 def _planned(state: RunState, *actions: str) -> int:

@@ -10,8 +10,9 @@ from pyspark.sql import functions as F
 from provisioning.conf import Conf
 from provisioning.delta.manifests import read_manifests
 from provisioning.kafka.client import ClusterState
-from provisioning.names import ALTER, CREATE, DELETE
+from provisioning.names import ALTER, CREATE, DELETE, PLANNED
 from provisioning.run.executors import cluster_states_frame
+from provisioning.transforms.audit import plan_outcome_counts
 from provisioning.transforms.plan import build_plan, prune_candidates
 from provisioning.transforms.policies import (
     PolicyContext,
@@ -89,3 +90,34 @@ def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext,
         if i < len(groups) - 1:
             judged = cut(judged)
     return judged.unionByName(plan.where(~valid))
+
+
+PlanCounts = dict[tuple[str, str, str], int]
+
+
+def plan_counts(plan: DataFrame) -> PlanCounts:
+    """PLAN rows per (cluster, action, plan outcome): one small Spark job."""
+    return {(r["cluster"], r["action"], r["outcome"]): int(r["n"])
+            for r in plan.transform(plan_outcome_counts).collect()}
+
+
+def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterState],
+                 desired: DataFrame, live: DataFrame, in_run: DataFrame,
+                 created_by_job: DataFrame | None) -> tuple[DataFrame, PlanCounts]:
+    """The judged PLAN rows of a run, materialized, and their counts.
+
+    A policy group runs only when the plan has valid rows of its action (a policy judges
+    only those): a run with nothing to create, delete or alter plans no policy at all.
+    live: every live topic of the run's clusters (the policies' context); in_run: those in
+      the run's scope (the plan's live side).
+    """
+    rows = plan_rows(desired, in_run, created_by_job,
+                     conf.alters.remove_unlisted_configs).localCheckpoint(eager=True)
+    counts = plan_counts(rows)
+    judged = {action for (_, action, outcome), n in counts.items()
+              if outcome == PLANNED and n}
+    if not judged:
+        return rows, counts
+    context = policy_context(spark, conf, states, live)
+    plan = judge_plan(rows, conf, context, judged).localCheckpoint(eager=True)
+    return plan, plan_counts(plan)
