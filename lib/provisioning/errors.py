@@ -65,6 +65,13 @@ class PolicyError(ProvisioningError):
     exit_code = 2
 
 
+class RunCancelled(ProvisioningError):
+    """The run was stopped by SIGTERM or SIGINT (an Airflow timeout, Ctrl-C): its Spark
+    operations were interrupted; what completed is recorded and the lock given back."""
+
+    exit_code = 6
+
+
 class UnexpectedError(ProvisioningError):
     """An error the job did not anticipate (a Spark, Delta or Python failure): one line
     naming what failed and its cause; the stack trace is logged with --verbose."""

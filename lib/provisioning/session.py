@@ -22,6 +22,7 @@ import importlib.util
 import logging
 import os
 import re
+import signal
 import tempfile
 import threading
 import uuid
@@ -31,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from provisioning.errors import ConnectServerUnfit, SparkUnreachable
+from provisioning.errors import ConnectServerUnfit, RunCancelled, SparkUnreachable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -110,7 +111,9 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
         except Exception as exc:
             if not (shared and "SESSION_CLOSED" in str(exc)):
                 raise
-            log.info("the shared Spark Connect session was closed by the server; a new one")
+            log.info("the shared Spark Connect session was closed by the server; this run "
+                     "opens one of its own")
+            shared = False
             spark = open_session(_with_session(remote, str(uuid.uuid4())))
             check_connect_server(spark, where)
     except ConnectServerUnfit:
@@ -125,13 +128,15 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
     # checkpointed DataFrame releases its server copy when it is collected).
     spark.release_session_on_close = not shared  # type: ignore[attr-defined]
     with _ship_lock:
-        if not _opened:
+        if not _opened and not _at_exit:
             atexit.register(release_sessions)
+            _at_exit.append(True)
         _opened.append(spark)
     return spark
 
 
 _opened: list[SparkSession] = []
+_at_exit: list[bool] = []
 
 
 def release_sessions() -> None:
@@ -262,17 +267,87 @@ def job_label(spark: SparkSession, text: str) -> Iterator[None]:
             spark.removeTag(tag)
 
 
+# The tag of a run's own operations (its queries and admin tasks, on the main thread):
+# helper threads do not carry it, so cancelling the run never interrupts a commit.
+RUN_TAG = "topic-provisioning run "
+
+
+def run_tag(run_id: str) -> str:
+    return f"{RUN_TAG}{run_id}"
+
+
+@contextmanager
+def cancelled_by_signals(spark: SparkSession, run_id: str) -> Iterator[None]:
+    """Inside the block, the run's own operations carry its run tag, and SIGTERM or SIGINT
+    interrupts them (in both modes: `interruptTag`) and raises RunCancelled in the main
+    thread, so the run records what completed (commits in flight land), gives its lock
+    back and exits 6. A second signal acts as the default would. Only the main thread can
+    take signals: elsewhere the block only carries the tag.
+    """
+    tag = run_tag(run_id)
+    with job_label(spark, tag):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        with _on_signals(spark, tag):
+            yield
+
+
+@contextmanager
+def _on_signals(spark: SparkSession, tag: str) -> Iterator[None]:
+    signals = (signal.SIGTERM, signal.SIGINT)
+    received: list[str] = []
+
+    def cancelled() -> RunCancelled:
+        return RunCancelled(f"cancelled by {received[0]}: the run's Spark operations were "
+                            "interrupted; what completed is recorded, a rerun converges")
+
+    def handler(signum: int, _frame: object) -> None:
+        for s in signals:
+            signal.signal(s, signal.SIG_DFL if s == signal.SIGTERM
+                          else signal.default_int_handler)
+        received.append(signal.Signals(signum).name)
+        threading.Thread(target=_interrupt, args=(spark, tag), name="interrupt",
+                         daemon=True).start()
+        raise cancelled()
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    except RunCancelled:
+        raise
+    except BaseException as exc:
+        # Raised inside a call to Spark, the cancellation may reach here as that call's
+        # own error (py4j wraps what interrupts its socket read).
+        if received:
+            raise cancelled() from exc
+        raise
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def _interrupt(spark: SparkSession, tag: str) -> None:
+    try:
+        interrupted = spark.interruptTag(_tag(tag))
+    except Exception as exc:  # the run is stopping anyway; its operations may be done
+        log.warning("could not interrupt the run's Spark operations: %s", type(exc).__name__)
+        return
+    log.info("interrupted %d Spark operation(s) of the run", len(interrupted))
+
+
 class Background:
     """Runs `fn` on a thread of its own while the caller goes on; `join` waits for it and
     raises what `fn` raised. Spark operations it starts carry the caller's tags (a new
-    thread starts without any, in both modes)."""
+    thread starts without any, in both modes), all but the run tag."""
 
     def __init__(self, fn: Callable[[], object], name: str,
                  spark: SparkSession | None = None) -> None:
         self.name = name
         self._error: BaseException | None = None
         self._ok = False
-        tags = sorted(spark.getTags()) if spark is not None else []
+        tags = sorted(t for t in spark.getTags() if not t.startswith(RUN_TAG)) \
+            if spark is not None else []
 
         def target() -> None:
             try:

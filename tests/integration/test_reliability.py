@@ -6,6 +6,7 @@ and ControllerMutationQuotaTest, driven through the real CLI.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -377,3 +378,55 @@ def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark:
                 .where("phase = 'apply'").collect()}
     assert messages == {"created by an earlier attempt of this Spark task"}
     assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+
+
+def test_sigterm_to_a_connect_client_records_the_run_and_frees_the_lock(
+        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
+    """An Airflow timeout sends SIGTERM to the task: a Connect client paused before its
+    first change stops there, records the run as cancelled, gives its lock back, exits 6."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    warehouse = tmp_path / "wh"
+    names = [f"term.{i:03d}" for i in range(3)]
+    write_manifest_table(spark, warehouse / "desired_topics", _topics("term.", 3))
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    go = tmp_path / "go"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PROVISIONING_FAULT": f"pause-before-changes:{go}"}
+    job = subprocess.Popen(
+        [str(REPO / "spark-submit.sh"), "--remote", connect_server.address,
+         str(REPO / "jobs" / "provision_topics.py"), "apply", "--conf", str(conf),
+         "--topics", "term.*", "--json"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not Path(f"{go}.waiting").exists() and job.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert Path(f"{go}.waiting").exists(), job.communicate(timeout=60)
+        job.send_signal(signal.SIGTERM)
+        out, err = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 6, out[-3000:] + err[-3000:]
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["exit_code"] == 6
+    assert doc["error"].startswith("cancelled by SIGTERM: the run's Spark operations were "
+                                   "interrupted")
+    assert [t for t in broker_state(kafka.bootstrap_servers) if t.startswith("term.")] == []
+    ((run_id, run),) = runs_rows(spark, warehouse).items()
+    assert (run["command"], run["status"], run["exit_code"], run["message"]) == (
+        "apply", "failed", 6, doc["error"])
+    # what completed before the signal is recorded: the plan and the validateOnly verdicts
+    assert audit_rows(spark, warehouse, run_id) == sorted(
+        ("local", n, "CREATE", phase, outcome) for n in names
+        for phase, outcome in (("plan", "planned"), ("validate", "validated")))
+    log = (spark.read.format("delta").load(str(warehouse / "provision_runs_locks"))
+           .orderBy("_metadata.row_commit_version").collect())
+    assert [(r["run_id"], r["event"]) for r in log] == [(run_id, "claim"), (run_id, "release")]

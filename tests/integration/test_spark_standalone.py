@@ -43,7 +43,8 @@ CREATES = {
 }
 EXISTING = {"sa.same": {"num_partitions": 2, "replication_factor": 1,
                         "configs": {"cleanup.policy": "compact"}}}
-ADMIN_JOBS = ("validateOnly CreateTopics", "apply: CreateTopics, DeleteTopics", "verify leaders")
+# The operation tags (job_label) of the admin phases; a tag has no commas.
+ADMIN_JOBS = ("validateOnly CreateTopics", "apply: CreateTopics; DeleteTopics", "verify leaders")
 
 
 def _spark_class() -> Path:
@@ -156,11 +157,11 @@ def _events(directory: Path) -> list[dict[str, Any]]:
 
 
 def _admin_task_executors(events: list[dict[str, Any]]) -> dict[str, set[str]]:
-    """Job description -> executor ids that ran the tasks of that admin job's stages."""
+    """Admin job tag -> executor ids that ran the tasks of that admin job's stages."""
     stages: dict[int, str] = {}
     for e in events:
         if e["Event"] == "SparkListenerJobStart":
-            text = (e.get("Properties") or {}).get("spark.job.description") or ""
+            text = (e.get("Properties") or {}).get("spark.job.tags") or ""
             for marker in ADMIN_JOBS:
                 if marker in text:
                     for stage in e["Stage IDs"]:

@@ -1,7 +1,14 @@
-"""Whether a live topic shows an ALTER's change: what verify settles an alter by."""
+"""What verify settles by: whether a live topic shows an ALTER's change, and a broker that
+goes away while verify reads."""
 
 from __future__ import annotations
 
+import time
+
+import kafka.errors as Errors
+import pytest
+
+from provisioning.kafka import tasks
 from provisioning.kafka.client import LiveTopic
 from provisioning.kafka.tasks import alter_shown
 
@@ -43,3 +50,30 @@ def test_configs_not_readable_are_not_shown() -> None:
     assert alter_shown({**ROW, "partitions_to": None}, live(1), None) == (
         False, False, ["retention.ms is not readable, expected 172800000",
                        "segment.ms is not readable, expected no override"])
+
+
+class FlakyAdmin:
+    """Describes topics after `failures` refused connections (a broker killed mid-verify)."""
+
+    def __init__(self, failures: int) -> None:
+        self.cluster = type("Cluster", (), {"name": "local"})()
+        self.failures = failures
+
+    def describe_topics(self, names: list[str]) -> list[LiveTopic]:
+        if self.failures:
+            self.failures -= 1
+            raise Errors.KafkaConnectionError("111 ECONNREFUSED")
+        return [LiveTopic(name=n, topic_id=f"id-{n}", internal=False, partitions=1,
+                          replication_factor=3, replica_assignment=None, error_name=None,
+                          leaderless_partitions=0) for n in names]
+
+
+def test_a_broker_gone_during_verify_is_left_behind_until_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
+    rows = [{"cluster": "local", "topic": t, "action": "CREATE"} for t in ("a", "b")]
+    done = list(tasks.verify_rows(FlakyAdmin(2), rows, time.monotonic() + 60))  # type: ignore[arg-type]
+    assert [(r[1], r[3], r[12]) for r in done] == [("a", "created", 3), ("b", "created", 3)]
+    with pytest.raises(Errors.KafkaConnectionError):
+        # past the deadline the error is the chunk's (recorded `unknown` by its caller)
+        list(tasks.verify_rows(FlakyAdmin(1), rows, time.monotonic() - 1))  # type: ignore[arg-type]

@@ -117,3 +117,35 @@ def test_after_kafka_changed_every_phase_is_written_before_a_failure_is_raised()
     with pytest.raises(RuntimeError, match="apply commit failed"):
         commits.audit("verify", None)
     assert log.written == ["verify"]
+
+
+def test_deferred_rows_go_in_the_next_phases_commit_or_alone_at_the_end() -> None:
+    class Rows:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def unionByName(self, other: Rows) -> Rows:
+            return Rows(f"{self.name}+{other.name}")
+
+    class Recording(Log):
+        def write(self, phase: str, rows: Any) -> None:
+            self.written.append(f"{phase}: {rows.name}")
+
+    log = Recording()
+    commits = Commits(log)  # type: ignore[arg-type]
+    commits.audit("plan", Rows("plan rows"), defer=True)
+    assert log.written == []
+    commits.audit("validate", Rows("validate rows"))
+    assert log.written == ["validate: plan rows+validate rows"]  # one commit
+
+    alone = Recording()
+    commits = Commits(alone)  # type: ignore[arg-type]
+    commits.audit("plan", Rows("plan rows"), defer=True)
+    commits.finish()
+    assert alone.written == ["plan: plan rows"]
+
+    failed = Recording()
+    commits = Commits(failed)  # type: ignore[arg-type]
+    commits.audit("plan", Rows("plan rows"), defer=True)
+    commits.abandon()
+    assert failed.written == ["plan: plan rows"]  # what was recorded still lands

@@ -103,3 +103,33 @@ def test_a_connect_server_without_delta_or_with_speculation_is_refused() -> None
         "spark.speculation=false)")
     check_connect_server(_Server({"spark.sql.extensions":  # type: ignore[arg-type]
                                   "io.delta.sql.DeltaSparkSessionExtension"}), "sc://h:1")
+
+
+def _slow(batches: Any) -> Any:
+    import time as t
+
+    t.sleep(20)
+    return batches
+
+
+def test_sigterm_raises_run_cancelled_out_of_a_running_spark_call(spark: Any) -> None:
+    import os
+    import signal
+    import time
+
+    from provisioning.errors import RunCancelled
+    from provisioning.session import cancelled_by_signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    started = time.monotonic()
+    with pytest.raises(RunCancelled) as err, cancelled_by_signals(spark, "r-cancel"):
+        assert "topic-provisioning run r-cancel" in spark.getTags()
+        spark.range(1).mapInArrow(_slow, "id long").collect()
+    assert time.monotonic() - started < 15  # not the task's 20 s
+    assert str(err.value).startswith("cancelled by SIGTERM: the run's Spark operations were "
+                                     "interrupted")
+    assert err.value.exit_code == 6
+    assert signal.getsignal(signal.SIGTERM) == before
+    assert "topic-provisioning run r-cancel" not in spark.getTags()
+    assert spark.range(3).count() == 3  # the session goes on

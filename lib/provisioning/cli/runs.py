@@ -13,6 +13,7 @@ from provisioning.conf import resolve_credentials, select_clusters
 from provisioning.results import RunRecord, RunResult, new_run_id
 from provisioning.run.faults import Fault
 from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions, Scope
+from provisioning.session import cancelled_by_signals
 from provisioning.views import planfile
 from provisioning.views.plan_markdown import render_markdown
 from provisioning.views.plan_text import render_run
@@ -70,7 +71,9 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                           result.exit_code)
             write_run(spark, conf.tables.runs, record)
 
-        result = run_plan(spark, conf, selected, credentials, record, options, record_run)
+        with cancelled_by_signals(spark, record.run_id):
+            result = run_plan(spark, conf, selected, credentials, record, options,
+                              record_run)
         code = result.exit_code
     except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
         fail(spark, conf, record, exc, as_json)

@@ -466,11 +466,19 @@ def verify_rows(admin: ClusterAdmin, rows: list[Row], deadline: float) -> Iterat
     last_configs: dict[str, list[dict[str, Any]]] = {}
     while pending:
         attempts += 1
-        described = admin.describe_topics(sorted(pending))
-        altered = [t.name for t in described if t.error_name is None
-                   and pending.get(t.name, {}).get("action") == names.ALTER]
-        if altered:
-            last_configs = admin.topic_configs(altered)
+        try:
+            described = admin.describe_topics(sorted(pending))
+            altered = [t.name for t in described if t.error_name is None
+                       and pending.get(t.name, {}).get("action") == names.ALTER]
+            if altered:
+                last_configs = admin.topic_configs(altered)
+        except _IO_ERRORS:
+            # Only reads: a broker that went away (a controller killed mid-run) is left
+            # behind by the next attempt, which asks another; until the deadline.
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+            continue
         for t in described:
             last[t.name] = t
             row = pending.get(t.name)

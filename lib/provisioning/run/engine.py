@@ -20,6 +20,7 @@ no request, no commit.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -113,6 +114,7 @@ class Commits:
         self._audits: list[Background] = []          # audit commits in flight, phase order
         self._others: list[Background] = []          # other commits in flight
         self._side: list[Background] = []            # side queries in flight
+        self._deferred: list[tuple[str, DataFrame]] = []  # rows of the next audit commit
 
     def _start(self, name: str, work: Callable[[], object]) -> Background:
         return Background(work, name, self.audit_log.spark)
@@ -124,16 +126,26 @@ class Commits:
         self._others.append(task)
 
     def audit(self, phase: str, rows: DataFrame, background: bool = False,
-              before_changes: bool = False) -> None:
+              before_changes: bool = False, defer: bool = False) -> None:
         """Append the phase's AUDIT rows once every earlier audit commit has landed.
 
         background: commit on a thread while the run goes on (the next audit commit, or
           the end of the run, waits for it). before_changes: it must land before Kafka
-          is changed (implies background).
+          is changed (implies background). defer: commit them with the next phase's rows,
+          in one commit (or alone when the run ends first): for runs that change nothing.
         """
+        if defer:
+            self._deferred.append((phase, rows))
+            return
+        phases = [*(p for p, _ in self._deferred), phase]
+        if self._deferred:
+            rows = functools.reduce(lambda a, b: a.unionByName(b),
+                                    [*(r for _, r in self._deferred), rows])
+            self._deferred = []
         failure = self._settle("_audits")
+        name = f"audit-{'+'.join(phases)}"
         if before_changes or background:
-            task = self._start(f"audit-{phase}", lambda: self.audit_log.write(phase, rows))
+            task = self._start(name, lambda: self.audit_log.write(phase, rows))
             self._audits.append(task)
             if before_changes:
                 self._before_changes.append(task)
@@ -141,6 +153,12 @@ class Commits:
             self.audit_log.write(phase, rows)
         if failure is not None:
             raise failure
+
+    def _commit_deferred(self) -> None:
+        """Commit rows still deferred (the run ended before another phase recorded any)."""
+        if self._deferred:
+            phase, rows = self._deferred.pop()
+            self.audit(phase, rows)
 
     def _settle(self, which: str) -> BaseException | None:
         """Wait for the commits in flight of list `which`. Before Kafka was changed a failure
@@ -173,6 +191,7 @@ class Commits:
     def finish(self) -> None:
         """The run ended normally: every commit and side query has landed, or its error is
         raised."""
+        self._commit_deferred()
         failures = [self._settle("_audits"), self._settle("_others")]
         side, self._side = self._side, []
         failures += [task.error() for task in side]
@@ -186,6 +205,11 @@ class Commits:
         for task in [*self._audits, *self._others, *self._side]:
             task.succeeded()
         self._audits, self._others, self._side = [], [], []
+        try:
+            # What was recorded before the failure still lands.
+            self._commit_deferred()
+        except Exception as exc:
+            log.error("the plan's audit rows could not be written: %s", exc)
 
 
 @dataclass

@@ -146,7 +146,14 @@ class Plan(Phase):
             for (_, _, outcome), n in counts.items():
                 by_outcome[outcome] = by_outcome.get(outcome, 0) + n
             log_counts(names.PLAN, started, by_outcome)
-            ctx.commits.audit(names.PLAN, audit, before_changes=True)
+            # A `plan` run that validates commits its plan and validateOnly rows as one;
+            # an apply commits the plan's now, alongside the validateOnly pass.
+            state.plan_counts = counts
+            if isinstance(ctx.options, PlanOptions) and ctx.options.validate and \
+                    _planned(state, names.CREATE, names.ALTER):
+                ctx.commits.audit(names.PLAN, audit, defer=True)
+            else:
+                ctx.commits.audit(names.PLAN, audit, before_changes=True)
 
         def count_unmanaged() -> None:
             with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
