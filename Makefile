@@ -103,10 +103,13 @@ test-unit: setup
 test-integration: setup
 	$(PY) -m pytest tests/integration
 
-# The job against a plain kafka-python floor and a per-topic loop, plus the plan-only
-# scale test and the pipelining measurement; results under bench/results/ (BENCHMARKS.md).
+# The job (cold spark-submit and warm Spark Connect) against a plain kafka-python floor, a
+# per-topic loop and, given TOPICCTL=path/to/topicctl (v1.23.1, built by the reader), the
+# topicctl peer; plus the plan-only scale test and the pipelining measurement; results
+# under bench/results/ (BENCHMARKS.md).
+TOPICCTL ?=
 bench: setup
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 
 lint: venv
 	$(VENV)/bin/ruff check lib schemas jobs tests bench
