@@ -58,11 +58,9 @@ class RunState:
     # Live topics (not internal) in scope that no plan row names, per cluster.
     unmanaged: Mapping[str, int] | None = None
     imported: Sequence[ImportSummary] | None = None     # what `import` wrote, per cluster
-    # Rows per (action, outcome) of the plan phase, and per outcome of the validate and
-    # apply phases: what the later phases have to do (none: they are skipped).
-    plan_counts: Mapping[tuple[str, str, str], int] | None = None  # (cluster, action, outcome)
-    validated_counts: Mapping[str, int] | None = None
-    applied_counts: Mapping[str, int] | None = None
+    # Rows per (cluster, action, outcome) of the plan phase: what the later phases have to
+    # do (nothing: they are skipped).
+    plan_counts: Mapping[tuple[str, str, str], int] | None = None
 
 
 STATE_FIELDS = frozenset(f.name for f in fields(RunState))

@@ -184,7 +184,7 @@ class Validate(Phase):
 
     name = "validate"
     reads = ("plan",)
-    writes = ("validated", "validated_counts")
+    writes = ("validated",)
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return _planned(state, names.CREATE, names.ALTER) > 0
@@ -207,7 +207,9 @@ class Validate(Phase):
             # An apply commits them while its creates run; the next audit commit waits.
             ctx.commits.audit(names.VALIDATE, rows,
                               background=isinstance(ctx.options, ApplyOptions))
-            state.validated_counts = log_phase(names.VALIDATE, started, validated)
+            # The progress line is counted off the run's path.
+            ctx.commits.side("validate-count",
+                             lambda: log_phase(names.VALIDATE, started, validated))
             ctx.steps.done("audit write")
         state.validated = validated
         state.audit_rows.append(rows)
@@ -227,15 +229,18 @@ class Apply(Phase):
 
     name = "apply"
     reads = ("plan", "validated")
-    writes = ("applied", "applied_counts")
+    writes = ("applied",)
     changes_kafka = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
+        # From the plan's counts: a run whose creates the broker all refused still runs
+        # apply, over no request (cheaper than counting the validateOnly verdicts first).
         options = pipeline_options(ctx)
-        validated = (state.validated_counts or {}).get(names.VALIDATED, 0)
-        deletes = (_planned(state, names.DELETE)
-                   if isinstance(options, ApplyOptions) and options.allow_deletes else 0)
-        return validated + deletes > 0
+        if not isinstance(options, ApplyOptions):
+            return False
+        return (_planned(state, names.CREATE)
+                + (_planned(state, names.ALTER) if options.allow_alter else 0)
+                + (_planned(state, names.DELETE) if options.allow_deletes else 0)) > 0
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState
@@ -291,7 +296,7 @@ class Apply(Phase):
             rows = result_audit(applied, plan, ctx.run_id, utc_now())
             # Committed while verify runs; the verify commit waits for it (phase order).
             ctx.commits.audit(names.APPLY, rows, background=True)
-            state.applied_counts = log_phase(names.APPLY, started, applied)
+            ctx.commits.side("apply-count", lambda: log_phase(names.APPLY, started, applied))
             ctx.steps.done("audit write")
         state.applied = applied
         state.audit_rows.append(rows)
@@ -305,8 +310,7 @@ class Verify(Phase):
     reads = ("plan", "applied")
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        counts = state.applied_counts or {}
-        return sum(counts.get(o, 0) for o in _VERIFIED) > 0
+        return state.applied is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -323,7 +327,7 @@ class Verify(Phase):
             ctx.steps.done("verify")
             rows = result_audit(verified, plan, ctx.run_id, utc_now())
             ctx.commits.audit(names.VERIFY, rows, background=True)
-            log_phase(names.VERIFY, started, verified)
+            ctx.commits.side("verify-count", lambda: log_phase(names.VERIFY, started, verified))
             ctx.steps.done("audit write")
         state.audit_rows.append(rows)
 
