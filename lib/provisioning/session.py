@@ -58,6 +58,11 @@ SESSION_SETTINGS = {**DELTA_SETTINGS, **SAFETY_SETTINGS}
 SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether `spark` is a Spark Connect session (the job is a thin client of a server)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def build_session(
     app_name: str,
     settings: Mapping[str, str] | None = None,

@@ -40,7 +40,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from provisioning.delta.tables import TableRef, append, load, table_schema
+from provisioning.delta.tables import (
+    TableRef,
+    append,
+    create_table,
+    load,
+    sql_name,
+    table_schema,
+)
 from provisioning.errors import LockHeld, LockUnavailable
 from provisioning.processes import process_exists
 from provisioning.results import utc_now
@@ -198,10 +205,8 @@ class RunLock:
         if schema is not None:
             self._check_schema(schema)
             return
-        columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in LOCKS.fields)
         try:
-            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.ref.sql()} ({columns}) "
-                           f"USING delta TBLPROPERTIES ({_properties()})")
+            create_table(self.spark, LOCKS, self.ref, LOCK_TABLE_PROPERTIES)
         except PySparkException as exc:
             # Another run may have created it at the same moment.
             schema = table_schema(self.spark, self.ref)
@@ -224,7 +229,8 @@ class RunLock:
         if legacy:
             log.warning("upgrading the lock table %s (row tracking on, event columns)",
                         self.ref.text)
-            self.spark.sql(f"ALTER TABLE {self.ref.sql()} SET TBLPROPERTIES ({_properties()})")
+            self.spark.sql(f"ALTER TABLE {sql_name(self.spark, self.ref)} "
+                           f"SET TBLPROPERTIES ({_properties()})")
 
     def _unavailable(self, what: str, exc: BaseException) -> LockUnavailable:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

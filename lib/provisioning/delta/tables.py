@@ -1,10 +1,25 @@
 """Delta tables by path or catalog name: read at a version, write, append idempotently, retry
 conflicts. Every write of the job goes through `write`. Only DataFrame and SQL APIs, which
-classic Spark and Spark Connect share."""
+classic Spark and Spark Connect share.
+
+Paths. A table path is given to Spark as written, except a relative one in classic client
+mode, which is resolved here (`spark_path`) against the directory the job runs from; in
+cluster deploy mode a relative path is refused (the driver runs in a directory of the
+cluster's), and on Spark Connect it is resolved by the server, as Spark resolves any
+relative path. SQL never names a relative ``delta.`path` `` (Delta's catalog reads that form
+as a path only when it is absolute): a version comes from ``DESCRIBE HISTORY '<path>'``,
+and a statement that needs a table identifier gets the table's own location (`sql_name`).
+`TableRef.text` stays as written: it is what the audit records (`source_table`).
+
+Types. Every write casts each column to its type's plain DDL name (`plain_types`): through
+Spark Connect a string column can otherwise reach the Delta log as `string collate
+UTF8_BINARY`, which no other Delta reader accepts.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -12,9 +27,11 @@ from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning.errors import UsageError
+from provisioning.session import is_connect
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +44,7 @@ _RETRYABLE = re.compile(
 
 @dataclass(frozen=True)
 class TableRef:
-    """A Delta table given as a path or as a catalog name."""
+    """A Delta table given as a path or as a catalog name (`text`, as written)."""
 
     text: str
 
@@ -35,8 +52,51 @@ class TableRef:
     def is_path(self) -> bool:
         return "/" in self.text or "\\" in self.text or "://" in self.text
 
-    def sql(self) -> str:
-        return f"delta.`{self.text}`" if self.is_path else self.text
+    @property
+    def is_relative(self) -> bool:
+        """A path with neither a scheme nor a leading slash."""
+        return (self.is_path and ":" not in self.text.split("/", 1)[0]
+                and not os.path.isabs(self.text))
+
+
+class RelativePathRefused(UsageError):
+    """A relative table path where the job has no directory to resolve it against."""
+
+
+def spark_path(spark: SparkSession, ref: TableRef) -> str:
+    """The path Spark is given for the path table `ref` (the one place relative paths are
+    resolved; see the module docstring)."""
+    if not ref.is_relative or is_connect(spark):
+        return ref.text
+    if (spark.conf.get("spark.submit.deployMode", "client") or "client") == "cluster":
+        raise RelativePathRefused(
+            f"table path {ref.text!r} is relative, and in cluster deploy mode the driver runs "
+            "in a directory of the cluster's: give an absolute path, a URI (s3://..., "
+            "hdfs://...) or a catalog table name")
+    return os.path.abspath(ref.text)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_target(spark: SparkSession, ref: TableRef) -> str:
+    """How a Delta SQL statement that accepts a path string (DESCRIBE HISTORY, DESCRIBE
+    DETAIL, OPTIMIZE, VACUUM) names the table: the quoted path, or the catalog name."""
+    return _quoted(spark_path(spark, ref)) if ref.is_path else ref.text
+
+
+def sql_name(spark: SparkSession, ref: TableRef) -> str:
+    """A table identifier for any SQL statement (ALTER, DELETE, MERGE, DESCRIBE TABLE): the
+    catalog name, or ``delta.`location` `` with the existing table's own location (a
+    relative path on Spark Connect is asked of the server)."""
+    if not ref.is_path:
+        return ref.text
+    path = spark_path(spark, ref)
+    if TableRef(path).is_relative:
+        detail = spark.sql(f"DESCRIBE DETAIL {_quoted(path)}").select("location").first()
+        path = str(detail["location"]) if detail is not None else path
+    return "delta.`" + path.replace("`", "``") + "`"
 
 
 # What Delta answers when a path holds no Delta table (or nothing at all).
@@ -68,7 +128,7 @@ def load(spark: SparkSession, ref: TableRef, version: int | None = None) -> Data
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
-    return reader.load(ref.text) if ref.is_path else reader.table(ref.text)
+    return reader.load(spark_path(spark, ref)) if ref.is_path else reader.table(ref.text)
 
 
 def table_schema(spark: SparkSession, ref: TableRef) -> StructType | None:
@@ -88,12 +148,34 @@ def table_version(spark: SparkSession, ref: TableRef) -> int | None:
     DeltaTable needs Delta's own Connect plugin on a Connect server).
     """
     try:
-        row = spark.sql(f"DESCRIBE HISTORY {ref.sql()} LIMIT 1").select("version").first()
+        row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1"
+                        ).select("version").first()
     except PySparkException as exc:
         if _not_a_table(exc):
             return None
         raise
     return None if row is None else int(row["version"])
+
+
+def collated_columns(spark: SparkSession, ref: TableRef) -> list[str]:
+    """The columns whose type in the table's schema carries a collation (`string collate
+    UTF8_BINARY`, written through Spark Connect by earlier releases), by name."""
+    described = spark.sql(f"DESCRIBE TABLE {sql_name(spark, ref)}").collect()
+    found = []
+    for row in described:
+        name = row["col_name"] or ""
+        if not name or name.startswith("#"):
+            break  # partitioning and detail sections follow the columns
+        if " collate " in (row["data_type"] or "").lower():
+            found.append(name)
+    return found
+
+
+def plain_types(df: DataFrame) -> DataFrame:
+    """`df` with every column cast to its type's DDL name: the same values and types, written
+    to Delta as plain types whichever way Spark built them (see the module docstring)."""
+    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType.simpleString()).alias(f.name)
+                       for f in df.schema.fields])
 
 
 def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None = None,
@@ -108,6 +190,21 @@ def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None
     # Tables written by an older release gain the columns added since then.
     retry_conflicts(lambda: write(df, ref, "append", {"mergeSchema": "true"}),
                     ref, attempts, done=committed)
+
+
+def create_table(spark: SparkSession, schema: StructType, ref: TableRef,
+                 properties: Mapping[str, str]) -> None:
+    """Create the empty table `ref` with `schema` and Delta table `properties` (one commit);
+    a table created meanwhile by another writer is left as it is (the caller checks it)."""
+    if ref.is_path:
+        # Delta takes `delta.*` writer options as the new table's properties; a path table
+        # is created this way whether the path is absolute or relative.
+        write(spark.createDataFrame([], schema), ref, "append", dict(properties))
+        return
+    columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in schema.fields)
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {ref.text} ({columns}) USING delta"
+              + (f" TBLPROPERTIES ({listed})" if listed else ""))
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -139,11 +236,12 @@ def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int =
 
 def write(df: DataFrame, ref: TableRef, mode: str,
           options: Mapping[str, str] | None = None) -> None:
-    """Write `df` to the table as one commit (`mode` append, overwrite, error...)."""
-    writer = df.write.format("delta").mode(mode)
+    """Write `df` to the table as one commit (`mode` append, overwrite, error...), its
+    columns in plain types."""
+    writer = plain_types(df).write.format("delta").mode(mode)
     for k, v in (options or {}).items():
         writer = writer.option(k, v)
     if ref.is_path:
-        writer.save(ref.text)
+        writer.save(spark_path(df.sparkSession, ref))
     else:
         writer.saveAsTable(ref.text)
