@@ -41,6 +41,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
             "spark.default.parallelism": "2",
             "spark.databricks.delta.snapshotPartitions": "2",
             "spark.sql.session.timeZone": "UTC",

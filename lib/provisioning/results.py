@@ -129,3 +129,6 @@ class TableMaintenance(_Plain):
     files_after: int
     rows_deleted: int
     files_vacuumed: int
+    # Columns whose collated string types were rewritten as plain ones (tables written
+    # through Spark Connect by earlier releases).
+    retyped_columns: list[str] = field(default_factory=list)

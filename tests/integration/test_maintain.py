@@ -62,11 +62,11 @@ def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any, tmp_path
     assert doc["tables"] == [
         # 4 appends compacted into 1 file; the 4 replaced files vacuumed
         {"role": "audit", "table": str(audit), "files_before": 4, "files_after": 1,
-         "rows_deleted": 0, "files_vacuumed": 4},
+         "rows_deleted": 0, "files_vacuumed": 4, "retyped_columns": []},
         # the first file rewritten without the expired row, then the 3 compacted: the 3
         # originals and the rewrite vacuumed
         {"role": "snapshots", "table": str(snapshots), "files_before": 3, "files_after": 1,
-         "rows_deleted": 1, "files_vacuumed": 4},
+         "rows_deleted": 1, "files_vacuumed": 4, "retyped_columns": []},
     ]
     # every audit row kept; only the snapshot older than 30 days gone
     assert _rows(spark, audit) == audit_before

@@ -58,6 +58,8 @@ def server_settings(port: int) -> dict[str, str]:
         "spark.ui.enabled": "false",
         # One small machine: few shuffle partitions, as spark-submit.sh gives local runs.
         "spark.sql.shuffle.partitions": "4",
+        # VACUUM lists a table's files in this many tasks (Spark's default is 10,000).
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.driver.extraJavaOptions":
             f"-Dlog4j2.configurationFile=file:{REPO / 'conf' / 'log4j2.properties'}",

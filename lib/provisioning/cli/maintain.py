@@ -47,6 +47,8 @@ def maintain(conf_path: str, no_optimize: bool, as_json: bool, verbose: bool) ->
                    f"{conf.maintenance.vacuum_retain_hours} h)")
         for t in done:
             click.echo(f"  {t.role} {t.table}: {t.files_before} -> {t.files_after} file(s), "
-                       f"{t.rows_deleted} row(s) deleted, {t.files_vacuumed} file(s) vacuumed")
+                       f"{t.rows_deleted} row(s) deleted, {t.files_vacuumed} file(s) vacuumed"
+                       + (f", collated column(s) {', '.join(t.retyped_columns)} rewritten as "
+                          "plain types" if t.retyped_columns else ""))
 
     emit(as_json, {"run_id": record.run_id, "tables": [t.as_dict() for t in done]}, human)

@@ -20,7 +20,15 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from provisioning.conf import Conf
-from provisioning.delta.tables import TableRef, retry_conflicts, table_exists
+from provisioning.delta.tables import (
+    TableRef,
+    collated_columns,
+    load,
+    retry_conflicts,
+    sql_name,
+    sql_target,
+    table_exists,
+)
 from provisioning.errors import ProvisioningError, UsageError
 from provisioning.results import TableMaintenance
 from provisioning.session import job_label
@@ -43,24 +51,35 @@ def _collect(spark: SparkSession, sql: str) -> None:
 
 
 def _file_count(spark: SparkSession, ref: TableRef) -> int:
-    row = spark.sql(f"DESCRIBE DETAIL {ref.sql()}").select("numFiles").first()
+    row = spark.sql(f"DESCRIBE DETAIL {sql_target(spark, ref)}").select("numFiles").first()
     return int(row["numFiles"]) if row is not None else 0
 
 
 def _last_metric(spark: SparkSession, ref: TableRef, operation: str, metric: str) -> int:
     """`metric` of the table's last commit when it was `operation` (0 otherwise: another
     writer committed since)."""
-    last = spark.sql(f"DESCRIBE HISTORY {ref.sql()} LIMIT 1").select(
+    last = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1").select(
         "operation", "operationMetrics").first()
     if last is None or last["operation"] != operation:
         return 0
     return int((last["operationMetrics"] or {}).get(metric, 0))
 
 
+def _vacuumed(spark: SparkSession, ref: TableRef) -> int:
+    """The files the table's newest VACUUM deleted, as its `VACUUM END` commit records them
+    (one listing of the table's files, not a DRY RUN first)."""
+    for entry in spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 10").select(
+            "operation", "operationMetrics").collect():
+        if entry["operation"] == "VACUUM END":
+            return int((entry["operationMetrics"] or {}).get("numDeletedFiles", 0))
+    return 0
+
+
 def _delete_older_than(spark: SparkSession, ref: TableRef, column: str,
                        cutoff: dt.datetime) -> int:
     # a concurrent append makes the DELETE conflict; it is safe to run again
-    sql = f"DELETE FROM {ref.sql()} WHERE {column} < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S}'"
+    sql = (f"DELETE FROM {sql_name(spark, ref)} "
+           f"WHERE {column} < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S}'")
     retry_conflicts(functools.partial(_collect, spark, sql), ref)
     return _last_metric(spark, ref, "DELETE", "numDeletedRows")
 
@@ -68,12 +87,37 @@ def _delete_older_than(spark: SparkSession, ref: TableRef, column: str,
 def _delete_ended_leases(spark: SparkSession, ref: TableRef, cutoff: dt.datetime) -> int:
     """Delete the lock events of every run whose leases all ended before `cutoff`: no lease
     of theirs can hold a cluster again, so who holds what now is unchanged."""
-    table = ref.sql()
+    table = sql_name(spark, ref)
     sql = (f"MERGE INTO {table} t USING (SELECT run_id FROM {table} GROUP BY run_id "
            f"HAVING max(expires_epoch) < {int(cutoff.replace(tzinfo=dt.UTC).timestamp())}) s "
            "ON t.run_id = s.run_id WHEN MATCHED THEN DELETE")
     retry_conflicts(functools.partial(_collect, spark, sql), ref)
     return _last_metric(spark, ref, "MERGE", "numTargetRowsDeleted")
+
+
+def _plain_schema(spark: SparkSession, ref: TableRef) -> list[str]:
+    """Rewrite a table whose schema has collated string types (written through Spark Connect
+    by earlier releases) with plain types, keeping every row and the table's properties; the
+    columns retyped.
+
+    REPLACE TABLE, because Delta sees `string collate UTF8_BINARY` and `string` as equal and
+    keeps the old schema on an overwrite: a replacement writes the query's plain schema.
+    """
+    collated = collated_columns(spark, ref)
+    if not collated:
+        return collated
+    table = sql_name(spark, ref)
+    columns = ", ".join(f"CAST(`{f.name}` AS {f.dataType.simpleString()}) AS `{f.name}`"
+                        for f in load(spark, ref).schema.fields)
+    detail = spark.sql(f"DESCRIBE DETAIL {sql_target(spark, ref)}").select("properties").first()
+    properties = dict(detail["properties"] or {}) if detail is not None else {}
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(properties.items()))
+    statement = (f"REPLACE TABLE {table} USING delta"
+                 + (f" TBLPROPERTIES ({listed})" if listed else "")
+                 + f" AS SELECT {columns} FROM {table}")
+    # A concurrent append makes the replacement conflict: it reads the table again.
+    retry_conflicts(functools.partial(_collect, spark, statement), ref)
+    return collated
 
 
 def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
@@ -93,24 +137,26 @@ def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
             before = _file_count(spark, ref)
             deleted = 0
             try:
+                # The lock log is never rewritten (its order is its rows' commit versions),
+                # and was always created with plain types.
+                retyped = _plain_schema(spark, ref) if role != "locks" else []
                 if role == "snapshots" and cutoff is not None:
                     deleted = _delete_older_than(spark, ref, "snapshot_at", cutoff)
                 if role == "locks":
                     deleted = _delete_ended_leases(spark, ref, now - LOCK_EVENTS_KEPT)
                 if optimize:
                     # a running job's appends may conflict: compaction simply runs again
-                    optimize_sql = f"OPTIMIZE {ref.sql()}"
+                    optimize_sql = f"OPTIMIZE {sql_target(spark, ref)}"
                     retry_conflicts(functools.partial(_collect, spark, optimize_sql), ref)
                 hours = keep.vacuum_retain_hours
-                vacuum = f"VACUUM {ref.sql()} RETAIN {hours} HOURS"
-                doomed = spark.sql(f"{vacuum} DRY RUN").count()
-                spark.sql(vacuum).collect()
+                spark.sql(f"VACUUM {sql_target(spark, ref)} RETAIN {hours} HOURS").collect()
+                doomed = _vacuumed(spark, ref)
             except PySparkException as exc:
                 raise MaintenanceFailed(
                     f"{role} table {name}: {_first_line(exc)} (tables before it were "
                     "maintained; run `maintain` again)") from exc
             done.append(TableMaintenance(role, name, before, _file_count(spark, ref),
-                                         deleted, doomed))
+                                         deleted, doomed, retyped))
     if not done:
         raise UsageError("none of the job's tables exists yet (tables.audit, tables.runs, "
                          "tables.snapshots, tables.locks): nothing to maintain")
