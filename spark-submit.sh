@@ -8,8 +8,14 @@
 # from --packages (the cluster must reach a Maven repository), unless
 # PROVISIONING_DELTA_JARS or --delta-jars names local jars (a directory of jars or
 # a comma-separated list), which then travel with --jars: for clusters that cannot
-# reach Maven Central. The package zip and the conf file travel with --py-files
-# and --files; executors run $PYSPARK_PYTHON (default: this checkout's venv).
+# reach Maven Central. What the executors import beyond a stock PySpark (this package,
+# its schemas, kafka-python; in cluster deploy mode also the driver's click and PyYAML)
+# travels as zips with --py-files, and the conf file with --files.
+#
+# Python: the driver runs $PYSPARK_DRIVER_PYTHON (default: this checkout's venv). In local
+# mode the executors run the same. On any other master they run the cluster's Python:
+# spark.pyspark.python, or $PYSPARK_PYTHON when you set it, or a packed environment given
+# with --archives (README: Where it runs); never a path of this machine.
 #
 # A master on loopback (spark://127.0.0.1:PORT, spark://localhost:PORT) keeps the
 # driver on loopback too, as local mode does.
@@ -23,7 +29,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${PROVISIONING_VENV:-$here/.venv}"
-python="${PYSPARK_PYTHON:-$venv/bin/python}"
+python="${PYSPARK_DRIVER_PYTHON:-$venv/bin/python}"
 delta_package="${DELTA_PACKAGE:-io.delta:delta-spark_4.2_2.13:4.4.0}"
 delta_jars="${PROVISIONING_DELTA_JARS:-}"
 
@@ -40,6 +46,7 @@ while [ $# -gt 0 ]; do
     --master) master="$2"; spark_args+=("$1" "$2"); shift 2 ;;
     --master=*) master="${1#--master=}"; spark_args+=("$1"); shift ;;
     --deploy-mode) deploy_mode="$2"; spark_args+=("$1" "$2"); shift 2 ;;
+    --deploy-mode=*) deploy_mode="${1#--deploy-mode=}"; spark_args+=("$1"); shift ;;
     --delta-jars) delta_jars="$2"; shift 2 ;;
     --delta-jars=*) delta_jars="${1#--delta-jars=}"; shift ;;
     *) spark_args+=("$1"); shift ;;
@@ -92,34 +99,23 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-dist="$here/.cache/dist"
-mkdir -p "$dist"
-# Named by its content and built under a per-process temp name: runs started at the same
-# time (cron overlap, parallel tests) never rewrite a zip another run's workers read.
-# The package zip (only lib/provisioning and schemas: what the job runs), named by its
-# content and built under a per-process temp name: runs started at the same time (cron
-# overlap, parallel tests) never rewrite a zip another run's workers read. Then the
-# session settings every run needs, from provisioning.session (read without Spark).
-mapfile -t built < <("$python" - "$here" "$dist" <<'PY'
-import hashlib, os, pathlib, sys, zipfile
-root, dist = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-tmp = dist / f".provisioning.{os.getpid()}.tmp"
-with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-    for base, package in ((root / "lib", "provisioning"), (root, "schemas")):
-        for f in sorted((base / package).rglob("*.py")):
-            z.write(f, f.relative_to(base).as_posix())
-out = dist / f"provisioning-{hashlib.sha256(tmp.read_bytes()).hexdigest()[:16]}.zip"
-tmp.replace(out)
-print(out)
-sys.path.insert(0, str(root / "lib"))
-from provisioning.session import submit_arguments
+# The zips of what the executors import (provisioning.session.SHIPPED_PACKAGES, plus the
+# driver's click and PyYAML in cluster deploy mode), each named by its content, and the
+# session settings every run needs, all read from provisioning.session without Spark.
+mapfile -t built < <("$python" - "$here" "$deploy_mode" <<'PY'
+import sys
+root, deploy_mode = sys.argv[1], sys.argv[2]
+sys.path[:0] = [f"{root}/lib", root]
+from provisioning.session import SHIPPED_PACKAGES, package_zip, submit_arguments
+names = [*SHIPPED_PACKAGES, *(("click", "yaml") if deploy_mode == "cluster" else ())]
+print(",".join(str(package_zip(n)) for n in names))
 print("\n".join(submit_arguments()))
 PY
 )
-package_zip="${built[0]}"
+py_files="${built[0]:-}"
 session_conf=("${built[@]:1}")
-if [ -z "$package_zip" ] || [ ${#session_conf[@]} -eq 0 ]; then
-  echo "could not build the package zip or read the session settings with $python" >&2
+if [ -z "$py_files" ] || [ ${#session_conf[@]} -eq 0 ]; then
+  echo "could not build the package zips or read the session settings with $python" >&2
   exit 2
 fi
 
@@ -150,7 +146,8 @@ case "$master" in
                  "${loopback_conf[@]}"
                  --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties"
                  --conf spark.databricks.delta.snapshotPartitions=2
-                 --conf spark.sql.shuffle.partitions=4)
+                 --conf spark.sql.shuffle.partitions=4
+                 --conf spark.sql.sources.parallelPartitionDiscovery.parallelism=4)
     has_master=0
     for a in "${spark_args[@]+"${spark_args[@]}"}"; do case "$a" in --master|--master=*) has_master=1 ;; esac; done
     [ "$has_master" = 1 ] || spark_args+=(--master "$master")
@@ -194,8 +191,23 @@ fi
 files_arg=()
 if [ ${#files[@]} -gt 0 ]; then files_arg=(--files "$(IFS=,; echo "${files[*]}")"); fi
 
-export PYSPARK_PYTHON="$python"
-export PYSPARK_DRIVER_PYTHON="${PYSPARK_DRIVER_PYTHON:-$python}"
+export PYSPARK_DRIVER_PYTHON="$python"
+python_conf=()
+case "$master" in
+  local*) export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$python}" ;;
+  *)
+    # The driver keeps this venv even when spark.pyspark.python names the executors' Python
+    # (Spark would otherwise start the driver with it too).
+    if [ "$deploy_mode" = client ]; then
+      given=0
+      for a in "${spark_args[@]+"${spark_args[@]}"}"; do
+        case "$a" in spark.pyspark.driver.python=*) given=1 ;; esac
+      done
+      [ "$given" = 1 ] || python_conf=(--conf "spark.pyspark.driver.python=$python")
+    fi
+    ;;
+esac
 exec "$submit" "${spark_args[@]+"${spark_args[@]}"}" "${delta_conf[@]}" \
-  --py-files "$package_zip" "${files_arg[@]+"${files_arg[@]}"}" \
+  "${python_conf[@]+"${python_conf[@]}"}" \
+  --py-files "$py_files" "${files_arg[@]+"${files_arg[@]}"}" \
   "$app" "${app_args[@]+"${app_args[@]}"}"

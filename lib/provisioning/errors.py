@@ -45,6 +45,11 @@ class ConnectServerUnfit(UsageError):
     """The Spark Connect server lacks what the job needs (Delta, speculation off)."""
 
 
+class ExecutorsUnfit(UsageError):
+    """The executors' Python cannot run the admin tasks (a module they import is missing, or
+    they fail to start); found by one small task before any cluster is read."""
+
+
 class LockHeld(ProvisioningError):
     """Another run holds the lock for this conf."""
 

@@ -1,6 +1,6 @@
-"""What the project ships: spark-submit.sh's zip (the package and the schemas, nothing of the
-dev tooling), and the wheel, whose `provision-topics` runs the job from a plain Python
-process as a Spark Connect client."""
+"""What the project ships: spark-submit.sh's zips (the package, the schemas and kafka-python,
+which executors on a stock PySpark lack; nothing of the dev tooling), and the wheel, whose
+`provision-topics` runs the job from a plain Python process as a Spark Connect client."""
 
 from __future__ import annotations
 
@@ -15,18 +15,28 @@ from typing import Any
 from tests.helpers import REPO, broker_state, run_cli, write_conf, write_manifest_table
 
 
-def test_the_shipped_zip_holds_only_the_package_and_the_schemas() -> None:
+def _files(root: Path, base: Path) -> list[str]:
+    return sorted(p.relative_to(base).as_posix() for p in root.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> None:
+    import kafka
+
     done = run_cli([], job="tests/support/list_package.py")
     assert done.returncode == 0, done.output[-3000:]
     zips = json.loads(done.stdout.strip().splitlines()[-1])
-    shipped = [names for path, names in zips.items()
-               if Path(path).name.startswith("provisioning-")]
-    expected = sorted(
-        [p.relative_to(REPO / "lib").as_posix() for p in (REPO / "lib" / "provisioning")
-         .rglob("*.py")] + [p.relative_to(REPO).as_posix() for p in
-                            (REPO / "schemas").rglob("*.py")])
-    assert shipped == [expected]
-    assert not [n for n in expected if "devkafka" in n or n.startswith("tests/")]
+    # spark-submit.sh's zips, beside pyspark's own (pyspark.zip, py4j) on the driver's path
+    shipped = {Path(path).name.split("-")[0]: names for path, names in zips.items()
+               if Path(path).parent.name == "topic-provisioning-artifacts"}
+    kafka_root = Path(kafka.__file__).parent
+    assert shipped == {
+        "provisioning": _files(REPO / "lib" / "provisioning", REPO / "lib"),
+        "schemas": _files(REPO / "schemas", REPO),
+        "kafka": _files(kafka_root, kafka_root.parent),
+    }
+    assert not [n for names in shipped.values() for n in names
+                if "devkafka" in n or n.startswith("tests/")]
 
 
 def _wheel_venv(work: Path) -> Path:

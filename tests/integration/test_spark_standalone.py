@@ -1,13 +1,18 @@
-"""The job, unchanged, on a real Spark standalone cluster: a master and two workers on loopback.
+"""The job, unchanged, on a real Spark standalone cluster whose executors share nothing with the
+driver: a master and two workers on loopback, the executors on a bare Python.
 
 The master and workers are the pyspark distribution's own daemons
 (`bin/spark-class org.apache.spark.deploy.master.Master` / `...worker.Worker`),
-started on free loopback ports with small memory. The job is submitted with
-`./spark-submit.sh --master spark://127.0.0.1:PORT` and the cached Delta jars
-(`--delta-jars`: no Maven repository needed). The test checks the broker's
-exact state, the run's exact audit rows, one audit commit per phase, and,
-from Spark's event log and the workers' directories, that every admin task
-(validateOnly, create, verify) ran in an executor a worker launched.
+started on free loopback ports with small memory. The executors run a Python that has
+only `pyspark[connect]`'s packages (`.cache/connect/venv`: no kafka-python, nothing of
+this project), chosen with `--conf spark.pyspark.python`, as a cluster's own Python would
+be; the driver stays in the project's venv. The job ships what the executors import. The
+job is submitted with `./spark-submit.sh --master spark://127.0.0.1:PORT` and the cached
+Delta jars (`--delta-jars`: no Maven repository needed). The test checks the broker's
+exact state, the runs' exact audit rows, one audit commit per phase, and, from Spark's
+event log and the workers' directories, that every admin task (validateOnly, create,
+verify) ran in an executor a worker launched. An executor Python without pyarrow is
+refused before anything is read, naming what is missing.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[2]
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
+# A Python with pyspark[connect]'s packages only (make connect-venv): a cluster's Python.
+BARE_PYTHON = REPO / ".cache" / "connect" / "venv" / "bin" / "python"
 WORKERS = 2
 
 CREATES = {
@@ -68,8 +75,9 @@ class Standalone:
         conf_dir = base / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m",
-                    "SPARK_CONF_DIR": str(conf_dir), "PYSPARK_PYTHON": sys.executable}
-        self.env.pop("SPARK_HOME", None)
+                    "SPARK_CONF_DIR": str(conf_dir)}
+        for name in ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"):
+            self.env.pop(name, None)
 
     @property
     def url(self) -> str:
@@ -173,8 +181,31 @@ def _admin_task_executors(events: list[dict[str, Any]]) -> dict[str, set[str]]:
     return ran
 
 
-def test_apply_on_a_standalone_cluster(standalone: Standalone, broker: Any, spark: Any,
-                                       tmp_path: Path) -> None:
+def _submit(standalone: Standalone, python: Path, args: list[str],
+            extra: tuple[str, ...] = ()) -> Any:
+    """The job through spark-submit.sh on the standalone cluster, its executors on `python`."""
+    return run_cli(args, spark_args=[
+        "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
+        "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
+        "--conf", f"spark.pyspark.python={python}", "--conf", "spark.ui.enabled=false",
+        *extra])
+
+
+def _python_without_pyarrow(base: Path) -> Path:
+    """A virtualenv whose only packages are pyspark and py4j (linked from the bare one)."""
+    venv = base / "no-pyarrow"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    source = BARE_PYTHON.parents[1] / "lib" / "python3.11" / "site-packages"
+    target = venv / "lib" / "python3.11" / "site-packages"
+    for package in ("pyspark", "py4j"):
+        (target / package).symlink_to(source / package)
+    return venv / "bin" / "python"
+
+
+def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Standalone, broker: Any,
+                                                         spark: Any, tmp_path: Path) -> None:
+    assert subprocess.run([str(BARE_PYTHON), "-c", "import kafka"],
+                          capture_output=True).returncode != 0  # it really lacks kafka-python
     warehouse = tmp_path / "wh"
     rows = [{"cluster": "local", "topic": name, "owner": "team-s", **spec}
             for name, spec in CREATES.items()]
@@ -186,13 +217,17 @@ def test_apply_on_a_standalone_cluster(standalone: Standalone, broker: Any, spar
     events.mkdir()
     before = broker_state(broker.bootstrap_servers)
 
-    done = run_cli(["apply", "--conf", str(conf), "--json"], spark_args=[
-        "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
-        "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
-        "--conf", "spark.ui.enabled=false",
+    planned = _submit(standalone, BARE_PYTHON, ["plan", "--conf", str(conf), "--json"])
+    assert planned.returncode == 0, planned.output[-6000:] + standalone.logs()
+    assert broker_state(broker.bootstrap_servers) == before
+    assert audit_rows(spark, warehouse, planned.json()["run_id"]) == sorted(
+        [("local", name, "CREATE", phase, outcome) for name in CREATES
+         for phase, outcome in (("plan", "planned"), ("validate", "validated"))]
+        + [("local", "sa.same", "NOOP", "plan", "already_present")])
+
+    done = _submit(standalone, BARE_PYTHON, ["apply", "--conf", str(conf), "--json"], (
         "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}",
-        "--conf", "spark.eventLog.compress=false",
-    ])
+        "--conf", "spark.eventLog.compress=false"))
     assert done.returncode == 0, done.output[-6000:] + standalone.logs()
     run_id = done.json()["run_id"]
 
@@ -217,13 +252,12 @@ def test_apply_on_a_standalone_cluster(standalone: Standalone, broker: Any, spar
                .where(f"run_id = '{run_id}' and phase = 'apply'").collect()}
     assert created == {n: (after[n]["topic_id"], s["partitions"]) for n, s in CREATES.items()}
 
-    # Delta: one commit per phase, one data file each (no small-file storm on a cluster)
-    from delta.tables import DeltaTable
-
-    history = (DeltaTable.forPath(spark, str(warehouse / "topic_audit")).history()
+    # Delta: the plan run's one commit, then one commit per phase of the apply, one data
+    # file each (no small-file storm on a cluster)
+    history = (spark.sql(f"DESCRIBE HISTORY '{warehouse / 'topic_audit'}'")
                .orderBy("version").collect())
-    assert [(h["version"], h["operation"], h["operationMetrics"]["numFiles"])
-            for h in history] == [(v, "WRITE", "1") for v in range(4)]
+    assert [(h["version"], h["operation"]) for h in history] == [(v, "WRITE") for v in range(5)]
+    assert [h["operationMetrics"]["numFiles"] for h in history[1:]] == ["1"] * 4
 
     # the admin work ran in executors the two workers launched, never in the driver
     log = _events(events)
@@ -238,3 +272,26 @@ def test_apply_on_a_standalone_cluster(standalone: Standalone, broker: Any, spar
                    for d in (w / app_id).iterdir() if d.is_dir()}
     assert set(launched_by) == set(executors)
     assert sorted(launched_by.values()) == sorted(w.name for w in standalone.work_dirs)
+    # ...in the bare Python, as the job's check of the executors logged
+    assert f"the executors run {BARE_PYTHON} (Python 3.11." in done.output
+
+
+def test_executors_without_pyarrow_are_refused_before_anything_is_read(
+        standalone: Standalone, broker: Any, spark: Any, tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    write_manifest_table(spark, warehouse / "desired_topics",
+                         [{"cluster": "local", "topic": "sa.never", "partitions": 1}])
+    conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse)
+    python = _python_without_pyarrow(tmp_path)
+    before = broker_state(broker.bootstrap_servers)
+
+    refused = _submit(standalone, python, ["apply", "--conf", str(conf), "--json"])
+
+    assert refused.returncode == 2, refused.output[-6000:]
+    error = refused.json()["error"]
+    assert error.startswith("the executors' Python cannot run the admin tasks: missing "
+                            f"pyarrow (ModuleNotFoundError: No module named 'pyarrow') in "
+                            f"{python} (Python 3.11."), error
+    assert broker_state(broker.bootstrap_servers) == before
+    assert not (warehouse / "topic_snapshots").exists()
+    assert not (warehouse / "topic_audit").exists()

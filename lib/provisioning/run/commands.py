@@ -56,9 +56,7 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id,
                                       options.fault.before_audit if options.fault else None)))
     ctx.steps.done("start")
-    with job_label(spark, f"{options.command}: start Python workers"):
-        ctx.commits.side("python-workers",
-                         lambda: executors.prestart_workers(spark, clusters))
+    ctx.wait_for_executors = _check_executors(ctx)
     if isinstance(options, PlanOptions):
         run = PLAN_RUN if options.validate else PLAN_RUN_UNVALIDATED
         result = _finish(ctx, run, options)
@@ -91,6 +89,15 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
             lock.release()
         ctx.steps.done("unlock")
     return result
+
+
+def _check_executors(ctx: RunContext) -> Callable[[], None]:
+    """Start the executors' check (`executors.check_executors`) on a thread while the first
+    phases run on the driver; the returned function waits for it."""
+    with job_label(ctx.spark, f"{ctx.command}: check the executors"):
+        checking = Background(lambda: executors.check_executors(ctx.spark, ctx.clusters),
+                              "executor-check", ctx.spark)
+    return checking.join
 
 
 def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
@@ -131,6 +138,7 @@ def import_topics(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterCon
     ctx = RunContext(spark, conf, clusters, credentials, record, options,
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id)))
     ctx.steps.done("start")
+    ctx.wait_for_executors = _check_executors(ctx)
     state = IMPORT_RUN.execute(ctx)
     return list(state.imported or [])
 
@@ -143,6 +151,8 @@ def take_snapshot(
     record: RunRecord,
 ) -> list[ClusterSummary]:
     """Record every selected cluster's live topics in the snapshots table; change nothing."""
+    with job_label(spark, "snapshot: check the executors"):
+        executors.check_executors(spark, clusters)
     with job_label(spark, "snapshot: preflight"):
         states = preflight(clusters, credentials, conf.kafka)
     with job_label(spark, "snapshot: read live metadata"):

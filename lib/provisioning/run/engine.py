@@ -224,6 +224,9 @@ class RunContext:
     steps: Steps = field(default_factory=Steps)
     # Returns once the run holds its lock (or raises); None: the run takes no lock.
     wait_for_lock: Callable[[], None] | None = None
+    # Returns once the executors were found able to run the admin tasks (or raises
+    # ExecutorsUnfit); called before the first phase that runs them. None: not checked.
+    wait_for_executors: Callable[[], None] | None = None
     # Raises when the run lost its lock since (fencing); None: the run takes no lock.
     check_lock: Callable[[], None] | None = None
     # Called once every phase is done, before the last commits are waited for.
@@ -250,6 +253,8 @@ class Phase:
     writes: ClassVar[tuple[str, ...]] = ()
     changes_kafka: ClassVar[bool] = False
     needs_lock: ClassVar[bool] = False
+    # Whether the phase runs admin tasks on the executors (the Kafka room in Spark tasks).
+    runs_tasks: ClassVar[bool] = False
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
@@ -299,6 +304,9 @@ class Run:
                 if not phase.needed(ctx, state):
                     log.info("phase %s: nothing to do", phase.name)
                     continue
+                if phase.runs_tasks and ctx.wait_for_executors is not None:
+                    ready, ctx.wait_for_executors = ctx.wait_for_executors, None
+                    ready()
                 if phase.needs_lock and ctx.wait_for_lock is not None:
                     ctx.wait_for_lock()
                     ctx.steps.done("lock")

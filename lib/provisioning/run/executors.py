@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -19,11 +21,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.errors import ExecutorsUnfit
 from provisioning.kafka import snapshot, tasks
 from provisioning.kafka.client import ClusterState
 from provisioning.run import arrow
 from provisioning.run.faults import Fault
 from schemas import CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
+
+log = logging.getLogger(__name__)
 
 PartitionWork = Callable[[Iterable[Mapping[str, Any]]], Iterator[tuple[Any, ...]]]
 
@@ -53,19 +58,60 @@ def _on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[C
             .mapInArrow(task, schema))
 
 
-def _import_kafka_room(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    import provisioning.kafka.tasks  # noqa: F401  (what the admin tasks import first)
+# What the admin tasks import that a stock PySpark lacks (they are shipped with the job) or
+# may lack (pyarrow carries their rows: mapInArrow).
+EXECUTOR_MODULES = ("pyarrow", "kafka", "provisioning.kafka.tasks")
 
-    return batches
+
+def _executor_probe(modules: Sequence[str]) -> Callable[[int], str]:
+    """A function for a plain (pickled, not Arrow) Python UDF that imports `modules` in the
+    executor's Python and reports which failed. Built in a closure so that cloudpickle ships
+    it by value: the executor needs nothing of this package to run it."""
+
+    def probe(_: int) -> str:
+        import importlib
+        import json
+        import sys
+
+        missing = []
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # an import may fail in any way the module's code does
+                missing.append(f"{module} ({type(exc).__name__}: {str(exc)[:200]})")
+        return json.dumps({"python": sys.executable,
+                           "version": ".".join(map(str, sys.version_info[:3])),
+                           "missing": missing})
+
+    return probe
 
 
-def prestart_workers(spark: SparkSession, clusters: Sequence[ClusterConf]) -> None:
-    """Start the Python workers the admin tasks will run in, one per cluster, and import the
-    Kafka room in them, while the run reads its manifests and takes its lock: a session's
-    first Python task otherwise pays for that inside the snapshot (1-2 s on a Spark Connect
-    server, whose sessions each get workers of their own)."""
+def check_executors(spark: SparkSession, clusters: Sequence[ClusterConf]) -> None:
+    """Run one small task per admin task slot (one per cluster) that imports what the admin
+    tasks need (EXECUTOR_MODULES); raise ExecutorsUnfit (exit 2) naming what is missing, or
+    why the executors' Python could not run it. It also starts the Python workers the admin
+    tasks will run in, with the Kafka room imported."""
     n = max(1, len(clusters))
-    spark.range(n, numPartitions=n).mapInArrow(_import_kafka_room, "id long").collect()
+    probe = F.udf(_executor_probe(EXECUTOR_MODULES), "string", useArrow=False)
+    try:
+        answers = [json.loads(r[0]) for r in
+                   spark.range(n, numPartitions=n).select(probe(F.col("id"))).collect()]
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+        raise ExecutorsUnfit(
+            f"the executors' Python could not run the job's check task: "
+            f"{type(exc).__name__}: {first} (README: Where it runs, what executors need)"
+        ) from exc
+    lacking = {(a["python"], a["version"], m) for a in answers for m in a["missing"]}
+    if lacking:
+        detail = "; ".join(f"{m} in {p} (Python {v})" for p, v, m in sorted(lacking))
+        raise ExecutorsUnfit(
+            f"the executors' Python cannot run the admin tasks: missing {detail}. Install "
+            "pyarrow on the cluster (it ships with any Spark built for Arrow) or point "
+            "spark.pyspark.python at a Python that has it; the job ships kafka-python and "
+            "its own package itself (README: Where it runs, what executors need)")
+    log.info("the executors run %s; the admin tasks' modules import", ", ".join(
+        sorted({f"{a['python']} (Python {a['version']})" for a in answers})))
 
 
 def _by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:

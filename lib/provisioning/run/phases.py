@@ -101,6 +101,7 @@ class Snapshot(Phase):
     reads = ("states", "desired")
     writes = ("live",)
     needs_lock = True
+    runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -185,6 +186,7 @@ class Validate(Phase):
     name = "validate"
     reads = ("plan",)
     writes = ("validated",)
+    runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return _planned(state, names.CREATE, names.ALTER) > 0
@@ -231,6 +233,7 @@ class Apply(Phase):
     reads = ("plan", "validated")
     writes = ("applied",)
     changes_kafka = True
+    runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         # From the plan's counts: a run whose creates the broker all refused still runs
@@ -308,6 +311,7 @@ class Verify(Phase):
 
     name = "verify"
     reads = ("plan", "applied")
+    runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return state.applied is not None
@@ -339,6 +343,7 @@ class Import(Phase):
     name = "import"
     reads = ("states",)
     writes = ("live", "imported")
+    runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
