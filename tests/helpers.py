@@ -123,8 +123,12 @@ def kafka_tool(main_class: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def audit_rows(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]]:
     """(cluster, topic, action, phase, outcome) of one run, sorted."""
-    rows = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
-            .where(f"run_id = '{run_id}'").collect())
+    return audit_rows_of(spark, warehouse / "topic_audit", run_id)
+
+
+def audit_rows_of(spark: Any, table: Path, run_id: str) -> list[tuple[Any, ...]]:
+    """(cluster, topic, action, phase, outcome) of one run in the audit table at `table`."""
+    rows = spark.read.format("delta").load(str(table)).where(f"run_id = '{run_id}'").collect()
     return sorted((r["cluster"] or "", r["topic"] or "", r["action"], r["phase"], r["outcome"])
                   for r in rows)
 
