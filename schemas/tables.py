@@ -242,6 +242,11 @@ LOCKS = _fields(
     ("written_epoch", LongType()),
     # A claim's note of the run it takes a cluster from (that run's process was gone).
     ("takes_over", StringType()),
+    # Who wrote the row, beyond host and pid (processes.ProcessIdentity): the kernel's boot
+    # id, the PID namespace and the process's start time; null where unknown.
+    ("boot_id", StringType()),
+    ("pid_namespace", StringType()),
+    ("pid_start", LongType()),
 )
 
 

@@ -23,16 +23,19 @@ from provisioning.delta.lock import (
     standing,
 )
 from provisioning.errors import LockHeld, LockUnavailable
+from provisioning.processes import ProcessIdentity, provably_gone, this_process
 from schemas import LOCKS
+
+H = ProcessIdentity("h", None, None, 1, None)
 
 
 def ev(version: int, run_id: str, event: str, written: int, expires: int, name: str = "c",
-       takes_over: str | None = None, host: str = "h", pid: int = 1) -> Event:
-    return Event(version, name, run_id, "apply", host, pid, event, written, expires, takes_over)
+       takes_over: str | None = None, holder: ProcessIdentity = H) -> Event:
+    return Event(version, name, run_id, "apply", holder, event, written, expires, takes_over)
 
 
-def lease(run_id: str, expires: int, name: str = "c") -> Lease:
-    return Lease(name, run_id, "apply", "h", 1, expires)
+def lease(run_id: str, expires: int, name: str = "c", holder: ProcessIdentity = H) -> Lease:
+    return Lease(name, run_id, "apply", holder, expires)
 
 
 # -- the judgement, pure ------------------------------------------------------------------
@@ -55,6 +58,20 @@ def test_a_claim_takes_an_expired_lease_or_one_it_names_as_taken_over() -> None:
     assert leases(wrong_name) == {"c": lease("a", 700)}
 
 
+def test_another_clock_takes_an_expired_lease_only_past_the_skew_margin() -> None:
+    # a's lease expires at 160 by its clock; b's clock may run up to 30 s ahead
+    early = [ev(1, "a", CLAIM, 100, 160), ev(2, "b", CLAIM, 185, 785)]
+    assert leases(early, skew=30) == {"c": lease("a", 160)}
+    late = [ev(1, "a", CLAIM, 100, 160), ev(2, "b", CLAIM, 190, 790)]
+    assert leases(late, skew=30) == {"c": lease("b", 790)}
+    # to a reader, another run's lease stays live until its expiry plus the margin
+    held = {"c": lease("a", 160)}
+    assert standing(held, ["c"], "me", 185, skew=30, gone=lambda _: False).others == (
+        lease("a", 160),)
+    assert standing(held, ["c"], "me", 191, skew=30, gone=lambda _: False).stale == (
+        lease("a", 160),)
+
+
 def test_a_renewal_extends_only_a_live_lease_of_its_own() -> None:
     assert leases([ev(1, "a", CLAIM, 100, 160), ev(2, "a", RENEW, 150, 210)]) == {
         "c": lease("a", 210)}
@@ -75,22 +92,44 @@ def test_clusters_are_judged_each_on_its_own() -> None:
 def test_rows_of_the_merge_based_lock_are_claims_until_released() -> None:
     legacy = {"version": 4, "name": "c", "run_id": "old", "command": "apply", "host": "h",
               "pid": 7, "released": False, "expires_epoch": 900}
-    assert Event.of(legacy) == Event(4, "c", "old", "apply", "h", 7, CLAIM, 0, 900, None)
+    assert Event.of(legacy) == Event(4, "c", "old", "apply",
+                                     ProcessIdentity("h", None, None, 7, None), CLAIM, 0, 900,
+                                     None)
     assert Event.of({**legacy, "released": True}).event == RELEASE
 
 
 def test_standing_names_missing_clusters_live_holders_and_stale_ones() -> None:
+    dead = ProcessIdentity("h", "boot", "pid:[1]", 2, 50)
     held = {"a": lease("me", 500, "a"), "b": lease("other", 500, "b"),
             "c": lease("gone", 500, "c"), "d": lease("me", 90, "d")}
-    now = standing(held, ["a", "b", "c", "d", "e"], "me", 100,
-                   alive=lambda host, pid: pid != 2)
+    now = standing(held, ["a", "b", "c", "d", "e"], "me", 100, gone=lambda p: p == dead)
     assert now.missing == ("b", "c", "d", "e")
     assert now.others == (lease("other", 500, "b"), lease("gone", 500, "c"))
     assert now.stale == ()
-    held["c"] = Lease("c", "gone", "apply", "h", 2, 500)
-    later = standing(held, ["c"], "me", 100, alive=lambda host, pid: pid != 2)
+    held["c"] = lease("gone", 500, "c", holder=dead)
+    later = standing(held, ["c"], "me", 100, gone=lambda p: p == dead)
     assert (later.others, later.stale) == ((), (held["c"],))
     assert standing({"a": lease("me", 500, "a")}, ["a"], "me", 100).held
+
+
+def test_a_holder_is_provably_gone_only_on_this_machine_boot_and_pid_namespace() -> None:
+    me = this_process()
+    assert me.boot_id and me.pid_namespace and me.start_ticks
+    # this very process: alive
+    assert not provably_gone(me)
+    # same pid, another start time: the pid was reused, the holder is gone
+    assert provably_gone(ProcessIdentity(me.host, me.boot_id, me.pid_namespace, me.pid,
+                                         me.start_ticks + 1))
+    # no process with that pid
+    gone = ProcessIdentity(me.host, me.boot_id, me.pid_namespace, 4_000_000, 5)
+    assert provably_gone(gone)
+    # the same pid facts but another container sharing the host name, another boot, or a
+    # record without them (an earlier release's claim): not proof, the lease runs out
+    for other in (ProcessIdentity(me.host, me.boot_id, "pid:[99]", 4_000_000, 5),
+                  ProcessIdentity(me.host, "another-boot", me.pid_namespace, 4_000_000, 5),
+                  ProcessIdentity("elsewhere", me.boot_id, me.pid_namespace, 4_000_000, 5),
+                  ProcessIdentity(me.host, None, None, 4_000_000, None)):
+        assert not provably_gone(other), other
 
 
 # -- on a real Delta table --------------------------------------------------------------
@@ -174,11 +213,10 @@ def test_a_failing_heartbeat_loses_the_lock_once_the_claim_expires(spark: Any, t
     lock.acquire()
     lock._stop.set()  # drive the heartbeat by hand
     lock.fail_on, lock.fail_with = RENEW, RuntimeError("storage unreachable")
-    lock._last_renewed = time.time()
     lock.renew()
     assert lock.lost is None  # one failed renewal well inside the TTL: still held
     lock.check_held()
-    lock._last_renewed = time.time() - 60
+    lock._held_until = time.monotonic() + 0.5
     lock.renew()
     assert lock.lost == (f"the lock in {tmp_path / 'locks'} could not be renewed before it "
                          "expired (RuntimeError)")
@@ -194,7 +232,7 @@ def test_a_takeover_is_noticed_by_the_next_heartbeat(spark: Any, tmp_path: Path)
     lock._stop.set()
     # Another run takes the cluster over, as it would from a holder whose process is gone.
     usurper = RunLock(spark, str(table), ["local"], "r2", "apply", 60)
-    usurper.host, usurper.pid = "elsewhere", 1
+    usurper.me = ProcessIdentity("elsewhere", None, None, 1, None)
     usurper._append(CLAIM, {"local": "r1"})
     lock.renew()
     assert lock.lost is not None
@@ -210,10 +248,23 @@ def test_a_takeover_is_noticed_by_the_next_heartbeat(spark: Any, tmp_path: Path)
         RunLock(spark, str(table), ["local"], "r3", "apply", 60).acquire()
 
 
+def test_a_lease_not_renewed_within_its_ttl_is_lost_by_the_holders_own_clock(
+        spark: Any, tmp_path: Path) -> None:
+    lock = RunLock(spark, str(tmp_path / "locks"), ["local"], "r1", "apply", 60)
+    lock.acquire()
+    lock._stop.set()  # no heartbeat
+    lock.check_held(read_back=False)
+    lock._held_until = time.monotonic() - 1  # the last renewal is older than the TTL
+    with pytest.raises(LockUnavailable, match="was not renewed within its TTL of 60s"):
+        lock.check_held(read_back=False)
+    lock.release()
+
+
 def test_a_lock_table_of_the_merge_based_lock_is_upgraded_in_place(spark: Any, tmp_path: Path
                                                                    ) -> None:
     table = tmp_path / "locks"
-    legacy = [f for f in LOCKS.fields if f.name not in ("event", "written_epoch", "takes_over")]
+    legacy = [f for f in LOCKS.fields if f.name not in (
+        "event", "written_epoch", "takes_over", "boot_id", "pid_namespace", "pid_start")]
     now = dt.datetime(2026, 1, 1)
     spark.createDataFrame(
         [("a", "old-done", "apply", "h", 1, now, now, 100, True),

@@ -318,9 +318,12 @@ def _read_run(r: Reader, body: Mapping[str, Any] | None) -> RunConf:
     run = RunConf()
     if body is None:
         return run
-    r.no_unknown(body, "run", ("lock_ttl_seconds",))
-    return RunConf(lock_ttl_seconds=r.value(body, "run", "lock_ttl_seconds", int,
-                                            run.lock_ttl_seconds, positive))
+    r.no_unknown(body, "run", ("lock_ttl_seconds", "lock_clock_skew_seconds"))
+    return RunConf(
+        lock_ttl_seconds=r.value(body, "run", "lock_ttl_seconds", int, run.lock_ttl_seconds,
+                                 positive),
+        lock_clock_skew_seconds=r.value(body, "run", "lock_clock_skew_seconds", int,
+                                        run.lock_clock_skew_seconds, at_least_zero))
 
 
 def _read_maintenance(r: Reader, node: Any, spark: SparkConf) -> MaintenanceConf:

@@ -108,6 +108,9 @@ class AltersConf:
 class RunConf:
     # How long a run's lock lives without a heartbeat (a killed driver's lock frees itself).
     lock_ttl_seconds: int = 600
+    # How far two machines' clocks may differ: another run takes an expired lease over only
+    # this much after its expiry.
+    lock_clock_skew_seconds: int = 30
 
 
 # Delta refuses a shorter VACUUM retention unless its safety check is turned off.

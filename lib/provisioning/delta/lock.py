@@ -6,17 +6,24 @@ of the commit that wrote it, and that order, which every reader sees the same, d
 who holds each cluster (`leases`): a claim wins a cluster that no live lease holds
 when it is written; a renewal extends only a lease that has not expired; a release
 ends it. Blind appends never conflict, so taking the lock costs one append and one
-read back, where a MERGE cost a read, a join, a rewrite and a second read.
+read back.
 
 A run proceeds only when the read-back shows its own live lease on every cluster it
 will change; a held lock (LockHeld), a table that is not a lock table or a failed
 append or read (LockUnavailable) stops it before any snapshot or request, naming
 the table and the cause. A lease expires unless its heartbeat renews it (every third
-of the TTL), and a holder on this host whose process is gone may be taken over at
-once (the claim names it): a killed driver never blocks the next run for long. When
-the heartbeat cannot renew before the lease expires, or a read-back shows another
-holder, the lock is `lost` and the run starts no further phase that changes Kafka
-(`check_held` raises).
+of the TTL). A holder is dead only when its lease has expired, or when it ran on this
+machine and is provably gone (same host name, boot id and PID namespace, and no process
+with its pid and start time: `processes.provably_gone`); its lock may then be taken over
+at once (the claim names it). Expiry compares one machine's clock with another's (the
+holder wrote its expiry, the claimer reads its own clock), so a lease counts as expired to
+another run only `clock_skew` seconds after its expiry: clocks that differ by less never
+let two runs hold a cluster. The holder itself keeps its lease only while its own
+monotonic clock says the last renewal is younger than the TTL.
+
+When the heartbeat cannot renew in time, or a read-back shows another holder, the lock
+is `lost` and the run starts no further request that changes Kafka (`check_held`
+raises: before each phase, reading the log back, and before each wave of requests).
 
 Tables written by the MERGE-based lock of earlier releases are upgraded in place
 (row tracking on, the event columns added by the next append); their rows count as
@@ -27,8 +34,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,14 +54,17 @@ from provisioning.delta.tables import (
     table_schema,
 )
 from provisioning.errors import LockHeld, LockUnavailable
-from provisioning.processes import process_exists
+from provisioning.processes import ProcessIdentity, provably_gone, this_process
 from provisioning.results import utc_now
 from schemas import LOCKS
 
 log = logging.getLogger(__name__)
 
 CLAIM, RENEW, RELEASE = "claim", "renew", "release"
-_EVENT_COLUMNS = ("event", "written_epoch", "takes_over")
+# Columns added since the MERGE-based lock: a table of an earlier release lacks them until
+# its next append.
+_EVENT_COLUMNS = ("event", "written_epoch", "takes_over", "boot_id", "pid_namespace",
+                  "pid_start")
 # Table properties of a lock table: row tracking gives each row its commit version (the
 # order of events); auto compaction keeps the file count of a table every run appends to
 # small between `maintain` runs.
@@ -74,8 +82,7 @@ class Event:
     name: str
     run_id: str
     command: str
-    host: str
-    pid: int
+    holder: ProcessIdentity
     event: str
     written_epoch: int
     expires_epoch: int
@@ -87,44 +94,46 @@ class Event:
         if kind is None:
             # A row of the MERGE-based lock: a claim until it was released.
             kind = RELEASE if row["released"] else CLAIM
+        holder = ProcessIdentity(row["host"] or "", row.get("boot_id"),
+                                 row.get("pid_namespace"), int(row["pid"] or 0),
+                                 row.get("pid_start"))
         return cls(int(row["version"]), row["name"], row["run_id"], row["command"] or "",
-                   row["host"] or "", int(row["pid"] or 0), kind,
-                   int(row.get("written_epoch") or 0), int(row["expires_epoch"] or 0),
-                   row.get("takes_over"))
+                   holder, kind, int(row.get("written_epoch") or 0),
+                   int(row["expires_epoch"] or 0), row.get("takes_over"))
 
 
 @dataclass(frozen=True)
 class Lease:
-    """Who holds one cluster, until when."""
+    """Who holds one cluster, until when (by the holder's clock)."""
 
     name: str
     run_id: str
     command: str
-    host: str
-    pid: int
+    holder: ProcessIdentity
     expires_epoch: int
 
-    def live(self, now: float, alive: Callable[[str, int], bool]) -> bool:
-        return self.expires_epoch > now and alive(self.host, self.pid)
+    def live(self, now: float, skew: int, gone: Callable[[ProcessIdentity], bool]) -> bool:
+        """Whether another run must treat it as held at `now` (its own clock)."""
+        return self.expires_epoch + skew > now and not gone(self.holder)
 
 
-def leases(events: Iterable[Event]) -> dict[str, Lease]:
+def leases(events: Iterable[Event], skew: int = 0) -> dict[str, Lease]:
     """The lease of each cluster after `events`, judged in commit order (pure).
 
-    A claim takes a cluster when no lease holds it at the claim's own time, when the
-    lease is the claimer's own, or when it names the holder as taken over (its process
-    was seen gone); otherwise it is refused and never counts later. A renewal extends
-    the claimer's lease if it had not expired when written. A release ends it.
+    A claim takes a cluster when no lease holds it at the claim's own time (the lease
+    expired more than `skew` seconds before the claim was written), when the lease is the
+    claimer's own, or when it names the holder as taken over (its process was seen gone);
+    otherwise it is refused and never counts later. A renewal extends the claimer's lease
+    if it had not expired when written. A release ends it.
     """
     held: dict[str, Lease] = {}
     for e in sorted(events, key=lambda e: (e.version, e.name, e.run_id)):
         current = held.get(e.name)
         mine = current is not None and current.run_id == e.run_id
         if e.event == CLAIM:
-            if (current is None or mine or current.expires_epoch <= e.written_epoch
+            if (current is None or mine or current.expires_epoch + skew <= e.written_epoch
                     or (e.takes_over is not None and e.takes_over == current.run_id)):
-                held[e.name] = Lease(e.name, e.run_id, e.command, e.host, e.pid,
-                                     e.expires_epoch)
+                held[e.name] = Lease(e.name, e.run_id, e.command, e.holder, e.expires_epoch)
         elif e.event == RENEW:
             if current is not None and mine and current.expires_epoch > e.written_epoch:
                 held[e.name] = replace(current, expires_epoch=e.expires_epoch)
@@ -135,11 +144,6 @@ def leases(events: Iterable[Event]) -> dict[str, Lease]:
 
 def _properties() -> str:
     return ", ".join(f"'{k}' = '{v}'" for k, v in LOCK_TABLE_PROPERTIES.items())
-
-
-def alive_here(host: str, pid: int) -> bool:
-    """False only when the holder ran on this host and its process is gone."""
-    return host != socket.gethostname() or process_exists(pid)
 
 
 @dataclass(frozen=True)
@@ -156,8 +160,9 @@ class Standing:
 
 
 def standing(held: Mapping[str, Lease], names: Sequence[str], run_id: str, now: float,
-             alive: Callable[[str, int], bool] = alive_here) -> Standing:
-    """Judge the leases of `names` for `run_id` at `now`."""
+             skew: int = 0,
+             gone: Callable[[ProcessIdentity], bool] = provably_gone) -> Standing:
+    """Judge the leases of `names` for `run_id` at `now` (this machine's clock)."""
     missing: list[str] = []
     others: list[Lease] = []
     stale: list[Lease] = []
@@ -168,8 +173,8 @@ def standing(held: Mapping[str, Lease], names: Sequence[str], run_id: str, now: 
         missing.append(name)
         if lease is None or lease.run_id == run_id:
             continue
-        # Expired since our claim was written, or its process gone: a claim may take it.
-        (others if lease.live(now, alive) else stale).append(lease)
+        # Expired by more than the skew, or its process provably gone: a claim may take it.
+        (others if lease.live(now, skew, gone) else stale).append(lease)
     return Standing(tuple(missing), tuple(others), tuple(stale))
 
 
@@ -177,19 +182,20 @@ class RunLock:
     """The lock on a set of clusters for one run."""
 
     def __init__(self, spark: SparkSession, table: str, clusters: Sequence[str], run_id: str,
-                 command: str, ttl_seconds: int) -> None:
+                 command: str, ttl_seconds: int, clock_skew_seconds: int = 0) -> None:
         self.spark = spark
         self.ref = TableRef(table)
         self.names = sorted(set(clusters))
         self.run_id = run_id
         self.command = command
         self.ttl = ttl_seconds
-        self.host = socket.gethostname()
-        self.pid = os.getpid()
+        self.skew = clock_skew_seconds
+        self.me = this_process()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._claimed = False
-        self._last_renewed = 0.0
+        # Until when (time.monotonic()) the last renewal keeps our lease, by our own clock.
+        self._held_until = 0.0
         # Why the lock was lost while the run held it (None: still held).
         self.lost: str | None = None
 
@@ -244,9 +250,11 @@ class RunLock:
         now = utc_now()
         written = int(now.timestamp())
         expires = written + (0 if event == RELEASE else self.ttl)
-        rows = [(name, self.run_id, self.command, self.host, self.pid, now,
+        me = self.me
+        rows = [(name, self.run_id, self.command, me.host, me.pid, now,
                  dt.datetime.fromtimestamp(expires, dt.UTC).replace(tzinfo=None), expires,
-                 event == RELEASE, event, written, (takes_over or {}).get(name))
+                 event == RELEASE, event, written, (takes_over or {}).get(name), me.boot_id,
+                 me.pid_namespace, me.start_ticks)
                 for name in self.names]
         append(self.spark.createDataFrame(rows, LOCKS), self.ref)
 
@@ -259,7 +267,8 @@ class RunLock:
         return [Event.of(r.asDict()) for r in rows]
 
     def _standing(self) -> Standing:
-        return standing(leases(self._events()), self.names, self.run_id, time.time())
+        return standing(leases(self._events(), self.skew), self.names, self.run_id,
+                        time.time(), self.skew)
 
     # -- taking, keeping, giving back ---------------------------------------------
 
@@ -272,13 +281,16 @@ class RunLock:
         """
         try:
             self._ensure_table()
+            claimed = time.monotonic()
             self._append(CLAIM)
             self._claimed = True
             now = self._standing()
             if now.stale and not now.others:
                 for lease in now.stale:
                     log.warning("taking over the lock on %s from run %s (pid %d on %s is "
-                                "gone)", lease.name, lease.run_id, lease.pid, lease.host)
+                                "gone)", lease.name, lease.run_id, lease.holder.pid,
+                                lease.holder.host)
+                claimed = time.monotonic()
                 self._append(CLAIM, {lease.name: lease.run_id for lease in now.stale})
                 now = self._standing()
         except (LockUnavailable, LockHeld):
@@ -295,7 +307,7 @@ class RunLock:
             raise LockUnavailable(
                 f"cannot take the run lock in {self.ref.text}: the read-back shows no live "
                 f"claim of run {self.run_id} on cluster(s) {', '.join(now.missing)}")
-        self._last_renewed = time.time()
+        self._held_until = claimed + self.ttl
         self._heartbeat = threading.Thread(target=self._beat, name="run-lock-heartbeat",
                                            daemon=True)
         self._heartbeat.start()
@@ -304,25 +316,30 @@ class RunLock:
         """One heartbeat: extend our leases, read them back; sets `lost` when another run
         holds a cluster, or our lease is gone or expired, or it could not be renewed
         before it expired."""
-        attempted = time.time()
+        attempted = time.monotonic()
         try:
             self._append(RENEW)
             now = self._standing()
         except Exception as exc:
             log.warning("lock heartbeat failed (%s); retrying", type(exc).__name__)
-            if self._last_renewed + self.ttl <= time.time() + 1:
+            if self._held_until <= time.monotonic() + 1:
                 self.lost = (f"the lock in {self.ref.text} could not be renewed before it "
                              f"expired ({type(exc).__name__})")
             return
-        self.lost = _why_lost(now, self.run_id, self.ref.text)
+        self.lost = self.lost or _why_lost(now, self.run_id, self.ref.text)
         if self.lost is None:
-            self._last_renewed = attempted
+            self._held_until = attempted + self.ttl
 
-    def check_held(self) -> None:
-        """Raise LockUnavailable unless the run still holds its lock: the heartbeat has not
-        lost it and a read-back now shows our live lease on every cluster (fencing: called
-        before each phase that changes Kafka)."""
-        if self.lost is None:
+    def check_held(self, read_back: bool = True) -> None:
+        """Raise LockUnavailable unless the run still holds its lock (fencing): the heartbeat
+        has not lost it, the last renewal is younger than the TTL by this process's own
+        monotonic clock, and, with `read_back`, the lock log now shows our live lease on
+        every cluster (before each phase that changes Kafka; between waves of requests the
+        heartbeat's word is taken)."""
+        if self.lost is None and time.monotonic() >= self._held_until:
+            self.lost = (f"the lease in {self.ref.text} was not renewed within its TTL of "
+                         f"{self.ttl}s")
+        if self.lost is None and read_back:
             self.lost = _why_lost(self._standing(), self.run_id, self.ref.text)
         if self.lost is not None:
             raise LockUnavailable(f"lock lost: {self.lost}")
@@ -371,7 +388,7 @@ def _held_message(held: Sequence[Lease]) -> str:
     def until(h: Lease) -> str:
         return f"{dt.datetime.fromtimestamp(h.expires_epoch, dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
 
-    parts = [f"cluster {h.name} is locked by {h.command} run {h.run_id} (pid {h.pid} on "
-             f"{h.host}, until {until(h)} unless renewed)"
+    parts = [f"cluster {h.name} is locked by {h.command} run {h.run_id} (pid "
+             f"{h.holder.pid} on {h.holder.host}, until {until(h)} unless renewed)"
              for h in sorted(held, key=lambda h: h.name)]
     return "another run holds the lock: " + "; ".join(parts)
