@@ -1,39 +1,37 @@
-"""The audit table: each phase's rows appended as one idempotent commit, and what earlier
-runs recorded (the topics this job created, for pruning)."""
+"""The audit table: each commit of a run's rows appended idempotently, and what earlier runs
+recorded (the topics this job created, for pruning)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.delta.tables import TableRef, append, read_table, table_exists
+from provisioning.delta.tables import TableRef, Transaction, append, read_table, table_exists
 
 
 class AuditLog:
-    """Appends one run's AUDIT rows, a phase at a time, each phase as one commit.
+    """Appends one run's AUDIT rows, each commit an idempotent Delta write: application id
+    `topic-provisioning-audit-<run id>`, version the commit's number in the run, so an
+    append retried after an error that came after its commit is skipped by Delta."""
 
-    before_write: called with the phase before its commit (fault injection).
-    """
-
-    def __init__(self, spark: SparkSession, table: str, run_id: str,
-                 before_write: Callable[[str], None] | None = None) -> None:
+    def __init__(self, spark: SparkSession, table: str, run_id: str) -> None:
         self.spark = spark
         self.ref = TableRef(table)
         self.run_id = run_id
-        self.before_write = before_write
+        self._commits = 0
+        self._lock = threading.Lock()
 
     def write(self, phase: str, rows: DataFrame) -> None:
-        """Append `rows` (materialized: a retry recomputes them) as the phase's commit."""
-        if self.before_write is not None:
-            self.before_write(phase)
-        append(rows, self.ref, committed=lambda: self._has(phase))
-
-    def _has(self, phase: str) -> bool:
-        return not read_table(self.spark, self.ref).where(
-            (F.col("run_id") == self.run_id) & (F.col("phase") == phase)).isEmpty()
+        """Append `rows` (materialized: a retry recomputes them) as the run's next commit;
+        commits of one run are written in order (the engine's commit order)."""
+        with self._lock:
+            self._commits += 1
+            version = self._commits
+        append(rows, self.ref, txn=Transaction(f"topic-provisioning-audit-{self.run_id}",
+                                               version))
 
 
 def created_by_job(spark: SparkSession, table: str) -> DataFrame:

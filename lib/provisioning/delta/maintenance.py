@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from provisioning.conf import Conf
 from provisioning.delta.tables import (
+    TABLE_PROPERTIES,
     TableRef,
     collated_columns,
     load,
@@ -120,6 +121,19 @@ def _plain_schema(spark: SparkSession, ref: TableRef) -> list[str]:
     return collated
 
 
+def _set_properties(spark: SparkSession, ref: TableRef) -> None:
+    """Give a table created by an earlier release the properties the job's tables get when
+    it creates them (TABLE_PROPERTIES: the transaction ids of idempotent writes expire)."""
+    detail = spark.sql(f"DESCRIBE DETAIL {sql_target(spark, ref)}").select("properties").first()
+    have = dict(detail["properties"] or {}) if detail is not None else {}
+    missing = {k: v for k, v in TABLE_PROPERTIES.items() if have.get(k) != v}
+    if missing:
+        listed = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
+        retry_conflicts(functools.partial(
+            _collect, spark, f"ALTER TABLE {sql_name(spark, ref)} SET TBLPROPERTIES ({listed})"),
+            ref)
+
+
 def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
                     optimize: bool = True) -> list[TableMaintenance]:
     """Compact, prune snapshots and VACUUM each of the job's tables that exists."""
@@ -140,6 +154,8 @@ def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
                 # The lock log is never rewritten (its order is its rows' commit versions),
                 # and was always created with plain types.
                 retyped = _plain_schema(spark, ref) if role != "locks" else []
+                if role != "locks":
+                    _set_properties(spark, ref)
                 if role == "snapshots" and cutoff is not None:
                     deleted = _delete_older_than(spark, ref, "snapshot_at", cutoff)
                 if role == "locks":

@@ -178,18 +178,42 @@ def plain_types(df: DataFrame) -> DataFrame:
                        for f in df.schema.fields])
 
 
-def append(df: DataFrame, ref: TableRef, *, committed: Callable[[], bool] | None = None,
-           attempts: int = 5) -> None:
-    """Append `df` as one commit, creating the table on first use; retry on conflicts.
+@dataclass(frozen=True)
+class Transaction:
+    """An idempotent Delta write: Delta commits (app_id, version) once, and skips a write
+    whose version is not above the last one it committed for that app id."""
 
-    Before a retry, `committed()` is asked whether the earlier attempt's rows
-    did land after all (an error raised after the commit), so a retry never
-    writes them twice. `df` must be materialized (no Kafka I/O in its lineage),
-    because a retry recomputes it.
+    app_id: str
+    version: int
+
+
+# How long a table keeps the transaction ids of idempotent writes in its log.
+TRANSACTION_RETENTION = "interval 7 days"
+TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTION}
+
+
+def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
+           attempts: int = 5) -> None:
+    """Append `df` as one commit, creating the table on first use (with TABLE_PROPERTIES);
+    retry on conflicts. With `txn` the write is idempotent: a retry after an error raised
+    once the commit had landed writes nothing twice. `df` must be materialized (no Kafka
+    I/O in its lineage), because a retry recomputes it.
     """
-    # Tables written by an older release gain the columns added since then.
-    retry_conflicts(lambda: write(df, ref, "append", {"mergeSchema": "true"}),
-                    ref, attempts, done=committed)
+    # Tables written by an older release gain the columns added since then; the properties
+    # take effect only when the append creates the table.
+    options = {"mergeSchema": "true", **TABLE_PROPERTIES}
+    if txn is None:
+        retry_conflicts(lambda: write(df, ref, "append", options), ref, attempts)
+        return
+    options.update(txnAppId=txn.app_id, txnVersion=str(txn.version))
+    try:
+        retry_conflicts(lambda: write(df, ref, "append", options), ref, attempts)
+    except PySparkException as exc:
+        # An idempotent write may simply run again: if the failed attempt committed after
+        # all, Delta skips this one.
+        log.warning("appending to %s failed (%s); trying once more", ref.text,
+                    type(exc).__name__)
+        write(df, ref, "append", options)
 
 
 def create_table(spark: SparkSession, schema: StructType, ref: TableRef,
@@ -212,17 +236,9 @@ def is_conflict(exc: BaseException) -> bool:
     return bool(_RETRYABLE.search(str(exc)))
 
 
-def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5,
-                    done: Callable[[], bool] | None = None) -> None:
-    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict.
-
-    Before a retry, `done()` (when given) is asked whether the failed attempt committed
-    after all; then nothing is retried.
-    """
+def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5) -> None:
+    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict."""
     for attempt in range(1, attempts + 1):
-        if attempt > 1 and done is not None and done():
-            log.info("the change to %s was committed by the previous attempt", ref.text)
-            return
         try:
             action()
             return

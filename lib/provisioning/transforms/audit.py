@@ -53,9 +53,9 @@ def _plan_error_message() -> Column:
 
 
 def _plan_error_name() -> Column:
-    return (F.when(F.size("row_errors") > 0, F.lit("INVALID_MANIFEST_ROW"))
+    return (F.when(F.size("row_errors") > 0, F.lit(names.INVALID_MANIFEST_ROW))
             .when(F.col("live_error").isNotNull(), F.col("live_error"))
-            .when(F.size("policy_violations") > 0, F.lit("POLICY_VIOLATION")))
+            .when(F.size("policy_violations") > 0, F.lit(names.POLICY_VIOLATION)))
 
 
 def _requested() -> list[Column]:
