@@ -1,15 +1,8 @@
-"""The SparkSession: classic or Spark Connect, its settings, job labels and helper threads.
+"""Spark Connect: a session on a server, the server's checks, and the code shipped to it.
 
-`SESSION_SETTINGS` is what every session of the job needs, however it is
-started: `build_session` applies it, `spark-submit.sh` passes it as `--conf`
-(it reads this module without importing pyspark), and the Airflow DAG is
-tested against it. A Connect server owns its static settings: `connect_session`
-checks that the server has what they would have given (Delta, no speculation)
-and ships the job's code to it. Never creates a session at import time.
-
-Only APIs that both modes support are used here and in the rest of the package:
-job labels are operation tags (`addTag`), cancellation is `interruptTag`, and
-helper threads carry the caller's tags over themselves.
+A Connect server owns its static settings: `connect_session` checks that the server has
+what they would have given (Delta, no speculation) and ships the job's code to it. Runs of
+the same code and settings share one server session (`shared_session_id`).
 """
 
 from __future__ import annotations
@@ -22,68 +15,25 @@ import importlib.util
 import logging
 import os
 import re
-import signal
 import tempfile
 import threading
 import uuid
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from provisioning.errors import ConnectServerUnfit, RunCancelled, SparkUnreachable
+from provisioning.errors import ConnectServerUnfit, SparkUnreachable
+from provisioning.session.build import DELTA_EXTENSION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
-DELTA_SETTINGS = {
-    "spark.sql.extensions": DELTA_EXTENSION,
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
-
-# The admin step talks to Kafka: a speculative duplicate of it would send the same
-# CreateTopics twice, so speculation stays off whatever the cluster default is.
-SAFETY_SETTINGS = {
-    "spark.speculation": "false",
-}
-
-SESSION_SETTINGS = {**DELTA_SETTINGS, **SAFETY_SETTINGS}
-
 # What the Python workers of a Connect server import besides pyspark: this package, its
 # schemas and kafka-python (the admin tasks run there). Shipped with addArtifacts.
 SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether `spark` is a Spark Connect session (the job is a thin client of a server)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def build_session(
-    app_name: str,
-    settings: Mapping[str, str] | None = None,
-    jars: Sequence[str] = (),
-    remote: str | None = None,
-) -> SparkSession:
-    """The job's session: a Spark Connect session on `remote` (sc://HOST:PORT), else the
-    classic one (with Delta, `settings` and any extra `jars` for local runs)."""
-    if remote:
-        return connect_session(remote, app_name, settings or {})
-    from pyspark.sql import SparkSession
-
-    settings = settings or {}
-    builder = SparkSession.builder.appName(app_name)
-    merged = {**DELTA_SETTINGS, **settings, **SAFETY_SETTINGS}
-    if jars:
-        merged["spark.jars"] = ",".join([*jars, *filter(None, [settings.get("spark.jars")])])
-    for key, value in merged.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
-
 
 def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> SparkSession:
     """A session on the Spark Connect server at `remote`, checked and given the job's code.
@@ -142,6 +92,8 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
 
 _opened: list[SparkSession] = []
 _at_exit: list[bool] = []
+_shipped: set[str] = set()
+_ship_lock = threading.Lock()
 
 
 def release_sessions() -> None:
@@ -207,8 +159,6 @@ def redact_remote(remote: str) -> str:
     return re.sub(r";([^;=/]+)=[^;]*", r";\1=***", remote)
 
 
-_shipped: set[str] = set()
-_ship_lock = threading.Lock()
 
 
 def ship_code(spark: SparkSession) -> None:
@@ -251,139 +201,3 @@ def package_zip(name: str) -> Path:
             z.writestr(info, f.read_bytes())
     tmp.replace(out)
     return out
-
-
-def _tag(text: str) -> str:
-    """An operation tag of `text`: Spark refuses empty tags and commas."""
-    return (text.replace(",", ";").strip() or "topic-provisioning")[:200]
-
-
-@contextmanager
-def job_label(spark: SparkSession, text: str) -> Iterator[None]:
-    """Tag the Spark operations started inside the block with `text` (the phase), in both
-    modes: the Spark UI lists a job's tags, and `interruptTag` cancels them."""
-    tag = _tag(text)
-    had = tag in spark.getTags()
-    spark.addTag(tag)
-    try:
-        yield
-    finally:
-        if not had:
-            spark.removeTag(tag)
-
-
-# The tag of a run's own operations (its queries and admin tasks, on the main thread):
-# helper threads do not carry it, so cancelling the run never interrupts a commit.
-RUN_TAG = "topic-provisioning run "
-
-
-def run_tag(run_id: str) -> str:
-    return f"{RUN_TAG}{run_id}"
-
-
-@contextmanager
-def cancelled_by_signals(spark: SparkSession, run_id: str) -> Iterator[None]:
-    """Inside the block, the run's own operations carry its run tag, and SIGTERM or SIGINT
-    interrupts them (in both modes: `interruptTag`) and raises RunCancelled in the main
-    thread, so the run records what completed (commits in flight land), gives its lock
-    back and exits 6. A second signal acts as the default would. Only the main thread can
-    take signals: elsewhere the block only carries the tag.
-    """
-    tag = run_tag(run_id)
-    with job_label(spark, tag):
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        with _on_signals(spark, tag):
-            yield
-
-
-@contextmanager
-def _on_signals(spark: SparkSession, tag: str) -> Iterator[None]:
-    signals = (signal.SIGTERM, signal.SIGINT)
-    received: list[str] = []
-
-    def cancelled() -> RunCancelled:
-        return RunCancelled(f"cancelled by {received[0]}: the run's Spark operations were "
-                            "interrupted; what completed is recorded, a rerun converges")
-
-    def handler(signum: int, _frame: object) -> None:
-        for s in signals:
-            signal.signal(s, signal.SIG_DFL if s == signal.SIGTERM
-                          else signal.default_int_handler)
-        received.append(signal.Signals(signum).name)
-        threading.Thread(target=_interrupt, args=(spark, tag), name="interrupt",
-                         daemon=True).start()
-        raise cancelled()
-
-    previous = {s: signal.signal(s, handler) for s in signals}
-    try:
-        yield
-    except RunCancelled:
-        raise
-    except BaseException as exc:
-        # Raised inside a call to Spark, the cancellation may reach here as that call's
-        # own error (py4j wraps what interrupts its socket read).
-        if received:
-            raise cancelled() from exc
-        raise
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, old)
-
-
-def _interrupt(spark: SparkSession, tag: str) -> None:
-    try:
-        interrupted = spark.interruptTag(_tag(tag))
-    except Exception as exc:  # the run is stopping anyway; its operations may be done
-        log.warning("could not interrupt the run's Spark operations: %s", type(exc).__name__)
-        return
-    log.info("interrupted %d Spark operation(s) of the run", len(interrupted))
-
-
-class Background:
-    """Runs `fn` on a thread of its own while the caller goes on; `join` waits for it and
-    raises what `fn` raised. Spark operations it starts carry the caller's tags (a new
-    thread starts without any, in both modes), all but the run tag."""
-
-    def __init__(self, fn: Callable[[], object], name: str,
-                 spark: SparkSession | None = None) -> None:
-        self.name = name
-        self._error: BaseException | None = None
-        self._ok = False
-        tags = sorted(t for t in spark.getTags() if not t.startswith(RUN_TAG)) \
-            if spark is not None else []
-
-        def target() -> None:
-            try:
-                for tag in tags:
-                    spark.addTag(tag)  # type: ignore[union-attr]
-                fn()
-                self._ok = True
-            except BaseException as exc:  # handed to whoever joins
-                self._error = exc
-
-        self._thread = threading.Thread(target=target, name=name, daemon=True)
-        self._thread.start()
-
-    def join(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-
-    def succeeded(self) -> bool:
-        """Wait for `fn`; True when it returned (its error, if any, is not raised here)."""
-        self._thread.join()
-        return self._ok
-
-    def error(self) -> BaseException | None:
-        """Wait for `fn`; what it raised, or None."""
-        self._thread.join()
-        return self._error
-
-
-def submit_arguments() -> list[str]:
-    """`SESSION_SETTINGS` as spark-submit arguments (`--conf key=value` ...)."""
-    return [part for key, value in SESSION_SETTINGS.items()
-            for part in ("--conf", f"{key}={value}")]

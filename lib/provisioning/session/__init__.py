@@ -1,0 +1,56 @@
+"""The SparkSession, classic or Spark Connect, and what every run does with it.
+
+- `build`: the session and the settings every run needs (also read by spark-submit.sh);
+- `connect`: a Spark Connect server's session, its checks, the code shipped to it;
+- `tags`: job labels, the run tag and the signals that stop a run;
+- `threads`: helper threads carrying the caller's tags, with futures for results.
+"""
+
+from provisioning.session.build import (
+    DELTA_EXTENSION,
+    DELTA_SETTINGS,
+    SAFETY_SETTINGS,
+    SESSION_SETTINGS,
+    build_session,
+    is_connect,
+    submit_arguments,
+)
+from provisioning.session.connect import (
+    SHIPPED_PACKAGES,
+    check_connect_server,
+    connect_session,
+    package_zip,
+    redact_remote,
+    release_session,
+    release_sessions,
+    shared_session_id,
+    ship_code,
+)
+from provisioning.session.tags import RUN_TAG, Stop, handling_signals, job_label, run_tag
+from provisioning.session.threads import helper, succeeded
+
+__all__ = [
+    "DELTA_EXTENSION",
+    "DELTA_SETTINGS",
+    "RUN_TAG",
+    "SAFETY_SETTINGS",
+    "SESSION_SETTINGS",
+    "SHIPPED_PACKAGES",
+    "Stop",
+    "build_session",
+    "check_connect_server",
+    "connect_session",
+    "handling_signals",
+    "helper",
+    "is_connect",
+    "job_label",
+    "package_zip",
+    "redact_remote",
+    "release_session",
+    "release_sessions",
+    "run_tag",
+    "shared_session_id",
+    "ship_code",
+    "submit_arguments",
+    "succeeded",
+]
