@@ -44,8 +44,20 @@ SETTLED = (ALREADY_PRESENT, ALREADY_ABSENT)
 # -- broker error names the job decides on ------------------------------------------------
 # CreateTopics for a topic that exists: settled against the manifest row, not failed.
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
-# The job's own error name for a topic a phase never reached: the run lost its lock first.
+
+# -- the job's own error names, beside Kafka's in the audit's `error_name` ----------------
+# A manifest row the job refused (its reasons are the error message).
+INVALID_MANIFEST_ROW = "INVALID_MANIFEST_ROW"
+# A policy refused the row (its violations are the error message); Kafka uses the same name
+# for its own policies' refusals.
+POLICY_VIOLATION = "POLICY_VIOLATION"
+# A request the run never sent: a signal stopped it first, or another part of the same
+# change did not succeed.
+NOT_SENT = "NOT_SENT"
+# A topic a phase never reached: the run lost its lock first.
 LOCK_LOST = "LOCK_LOST"
+# `verify` saw no final answer before `kafka.verify_timeout_ms`.
+VERIFY_TIMEOUT = "VERIFY_TIMEOUT"
 
 # -- IncrementalAlterConfigs operations (KIP-339) -----------------------------------------
 SET = "SET"

@@ -8,9 +8,9 @@ import time
 import kafka.errors as Errors
 import pytest
 
-from provisioning.kafka import tasks
 from provisioning.kafka.client import LiveTopic
-from provisioning.kafka.tasks import alter_shown
+from provisioning.kafka.tasks import verify as tasks
+from provisioning.kafka.tasks.verify import alter_shown
 
 ROW = {"topic": "t", "action": "ALTER", "partitions_to": 4, "before_partitions": 1,
        "config_ops": [{"name": "retention.ms", "op": "SET", "value": "172800000"},

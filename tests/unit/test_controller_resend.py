@@ -98,7 +98,7 @@ class Described:
 
 def test_topics_the_controller_created_are_described_once_metadata_shows_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from provisioning.kafka import tasks
+    from provisioning.kafka.tasks import create as tasks
 
     monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
     answers = [
@@ -114,7 +114,7 @@ def test_topics_the_controller_created_are_described_once_metadata_shows_them(
             answer = answers.pop(0)
             return [Described(n, answer[n]) for n in names]
 
-    found = tasks._described(Admin(), ["a", "b", "c"])
+    found = tasks.described_until_seen(Admin(), ["a", "b", "c"])
     assert {n: t.error_name for n, t in found.items()} == {
         "a": None, "b": None, "c": "TOPIC_AUTHORIZATION_FAILED"}
     # only the topic metadata did not know yet is asked again; a refusal is final

@@ -8,7 +8,7 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 from provisioning.transforms.plan import build_plan
-from provisioning.transforms.results import settle_existing, unreached
+from provisioning.transforms.results import settle_existing, without_answer
 from schemas import TOPIC_RESULT
 from tests.builders import desired_df, plan_df, rows_df, snapshot_df
 
@@ -105,5 +105,6 @@ def test_unreached_topics_are_failed_with_the_reason_and_no_attempt(spark: Spark
         {"cluster": c, "topic": t, "phase": "apply", "outcome": "failed",
          "error_name": "LOCK_LOST", "error_message": "lock lost: taken over", "attempts": 0}
         for c, t in (("local", "a"), ("mirror", "b"))])
-    assert_df_equality(unreached(targets, "apply", "lock lost: taken over"), expected,
+    assert_df_equality(without_answer(targets, "apply", "failed", "LOCK_LOST",
+                                      "lock lost: taken over"), expected,
                        ignore_row_order=True, ignore_nullable=True)

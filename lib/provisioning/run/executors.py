@@ -20,12 +20,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
-from provisioning.errors import ExecutorsUnfit
+from provisioning.errors import ExecutorsUnfit, ProvisioningError
 from provisioning.kafka import snapshot, tasks
 from provisioning.kafka.client import ClusterState
 from provisioning.run import arrow
-from provisioning.run.faults import Fault
+from provisioning.transforms.results import without_answer
 from schemas import CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
 
 log = logging.getLogger(__name__)
@@ -120,18 +121,17 @@ def _by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:
 
 def send_creates(requests: DataFrame, clusters: Sequence[ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                 validate_only: bool, fault: Fault | None = None) -> DataFrame:
+                 validate_only: bool) -> DataFrame:
     """CreateTopics for every request row (validateOnly or for real), batched per cluster.
 
     `requests` has cluster, topic, partitions, replication_factor, replica_assignment,
     configs and known_partitions (the count validateOnly returned).
     """
-    after_create = fault.after_create if fault is not None else None
     by_name, creds = _by_name(clusters), dict(credentials)
 
     def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
         return tasks.create_results(rows, by_name, creds, kafka, validate_only,
-                                    attempt=_task_attempt(), after_create=after_create)
+                                    attempt=_task_attempt())
 
     return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
@@ -139,8 +139,11 @@ def send_creates(requests: DataFrame, clusters: Sequence[ClusterConf],
 def send_deletes(requests: DataFrame, clusters: Sequence[ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
     """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
-    work = functools.partial(tasks.delete_results, clusters=_by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka)
+    by_name, creds = _by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return tasks.delete_results(rows, by_name, creds, kafka, attempt=_task_attempt())
+
     return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
 
@@ -149,9 +152,12 @@ def send_alters(requests: DataFrame, clusters: Sequence[ClusterConf],
                 validate_only: bool) -> DataFrame:
     """IncrementalAlterConfigs and CreatePartitions (validateOnly or for real) for every
     request row (cluster, topic, config_ops, partitions_to, new_assignment)."""
-    work = functools.partial(tasks.alter_results, clusters=_by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka,
-                             validate_only=validate_only)
+    by_name, creds = _by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return tasks.alter_results(rows, by_name, creds, kafka, validate_only,
+                                   attempt=_task_attempt())
+
     return _on_executors(requests, work, clusters, TOPIC_RESULT)
 
 
@@ -165,6 +171,29 @@ def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
     work = functools.partial(tasks.verify_results, clusters=_by_name(clusters),
                              credentials=dict(credentials), kafka=kafka)
     return _on_executors(requests, work, clusters, TOPIC_RESULT)
+
+
+def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str) -> DataFrame:
+    """The admin job's TOPIC_RESULT rows, materialized (Kafka is asked once).
+
+    When the job itself fails (a task died: in local mode at once, on a cluster once Spark
+    gave up retrying it), the answers it got are lost with it: every request row
+    (`requests`: cluster, topic) is then recorded with the outcome `lost` and the job's
+    error: `unknown` for requests that may have changed Kafka (and for verify), which
+    `verify` and the next run's snapshot settle; `failed` for validateOnly requests.
+    """
+    try:
+        return results.localCheckpoint(eager=True)
+    except ProvisioningError:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:1500]
+        log.error("the admin job of phase %s failed (%s: %s); its topics are recorded %s",
+                  phase, type(exc).__name__, first, lost)
+        return without_answer(
+            requests.select("cluster", "topic"), phase, lost, type(exc).__name__,
+            f"the Spark job sending this request failed, its answers lost with it: {first}",
+            attempts=0 if lost == names.FAILED else 1).localCheckpoint(eager=True)
 
 
 def snapshot_topics(

@@ -46,16 +46,18 @@ def settle_existing(results: DataFrame, plan: DataFrame) -> DataFrame:
                              for c in column_names(TOPIC_RESULT)])
 
 
-def unreached(targets: DataFrame, phase: str, reason: str) -> DataFrame:
-    """TOPIC_RESULT rows, outcome `failed` with `reason`, for `targets` (cluster, topic): the
-    topics a phase did not send a request for because the run stopped first (the run lock
-    was lost). Nothing was asked of the broker for them."""
+def without_answer(targets: DataFrame, phase: str, outcome: str, error_name: str,
+                   message: str, attempts: int = 0) -> DataFrame:
+    """TOPIC_RESULT rows of `phase` for `targets` (cluster, topic) that no broker answer
+    settled: `outcome` with `error_name` and `message` (the topics a phase never sent
+    because the run stopped first, `failed` with attempts 0; those whose answers a failed
+    Spark job lost, `unknown`)."""
     given = {
         "phase": F.lit(phase),
-        "outcome": F.lit(names.FAILED),
-        "error_name": F.lit(names.LOCK_LOST),
-        "error_message": F.lit(reason),
-        "attempts": F.lit(0),
+        "outcome": F.lit(outcome),
+        "error_name": F.lit(error_name),
+        "error_message": F.lit(message),
+        "attempts": F.lit(attempts),
     }
     return targets.select(*[
         F.col(c).alias(c) if c in ("cluster", "topic")

@@ -1,0 +1,19 @@
+"""The admin work of one Spark task, by request kind: rows in, one TOPIC_RESULT row per topic
+out.
+
+- `common`: result rows, the one per-row catch (`for_each_cluster`), pipelined sends;
+- `create`: CreateTopics (validateOnly or for real);
+- `delete`: DeleteTopics by topic id;
+- `alter`: IncrementalAlterConfigs and CreatePartitions;
+- `verify`: reading back what the others did.
+
+Nothing here knows Spark: the run room feeds these functions from a DataFrame and turns
+their rows back into one.
+"""
+
+from provisioning.kafka.tasks.alter import alter_results
+from provisioning.kafka.tasks.create import create_results
+from provisioning.kafka.tasks.delete import delete_results
+from provisioning.kafka.tasks.verify import verify_results
+
+__all__ = ["alter_results", "create_results", "delete_results", "verify_results"]
