@@ -1,5 +1,6 @@
-"""The phase engine: phases with nothing to do are skipped, and the order its commits land in
-(pure: phases and the audit log are stand-ins; no Spark, no Delta)."""
+"""The phase engine: phases with nothing to do are skipped, the commit policy it derives from
+the run's phases, the order its commits land in, and its safe points (pure: phases and the
+audit log are stand-ins; no Spark, no Delta)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ from typing import Any, ClassVar
 
 import pytest
 
-from provisioning.run.engine import Commits, Phase, Run, RunContext, RunState
+from provisioning.errors import LockUnavailable, RunCancelled
+from provisioning.run.engine import (
+    BEFORE_CHANGES,
+    DEFER,
+    NOW,
+    Commits,
+    Phase,
+    Run,
+    RunContext,
+    RunState,
+    commit_policy,
+)
+from provisioning.session import Stop
 
 
 class Log:
@@ -25,28 +38,54 @@ class Log:
         gate = self.gates.get(phase)
         if gate is not None:
             assert gate.wait(10), f"{phase} was never let through"
-        self.written.append(phase)
+        self.written.append(phase if rows is None else f"{phase}: {rows.name}")
+
+
+class Rows:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def unionByName(self, other: Rows) -> Rows:
+        return Rows(f"{self.name}+{other.name}")
 
 
 class Step(Phase):
     ran: ClassVar[list[str]] = []
 
-    def __init__(self, name: str, needed: bool = True) -> None:
+    def __init__(self, name: str, needed: bool = True, changes: bool = False,
+                 view: bool = False, settles: bool = False,
+                 halts: BaseException | None = None) -> None:
         self.name = name  # type: ignore[misc]
         self._needed = needed
+        self.changes_kafka = changes  # type: ignore[misc]
+        self.records_view = view  # type: ignore[misc]
+        self.settles = settles  # type: ignore[misc]
+        self._halts = halts
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return self._needed
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         Step.ran.append(self.name)
+        ctx.commits.audit(self.name, Rows(f"{self.name} rows"))
+        if self._halts is not None:
+            state.halted = self._halts  # type: ignore[assignment]
+
+    def unreached(self, ctx: RunContext, state: RunState, error_name: str,
+                  reason: str) -> Any:
+        return Rows(f"{self.name} unsent {error_name}") if self.changes_kafka else None
 
 
-def _ctx(commits: Commits) -> RunContext:
+def _ctx(commits: Commits, stop: Stop | None = None) -> RunContext:
     record: Any = type("Record", (), {"run_id": "r1"})()
     options: Any = type("Options", (), {"command": "apply"})()
     return RunContext(spark=None, conf=None, clusters=(), credentials={},  # type: ignore[arg-type]
-                      record=record, options=options, commits=commits)
+                      record=record, options=options, commits=commits, stop=stop or Stop())
+
+
+def _apply_run(**changes: Any) -> Run:
+    return Run(Step("plan", view=True), Step("validate"), Step("apply", changes=True, **changes),
+               Step("verify", settles=True))
 
 
 def test_a_phase_with_nothing_to_do_is_skipped_and_the_rest_run(
@@ -63,6 +102,25 @@ def test_a_phase_with_nothing_to_do_is_skipped_and_the_rest_run(
     assert "phase validate: nothing to do" in caplog.text
 
 
+def test_the_commit_policy_follows_what_the_run_has_ahead() -> None:
+    apply = _apply_run().phases
+    assert [commit_policy(apply, i) for i in range(4)] == [BEFORE_CHANGES, NOW, NOW, DEFER]
+    plan = Run(Step("plan", view=True), Step("validate")).phases
+    assert [commit_policy(plan, i) for i in range(2)] == [DEFER, DEFER]
+
+
+def test_a_plan_run_makes_one_commit_and_an_apply_one_per_phase() -> None:
+    Step.ran = []
+    log = Log()
+    Run(Step("plan", view=True), Step("validate")).execute(_ctx(Commits(log)))  # type: ignore[arg-type]
+    assert log.written == ["validate: plan rows+validate rows"]
+
+    log = Log()
+    _apply_run().execute(_ctx(Commits(log)))  # type: ignore[arg-type]
+    assert log.written == ["plan: plan rows", "validate: validate rows", "apply: apply rows",
+                           "verify: verify rows"]
+
+
 def test_an_audit_commit_waits_for_earlier_audit_commits_not_for_the_snapshot() -> None:
     log = Log()
     commits = Commits(log)  # type: ignore[arg-type]
@@ -76,14 +134,16 @@ def test_an_audit_commit_waits_for_earlier_audit_commits_not_for_the_snapshot() 
     commits.record("snapshot-write", snapshot_commit)
     assert snapshot_started.wait(10)
     log.gates["plan"] = threading.Event()
-    commits.audit("plan", None, before_changes=True)
-    # the next audit commit waits for the plan's, in phase order
-    waiting = threading.Thread(target=lambda: commits.audit("validate", None))
-    waiting.start()
-    waiting.join(0.5)
-    assert waiting.is_alive() and log.written == []
+    commits.policy = BEFORE_CHANGES
+    commits.audit("plan", None)  # type: ignore[arg-type]
+    commits.policy = NOW
+    commits.audit("validate", None)  # type: ignore[arg-type]
+    # the validate commit waits for the plan's, in phase order
+    threading.Event().wait(0.5)
+    assert log.written == []
     log.gates["plan"].set()
-    waiting.join(10)
+    for task in list(commits._audits):
+        task.result(10)
     # ... but neither waited for the snapshot commit, still held
     assert log.written == ["plan", "validate"]
     assert not release_snapshot.is_set()
@@ -113,39 +173,68 @@ def test_after_kafka_changed_every_phase_is_written_before_a_failure_is_raised()
     log = Failing()
     commits = Commits(log)  # type: ignore[arg-type]
     commits.before_kafka_changes()
-    commits.audit("apply", None, background=True)
+    commits.audit("apply", None)  # type: ignore[arg-type]
+    commits.audit("verify", None)  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="apply commit failed"):
-        commits.audit("verify", None)
+        commits.finish()
     assert log.written == ["verify"]
 
 
-def test_deferred_rows_go_in_the_next_phases_commit_or_alone_at_the_end() -> None:
-    class Rows:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def unionByName(self, other: Rows) -> Rows:
-            return Rows(f"{self.name}+{other.name}")
-
-    class Recording(Log):
-        def write(self, phase: str, rows: Any) -> None:
-            self.written.append(f"{phase}: {rows.name}")
-
-    log = Recording()
-    commits = Commits(log)  # type: ignore[arg-type]
-    commits.audit("plan", Rows("plan rows"), defer=True)
-    assert log.written == []
-    commits.audit("validate", Rows("validate rows"))
-    assert log.written == ["validate: plan rows+validate rows"]  # one commit
-
-    alone = Recording()
+def test_deferred_rows_land_alone_at_the_end_or_when_the_run_fails() -> None:
+    alone = Log()
     commits = Commits(alone)  # type: ignore[arg-type]
-    commits.audit("plan", Rows("plan rows"), defer=True)
+    commits.policy = DEFER
+    commits.audit("plan", Rows("plan rows"))  # type: ignore[arg-type]
     commits.finish()
     assert alone.written == ["plan: plan rows"]
 
-    failed = Recording()
+    failed = Log()
     commits = Commits(failed)  # type: ignore[arg-type]
-    commits.audit("plan", Rows("plan rows"), defer=True)
+    commits.policy = DEFER
+    commits.audit("plan", Rows("plan rows"))  # type: ignore[arg-type]
     commits.abandon()
     assert failed.written == ["plan: plan rows"]  # what was recorded still lands
+
+
+def test_a_signal_stops_the_run_at_the_next_safe_point_recording_what_was_never_sent() -> None:
+    Step.ran = []
+    stop = Stop()
+    log = Log()
+
+    class Signalled(Step):
+        def run(self, ctx: RunContext, state: RunState) -> None:
+            super().run(ctx, state)
+            stop.request("SIGTERM")  # arrives while validate runs
+
+    run = Run(Step("plan", view=True), Signalled("validate"), Step("apply", changes=True),
+              Step("verify", settles=True))
+    with pytest.raises(RunCancelled, match="cancelled by SIGTERM"):
+        run.execute(_ctx(Commits(log), stop))  # type: ignore[arg-type]
+    assert Step.ran == ["plan", "validate"]
+    assert log.written == ["plan: plan rows", "validate: validate rows",
+                           "apply: apply unsent NOT_SENT"]
+
+
+def test_a_lock_lost_before_a_change_records_it_and_a_lock_lost_mid_phase_still_verifies(
+        ) -> None:
+    Step.ran = []
+    log = Log()
+    ctx = _ctx(Commits(log))  # type: ignore[arg-type]
+
+    def lost(_read_back: bool) -> None:
+        raise LockUnavailable("lock lost: taken over")
+
+    ctx.check_lock = lost
+    with pytest.raises(LockUnavailable, match="taken over"):
+        _apply_run().execute(ctx)
+    assert Step.ran == ["plan", "validate"]
+    assert log.written[-1] == "apply: apply unsent LOCK_LOST"
+
+    Step.ran = []
+    log = Log()
+    halt = LockUnavailable("lock lost: the heartbeat could not renew it")
+    with pytest.raises(LockUnavailable, match="could not renew"):
+        _apply_run(halts=halt).execute(_ctx(Commits(log)))  # type: ignore[arg-type]
+    assert Step.ran == ["plan", "validate", "apply", "verify"]
+    assert log.written == ["plan: plan rows", "validate: validate rows", "apply: apply rows",
+                           "verify: verify rows"]

@@ -6,7 +6,9 @@ it with a RunContext; `apply` holds the lock of every cluster it touches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -14,90 +16,99 @@ from provisioning import names
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
 from provisioning.delta.lock import RunLock
-from provisioning.delta.tables import TableRef, append, table_exists
+from provisioning.delta.tables import TableRef, table_exists
 from provisioning.errors import UsageError
-from provisioning.kafka.snapshot import preflight
 from provisioning.results import ClusterSummary, ImportSummary, RunRecord, RunResult
 from provisioning.run import executors
-from provisioning.run.engine import Commits, Run, RunContext, RunState
-from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
+from provisioning.run.engine import Commits, Run, RunContext, RunState, require
+from provisioning.run.options import (
+    AnyOptions,
+    ApplyOptions,
+    ImportOptions,
+    PlanOptions,
+    RunOptions,
+    SnapshotOptions,
+)
 from provisioning.run.phases import (
     Apply,
     Import,
     Plan,
     Preflight,
     ReadManifests,
+    RecordSnapshot,
     Snapshot,
     Validate,
     Verify,
 )
 from provisioning.run.summary import summarize
-from provisioning.session import Background, job_label
+from provisioning.session import Stop, helper, job_label, succeeded
 from provisioning.transforms.summaries import summarize_snapshot
 
 PLAN_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate())
 PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), Snapshot(), Plan())
 APPLY_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate(), Apply(), Verify())
 IMPORT_RUN = Run(Preflight(), Import())
+SNAPSHOT_RUN = Run(Preflight(), RecordSnapshot())
 
 
 def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
              credentials: Mapping[str, Credentials], record: RunRecord,
-             options: RunOptions,
-             record_run: Callable[[RunResult], None] | None = None) -> RunResult:
+             options: RunOptions, stop: Stop | None = None,
+             pending: list[Future[Any]] | None = None) -> RunResult:
     """`plan` (PlanOptions) or `apply` (ApplyOptions); the run's result.
 
     An apply holds the lock of every cluster it touches (LockHeld, exit 4, when another
     run has one) before it snapshots or changes anything; it is taken while the
-    preflight and the manifest read run, and given back while `record_run` (the runs
-    row) is written.
+    preflight and the manifest read run. Once the last phase is done the lock is given
+    back on a helper thread, added to `pending` (the caller writes the runs row meanwhile
+    and waits for it); without `pending` it is waited for here.
     """
-    ctx = RunContext(spark, conf, clusters, credentials, record, options,
-                     Commits(AuditLog(spark, conf.tables.audit, record.run_id,
-                                      options.fault.before_audit if options.fault else None)))
-    ctx.steps.done("start")
-    ctx.wait_for_executors = _check_executors(ctx)
+    ctx = _context(spark, conf, clusters, credentials, record, options, stop)
     if isinstance(options, PlanOptions):
-        run = PLAN_RUN if options.validate else PLAN_RUN_UNVALIDATED
-        result = _finish(ctx, run, options)
-        if record_run is not None:
-            record_run(result)
-        return result
+        return _finish(ctx, PLAN_RUN if options.validate else PLAN_RUN_UNVALIDATED, options)
     lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
-                   options.command, conf.run.lock_ttl_seconds)
+                   options.command, conf.run.lock_ttl_seconds,
+                   conf.run.lock_clock_skew_seconds)
     with job_label(spark, f"{options.command}: take the run lock"):
-        taking = Background(lock.acquire, "run-lock", spark)
-    ctx.wait_for_lock = taking.join
+        taking = helper(spark, "run-lock", lock.acquire)
+    ctx.wait_for_lock = taking.result
     ctx.check_lock = lock.check_held
-    releasing: list[Background] = []
+    releasing: list[Future[Any]] = []
 
     def give_back() -> None:
         # Nothing changes Kafka any more: the lock goes back while the last audit rows,
         # the summary and the runs row are written.
-        if taking.succeeded():
-            releasing.append(Background(lock.release, "run-unlock", spark))
+        if succeeded(taking):
+            releasing.append(helper(spark, "run-unlock", lock.release))
 
     ctx.phases_done = give_back
     try:
-        result = _finish(ctx, APPLY_RUN, options)
-        if record_run is not None:
-            record_run(result)
+        return _finish(ctx, APPLY_RUN, options)
     finally:
-        if releasing:
-            releasing[0].join()
-        elif taking.succeeded():
-            lock.release()
+        if not releasing and succeeded(taking):
+            releasing.append(helper(spark, "run-unlock", lock.release))
+        if pending is not None:
+            pending.extend(releasing)
+        else:
+            for task in releasing:
+                task.result()
         ctx.steps.done("unlock")
-    return result
 
 
-def _check_executors(ctx: RunContext) -> Callable[[], None]:
-    """Start the executors' check (`executors.check_executors`) on a thread while the first
-    phases run on the driver; the returned function waits for it."""
-    with job_label(ctx.spark, f"{ctx.command}: check the executors"):
-        checking = Background(lambda: executors.check_executors(ctx.spark, ctx.clusters),
-                              "executor-check", ctx.spark)
-    return checking.join
+def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+             credentials: Mapping[str, Credentials], record: RunRecord,
+             options: AnyOptions, stop: Stop | None) -> RunContext:
+    """The run's context, with the executors' check started (`executors.check_executors`,
+    on a helper thread while the first phases run on the driver)."""
+    ctx = RunContext(spark, conf, clusters, credentials, record, options,
+                     Commits(AuditLog(spark, conf.tables.audit, record.run_id)),
+                     stop=stop or Stop())
+    ctx.steps.done("start")
+    with job_label(spark, f"{ctx.command}: check the executors"):
+        checking = helper(spark, "executor-check",
+                          lambda: executors.check_executors(spark, clusters))
+    ctx.wait_for_executors = checking.result
+    return ctx
 
 
 def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
@@ -126,7 +137,7 @@ def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
 
 def import_topics(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
                   credentials: Mapping[str, Credentials], record: RunRecord,
-                  options: ImportOptions) -> list[ImportSummary]:
+                  options: ImportOptions, stop: Stop | None = None) -> list[ImportSummary]:
     """`import`: write the live topics in scope as manifest rows; Kafka is only read.
 
     With mode `error` a table that exists is refused (UsageError) before any cluster is
@@ -135,33 +146,18 @@ def import_topics(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterCon
     if options.mode == "error" and table_exists(spark, TableRef(options.table)):
         raise UsageError(f"table {options.table} exists: import writes a new table unless "
                          "given --mode append or --mode overwrite")
-    ctx = RunContext(spark, conf, clusters, credentials, record, options,
-                     Commits(AuditLog(spark, conf.tables.audit, record.run_id)))
-    ctx.steps.done("start")
-    ctx.wait_for_executors = _check_executors(ctx)
-    state = IMPORT_RUN.execute(ctx)
+    state = IMPORT_RUN.execute(_context(spark, conf, clusters, credentials, record, options,
+                                        stop))
     return list(state.imported or [])
 
 
-def take_snapshot(
-    spark: SparkSession,
-    conf: Conf,
-    clusters: Sequence[ClusterConf],
-    credentials: Mapping[str, Credentials],
-    record: RunRecord,
-) -> list[ClusterSummary]:
+def take_snapshot(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+                  credentials: Mapping[str, Credentials], record: RunRecord,
+                  stop: Stop | None = None) -> list[ClusterSummary]:
     """Record every selected cluster's live topics in the snapshots table; change nothing."""
-    with job_label(spark, "snapshot: check the executors"):
-        executors.check_executors(spark, clusters)
-    with job_label(spark, "snapshot: preflight"):
-        states = preflight(clusters, credentials, conf.kafka)
-    with job_label(spark, "snapshot: read live metadata"):
-        live = executors.snapshot_topics(
-            spark, clusters, credentials, conf.kafka, record.run_id,
-            {name: s.cluster_id for name, s in states.items()},
-        ).localCheckpoint(eager=True)
-    with job_label(spark, "snapshot: write snapshot table"):
-        append(live, TableRef(conf.tables.snapshots))
+    ctx = _context(spark, conf, clusters, credentials, record, SnapshotOptions(), stop)
+    state = SNAPSHOT_RUN.execute(ctx)
+    states, live = require(state.states, "states"), require(state.live, "live")
     per_cluster = {r["cluster"]: r.asDict() for r in summarize_snapshot(live).collect()}
     summaries = []
     for cluster in clusters:
@@ -183,4 +179,3 @@ def take_snapshot(
     ]
     record.outcome_counts = {"topics": sum(s.topics for s in summaries)}
     return summaries
-

@@ -1,21 +1,29 @@
 """The phase engine: a run is an ordered list of phases over one shared state.
 
-Each phase is one unit that names the state it reads and the state it writes; a
-list whose phase reads something no earlier phase writes is refused when the list
-is built, not halfway through a run. The engine owns the two orderings that make
-a run safe to interrupt:
+Each phase is one unit that names the state it reads and the state it writes; a list whose
+phase reads something no earlier phase writes is refused when the list is built, not
+halfway through a run.
 
-- every Delta commit that records the run's view before it acts (the snapshot, the
-  plan's audit rows) has landed before the first phase that changes Kafka starts;
-- audit commits land in phase order. Before Kafka was changed, a failed commit stops
-  the run; after, every phase's rows are still written and the first failure is raised
-  once they are (what happened must be recorded).
+The engine owns the commit policy, from what each phase is and what the run has ahead:
 
-A phase that needs the run lock waits for it; the lock is taken while the phases
-before it run. A phase that changes Kafka starts only while the lock is still held
-(fencing: a run whose heartbeat lost the lock stops before it). A phase with nothing to
-do (`needed` is false: no topic to validate, change or verify) is skipped: no Spark job,
-no request, no commit.
+- rows of a phase that changed Kafka are committed at once (on a helper thread);
+- rows of a phase before one that changes Kafka are committed on a helper thread, and the
+  run's view (the snapshot, the plan's rows: `Phase.records_view`) lands before that phase
+  starts;
+- rows of a run with nothing ahead that changes Kafka wait and land with the next rows (a
+  `plan` run makes one audit commit);
+- audit commits land in phase order. Before Kafka was changed, a failed commit stops the
+  run; after, every phase's rows are still written and the first failure is raised once
+  they are (what happened must be recorded).
+
+Safe points. Before each phase, and before each wave of requests inside a phase that
+changes Kafka, the engine asks whether a signal asked the run to stop (`RunContext.stop`)
+and whether the run still holds its lock (`RunContext.check_lock`). A phase never reached
+records, for every topic it would have changed, a `failed` row saying why (`unreached`).
+A stop ends the run there (RunCancelled, exit 6). A lost lock ends it once the requests
+in flight are recorded and what they did is verified (`Phase.settles`), with
+LockUnavailable (exit 4). A phase with nothing to do (`needed` is false) is skipped: no
+Spark job, no request, no commit.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,9 +41,9 @@ from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
-from provisioning.errors import LockUnavailable
+from provisioning.errors import LockUnavailable, ProvisioningError
 from provisioning.results import ImportSummary, RunRecord
-from provisioning.session import Background
+from provisioning.session import Stop, helper, succeeded
 
 if TYPE_CHECKING:
     from provisioning.kafka.client import ClusterState
@@ -61,6 +70,9 @@ class RunState:
     # Rows per (cluster, action, outcome) of the plan phase: what the later phases have to
     # do (nothing: they are skipped).
     plan_counts: Mapping[tuple[str, str, str], int] | None = None
+    # Why the run stopped changing Kafka mid-phase (its lock was lost): the phases that
+    # settle what was sent still run, then this is raised.
+    halted: ProvisioningError | None = None
 
 
 STATE_FIELDS = frozenset(f.name for f in fields(RunState))
@@ -97,42 +109,38 @@ def log_counts(phase: str, started: float, counts: Mapping[str, int]) -> None:
     log.info("phase %s: %d topic(s) in %.1fs%s; %s", phase, total, elapsed, rate, detail)
 
 
-class Commits:
-    """The run's Delta commits and the order they land in (see the module docstring).
+# How a phase's audit rows are committed (chosen by the engine, see the module docstring).
+NOW, BEFORE_CHANGES, DEFER = "now", "before changes", "defer"
 
-    Audit commits wait only for the audit commits before them (phase order); the other
-    commits of the run's view (the snapshot table) run alongside them and land before
-    Kafka is changed, as the plan's audit rows do.
-    """
+
+class Commits:
+    """The run's Delta commits and the order they land in (see the module docstring)."""
 
     def __init__(self, audit: AuditLog) -> None:
         self.audit_log = audit
         self.kafka_changed = False
-        self._before_changes: list[Background] = []  # must land before Kafka is changed
-        self._audits: list[Background] = []          # audit commits in flight, phase order
-        self._others: list[Background] = []          # other commits in flight
-        self._side: list[Background] = []            # side queries in flight
+        # How the current phase's audit rows are committed; set by the engine.
+        self.policy = NOW
+        self._before_changes: list[Future[Any]] = []  # must land before Kafka is changed
+        self._audits: list[Future[Any]] = []          # audit commits in flight, phase order
+        self._others: list[Future[Any]] = []          # other commits in flight
+        self._side: list[Future[Any]] = []            # side queries in flight
         self._deferred: list[tuple[str, DataFrame]] = []  # rows of the next audit commit
 
-    def _start(self, name: str, work: Callable[[], object]) -> Background:
-        return Background(work, name, self.audit_log.spark)
+    def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
+        return helper(self.audit_log.spark, name, work)
 
     def record(self, name: str, commit: Callable[[], None]) -> None:
-        """Start a commit of the run's view on a thread; it lands before Kafka is changed."""
+        """Start a commit of the run's view on a helper thread; it lands before Kafka is
+        changed."""
         task = self._start(name, commit)
         self._before_changes.append(task)
         self._others.append(task)
 
-    def audit(self, phase: str, rows: DataFrame, background: bool = False,
-              before_changes: bool = False, defer: bool = False) -> None:
-        """Append the phase's AUDIT rows once every earlier audit commit has landed.
-
-        background: commit on a thread while the run goes on (the next audit commit, or
-          the end of the run, waits for it). before_changes: it must land before Kafka
-          is changed (implies background). defer: commit them with the next phase's rows,
-          in one commit (or alone when the run ends first): for runs that change nothing.
-        """
-        if defer:
+    def audit(self, phase: str, rows: DataFrame) -> None:
+        """Commit the phase's AUDIT rows as the engine's policy for the phase says, once
+        every earlier audit commit has landed."""
+        if self.policy == DEFER:
             self._deferred.append((phase, rows))
             return
         phases = [*(p for p, _ in self._deferred), phase]
@@ -140,74 +148,65 @@ class Commits:
             rows = functools.reduce(lambda a, b: a.unionByName(b),
                                     [*(r for _, r in self._deferred), rows])
             self._deferred = []
-        failure = self._settle("_audits")
-        name = f"audit-{'+'.join(phases)}"
-        if before_changes or background:
-            task = self._start(name, lambda: self.audit_log.write(phase, rows))
-            self._audits.append(task)
-            if before_changes:
-                self._before_changes.append(task)
-        else:
-            self.audit_log.write(phase, rows)
-        if failure is not None:
-            raise failure
+        previous = list(self._audits)
 
-    def _commit_deferred(self) -> None:
+        def commit() -> None:
+            # Phase order: this commit waits for the audit commits before it.
+            for earlier in previous:
+                if not succeeded(earlier) and not self.kafka_changed:
+                    return  # the run stops on that failure; nothing lands after it
+            self.audit_log.write(phase, rows)
+
+        task = self._start(f"audit-{'+'.join(phases)}", commit)
+        self._audits.append(task)
+        if self.policy == BEFORE_CHANGES:
+            self._before_changes.append(task)
+
+    def flush(self) -> None:
         """Commit rows still deferred (the run ended before another phase recorded any)."""
         if self._deferred:
-            phase, rows = self._deferred.pop()
-            self.audit(phase, rows)
-
-    def _settle(self, which: str) -> BaseException | None:
-        """Wait for the commits in flight of list `which`. Before Kafka was changed a failure
-        is raised now; after, it is returned, to be raised once the caller has written its
-        own rows."""
-        pending: list[Background] = getattr(self, which)
-        setattr(self, which, [])
-        failure: BaseException | None = None
-        for task in pending:
-            if not self.kafka_changed:
-                task.join()
-            elif failure is None:
-                failure = task.error()
-            else:
-                task.succeeded()
-        return failure
+            policy, self.policy = self.policy, NOW
+            try:
+                phase, rows = self._deferred.pop()
+                self.audit(phase, rows)
+            finally:
+                self.policy = policy
 
     def side(self, name: str, work: Callable[[], object]) -> None:
-        """Run `work` (a query the run's result needs, not the next phase) on a thread; it
-        is waited for with the run's commits, and its error raised as theirs."""
+        """Run `work` (a query the run's result needs, not the next phase) on a helper
+        thread; it is waited for with the run's commits, and its error raised as theirs."""
         self._side.append(self._start(name, work))
 
     def before_kafka_changes(self) -> None:
-        """Wait for the commits that must land before Kafka is changed (raising their error)."""
-        for task in self._before_changes:
-            task.join()
-        self._before_changes = []
+        """Wait for the commits that must land before Kafka is changed (raising their
+        error)."""
+        pending, self._before_changes = self._before_changes, []
+        for task in pending:
+            task.result()
         self.kafka_changed = True
 
     def finish(self) -> None:
-        """The run ended normally: every commit and side query has landed, or its error is
-        raised."""
-        self._commit_deferred()
-        failures = [self._settle("_audits"), self._settle("_others")]
-        side, self._side = self._side, []
-        failures += [task.error() for task in side]
+        """The run ended normally: every commit and side query has landed, or the first
+        error among them is raised."""
+        self.flush()
+        failures = [t.exception() for t in [*self._audits, *self._others, *self._side]]
+        self._audits, self._others, self._side = [], [], []
         failure = next((f for f in failures if f is not None), None)
         if failure is not None:
             raise failure
 
     def abandon(self) -> None:
-        """The run failed: wait for commits and side queries still running, without raising
-        theirs."""
-        for task in [*self._audits, *self._others, *self._side]:
-            task.succeeded()
-        self._audits, self._others, self._side = [], [], []
+        """The run failed: what it recorded still lands; wait for commits and side queries
+        without raising their errors."""
         try:
-            # What was recorded before the failure still lands.
-            self._commit_deferred()
+            self.flush()
         except Exception as exc:
-            log.error("the plan's audit rows could not be written: %s", exc)
+            log.error("the deferred audit rows could not be written: %s", exc)
+        for task in [*self._audits, *self._others, *self._side]:
+            error = task.exception()
+            if error is not None and task in self._audits:
+                log.error("an audit commit failed: %s: %s", type(error).__name__, error)
+        self._audits, self._others, self._side = [], [], []
 
 
 @dataclass
@@ -222,13 +221,16 @@ class RunContext:
     options: AnyOptions
     commits: Commits
     steps: Steps = field(default_factory=Steps)
+    # What SIGTERM / SIGINT asked of the run (never requested where signals are not taken).
+    stop: Stop = field(default_factory=Stop)
     # Returns once the run holds its lock (or raises); None: the run takes no lock.
     wait_for_lock: Callable[[], None] | None = None
+    # Raises LockUnavailable when the run lost its lock (fencing); `read_back` asks the lock
+    # log itself, else the heartbeat's last word is taken. None: the run takes no lock.
+    check_lock: Callable[[bool], None] | None = None
     # Returns once the executors were found able to run the admin tasks (or raises
     # ExecutorsUnfit); called before the first phase that runs them. None: not checked.
     wait_for_executors: Callable[[], None] | None = None
-    # Raises when the run lost its lock since (fencing); None: the run takes no lock.
-    check_lock: Callable[[], None] | None = None
     # Called once every phase is done, before the last commits are waited for.
     phases_done: Callable[[], None] | None = None
 
@@ -244,6 +246,13 @@ class RunContext:
     def cluster_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.clusters)
 
+    def safe_point(self, read_back: bool = False) -> None:
+        """Raise RunCancelled when a signal asked the run to stop, LockUnavailable when it
+        lost its lock; otherwise the run may send its next requests."""
+        self.stop.check()
+        if self.check_lock is not None:
+            self.check_lock(read_back)
+
 
 class Phase:
     """One unit of a run. `reads` and `writes` name RunState fields."""
@@ -255,6 +264,12 @@ class Phase:
     needs_lock: ClassVar[bool] = False
     # Whether the phase runs admin tasks on the executors (the Kafka room in Spark tasks).
     runs_tasks: ClassVar[bool] = False
+    # Whether its audit rows are the run's view of what it is about to do (the plan): they
+    # land before anything changes Kafka.
+    records_view: ClassVar[bool] = False
+    # Whether it settles what earlier phases sent (verify): it still runs after the lock
+    # was lost mid-phase.
+    settles: ClassVar[bool] = False
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
@@ -263,15 +278,17 @@ class Phase:
         """False when the phase has nothing to do in this run (it is skipped)."""
         return True
 
-    def unreached(self, ctx: RunContext, state: RunState, reason: str) -> DataFrame | None:
-        """AUDIT rows for the topics this phase would have changed, when the run stops
-        before it (the lock was lost); None: the phase changes nothing per topic."""
+    def unreached(self, ctx: RunContext, state: RunState, error_name: str,
+                  reason: str) -> DataFrame | None:
+        """AUDIT rows, `failed` with `error_name` and `reason`, for the topics this phase
+        would have changed when the run stops before it; None: it changes nothing per
+        topic."""
         return None
 
 
 def check_order(phases: Sequence[Phase]) -> None:
     """Raise ValueError unless every phase reads only what an earlier phase writes."""
-    written: set[str] = {"audit_rows"}
+    written: set[str] = {"audit_rows", "halted"}
     for phase in phases:
         unknown = [f for f in (*phase.reads, *phase.writes) if f not in STATE_FIELDS]
         if unknown:
@@ -281,6 +298,16 @@ def check_order(phases: Sequence[Phase]) -> None:
             raise ValueError(f"phase {phase.name} reads {', '.join(missing)}, which no "
                              "earlier phase writes")
         written.update(phase.writes)
+
+
+def commit_policy(phases: Sequence[Phase], index: int) -> str:
+    """How the audit rows of `phases[index]` are committed (see the module docstring)."""
+    phase = phases[index]
+    if phase.changes_kafka:
+        return NOW
+    if any(p.changes_kafka for p in phases[index + 1:]):
+        return BEFORE_CHANGES if phase.records_view else NOW
+    return DEFER
 
 
 class Run:
@@ -300,7 +327,11 @@ class Run:
         """
         state = RunState()
         try:
-            for phase in self.phases:
+            for index, phase in enumerate(self.phases):
+                if not phase.changes_kafka:  # its fence checks, recording what it skips
+                    ctx.stop.check()
+                if state.halted is not None and not phase.settles:
+                    continue
                 if not phase.needed(ctx, state):
                     log.info("phase %s: nothing to do", phase.name)
                     continue
@@ -310,13 +341,13 @@ class Run:
                 if phase.needs_lock and ctx.wait_for_lock is not None:
                     ctx.wait_for_lock()
                     ctx.steps.done("lock")
+                ctx.commits.policy = commit_policy(self.phases, index)
                 if phase.changes_kafka:
                     ctx.commits.before_kafka_changes()
-                    fault = getattr(ctx.options, "fault", None)
-                    if fault is not None:
-                        fault.before_changes()
-                    _fence(ctx, state, phase)
+                    fence(ctx, state, phase, read_back=True)
                 phase.run(ctx, state)
+            if state.halted is not None:
+                raise state.halted
             if ctx.phases_done is not None:
                 ctx.phases_done()
             if while_committing is not None:
@@ -328,17 +359,30 @@ class Run:
         return state
 
 
-def _fence(ctx: RunContext, state: RunState, phase: Phase) -> None:
-    """Go on only while the run holds its lock; otherwise record every topic the phase would
-    have changed as `failed` (lock lost) and raise."""
-    if ctx.check_lock is None:
-        return
+def fence(ctx: RunContext, state: RunState, phase: Phase, read_back: bool = False,
+          unsent: Callable[[str, str], DataFrame | None] | None = None) -> None:
+    """A safe point before `phase` (or before its next wave of requests) changes Kafka: go
+    on while the run may; otherwise record every topic it would still have changed as
+    `failed`, saying why (`unsent`, by default the phase's `unreached`), and raise.
+
+    read_back: ask the lock log itself (before a phase), not only the heartbeat.
+    """
+    from provisioning.names import LOCK_LOST, NOT_SENT
+
     try:
-        ctx.check_lock()
-    except LockUnavailable as exc:
-        rows = phase.unreached(ctx, state, str(exc))
+        ctx.safe_point(read_back)
+    except ProvisioningError as exc:
+        error_name = LOCK_LOST if isinstance(exc, LockUnavailable) else NOT_SENT
+        reason = (str(exc) if isinstance(exc, LockUnavailable)
+                  else f"not sent: {exc}")
+        make = unsent or functools.partial(phase.unreached, ctx, state)
+        rows = make(error_name, reason)
         if rows is not None:
-            ctx.commits.audit(phase.name, rows)
+            policy, ctx.commits.policy = ctx.commits.policy, NOW
+            try:
+                ctx.commits.audit(phase.name, rows)
+            finally:
+                ctx.commits.policy = policy
             state.audit_rows.append(rows)
         raise
 

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from provisioning.run.faults import Fault
-
 # A hook given the judged PLAN rows once the plan phase is recorded and before any
 # validate or apply request; it may raise to stop the run (a stale saved plan).
 PlanHook = Callable[[DataFrame], None]
@@ -30,7 +28,6 @@ class _Pipeline:
     on_plan: PlanHook | None = None
     # Topics listed in the output (the rest are counted; `report --run-id` lists them all).
     listing_limit: int = 500
-    fault: Fault | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +61,14 @@ class ImportOptions:
     command: str = "import"
 
 
+@dataclass(frozen=True, kw_only=True)
+class SnapshotOptions:
+    """`snapshot`: record every live topic of the selected clusters."""
+
+    scope: Scope = Scope()
+    command: str = "snapshot"
+
+
 RunOptions = PlanOptions | ApplyOptions
-AnyOptions = RunOptions | ImportOptions
+AnyOptions = RunOptions | ImportOptions | SnapshotOptions
 IMPORT_MODES = ("error", "append", "overwrite")

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.conf import Conf
 from provisioning.delta.audit_log import created_by_job
 from provisioning.delta.manifests import write_manifest_frame
-from provisioning.delta.tables import TableRef, append, read_table, table_exists
+from provisioning.delta.tables import (
+    TableRef,
+    Transaction,
+    append,
+    read_table,
+    table_exists,
+)
+from provisioning.errors import LockUnavailable
 from provisioning.kafka.snapshot import preflight
 from provisioning.results import ImportSummary, utc_now
 from provisioning.run import executors
@@ -26,6 +34,7 @@ from provisioning.run.engine import (
     Phase,
     RunContext,
     RunState,
+    fence,
     log_counts,
     log_phase,
     require,
@@ -36,7 +45,7 @@ from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
 from provisioning.transforms.plan import change_columns
-from provisioning.transforms.results import settle_existing, unreached
+from provisioning.transforms.results import settle_existing, without_answer
 from provisioning.transforms.scope import in_scope, topics_matching
 from schemas import TOPIC_RESULT
 
@@ -92,6 +101,27 @@ class ReadManifests(Phase):
         ctx.steps.done("manifest read")
 
 
+def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> DataFrame:
+    """Every live topic of the run's clusters (and the `wanted` ones by name), materialized
+    and committed to the snapshots table beside the next steps (it lands before anything
+    changes Kafka)."""
+    started = time.monotonic()
+    states = require(state.states, "states")
+    with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
+        live = executors.snapshot_topics(
+            ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+            {n: s.cluster_id for n, s in states.items()}, wanted=wanted
+        ).localCheckpoint(eager=True)
+        ctx.steps.done("snapshot")
+        table = TableRef(ctx.conf.tables.snapshots)
+        txn = Transaction(f"topic-provisioning-snapshots-{ctx.run_id}", 1)
+        ctx.commits.record("snapshot-write", lambda: append(live, table, txn=txn))
+        # Only a progress line: counted off the run's path.
+        ctx.commits.side("snapshot-count",
+                         lambda: log_phase("snapshot", started, live, by="cluster"))
+    return live
+
+
 class Snapshot(Phase):
     """Every live topic of the run's clusters, and the manifests' topics described by name
     (a principal's listing leaves out what it may not describe); recorded in the
@@ -104,20 +134,20 @@ class Snapshot(Phase):
     runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        started = time.monotonic()
-        states, desired = require(state.states, "states"), require(state.desired, "desired")
-        with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
-            live = executors.snapshot_topics(
-                ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
-                {n: s.cluster_id for n, s in states.items()},
-                wanted=desired.where(F.size("row_errors") == 0)).localCheckpoint(eager=True)
-            ctx.steps.done("snapshot")
-            table = TableRef(ctx.conf.tables.snapshots)
-            ctx.commits.record("snapshot-write", lambda: append(live, table))
-            # Only a progress line: counted off the run's path.
-            ctx.commits.side("snapshot-count",
-                             lambda: log_phase("snapshot", started, live, by="cluster"))
-        state.live = live
+        desired = require(state.desired, "desired")
+        state.live = _snapshot(ctx, state, desired.where(F.size("row_errors") == 0))
+
+
+class RecordSnapshot(Phase):
+    """`snapshot`: every live topic of the run's clusters, recorded in the snapshots table."""
+
+    name = "snapshot"
+    reads = ("states",)
+    writes = ("live",)
+    runs_tasks = True
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        state.live = _snapshot(ctx, state, None)
 
 
 class Plan(Phase):
@@ -127,6 +157,7 @@ class Plan(Phase):
     name = "plan"
     reads = ("states", "desired", "live")
     writes = ("plan", "plan_rows", "plan_counts")
+    records_view = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -147,14 +178,7 @@ class Plan(Phase):
             for (_, _, outcome), n in counts.items():
                 by_outcome[outcome] = by_outcome.get(outcome, 0) + n
             log_counts(names.PLAN, started, by_outcome)
-            # A `plan` run that validates commits its plan and validateOnly rows as one;
-            # an apply commits the plan's now, alongside the validateOnly pass.
-            state.plan_counts = counts
-            if isinstance(ctx.options, PlanOptions) and ctx.options.validate and \
-                    _planned(state, names.CREATE, names.ALTER):
-                ctx.commits.audit(names.PLAN, audit, defer=True)
-            else:
-                ctx.commits.audit(names.PLAN, audit, before_changes=True)
+            ctx.commits.audit(names.PLAN, audit)
 
         def count_unmanaged() -> None:
             with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
@@ -195,20 +219,21 @@ class Validate(Phase):
         started = time.monotonic()
         plan = require(state.plan, "plan")
         creatable = plan.where(_clean(names.CREATE))
+        alters = alter_requests(plan)
         with job_label(ctx.spark, f"{ctx.command}: validateOnly CreateTopics, alters"):
-            validated = executors.send_creates(
-                creatable.select(*_REQUEST_COLUMNS,
-                                            F.lit(None).cast("int").alias("known_partitions")),
-                ctx.clusters, ctx.credentials, ctx.conf.kafka, validate_only=True,
-            ).unionByName(executors.send_alters(
-                alter_requests(plan), ctx.clusters, ctx.credentials,
-                ctx.conf.kafka, validate_only=True,
-            )).localCheckpoint(eager=True)
+            validated = executors.answered(
+                executors.send_creates(
+                    creatable.select(*_REQUEST_COLUMNS,
+                                     F.lit(None).cast("int").alias("known_partitions")),
+                    ctx.clusters, ctx.credentials, ctx.conf.kafka, validate_only=True,
+                ).unionByName(executors.send_alters(
+                    alters, ctx.clusters, ctx.credentials, ctx.conf.kafka, validate_only=True)),
+                creatable.select("cluster", "topic").unionByName(
+                    alters.select("cluster", "topic")),
+                names.VALIDATE, names.FAILED)
             ctx.steps.done("validate")
             rows = result_audit(validated, plan, ctx.run_id, utc_now())
-            # An apply commits them while its creates run; the next audit commit waits.
-            ctx.commits.audit(names.VALIDATE, rows,
-                              background=isinstance(ctx.options, ApplyOptions))
+            ctx.commits.audit(names.VALIDATE, rows)
             # The progress line is counted off the run's path.
             ctx.commits.side("validate-count",
                              lambda: log_phase(names.VALIDATE, started, validated))
@@ -227,7 +252,13 @@ def alter_requests(plan: DataFrame) -> DataFrame:
 
 class Apply(Phase):
     """The real CreateTopics for what validateOnly passed, DeleteTopics (by topic id) when
-    deletes are allowed, and the alters validateOnly passed when alters are allowed."""
+    deletes are allowed, and the alters validateOnly passed when alters are allowed.
+
+    Requests go out in waves, one Spark job each, of `kafka.batch_size` x
+    `kafka.max_in_flight_requests` topics per cluster and kind; before each wave the run is
+    at a safe point (a signal, a lost lock: the engine's `fence`), and each wave's rows are
+    committed as it ends.
+    """
 
     name = "apply"
     reads = ("plan", "validated")
@@ -241,68 +272,114 @@ class Apply(Phase):
         options = pipeline_options(ctx)
         if not isinstance(options, ApplyOptions):
             return False
-        return (_planned(state, names.CREATE)
-                + (_planned(state, names.ALTER) if options.allow_alter else 0)
-                + (_planned(state, names.DELETE) if options.allow_deletes else 0)) > 0
+        return sum(_planned(state, action) for action in _actions(options)) > 0
 
     @staticmethod
-    def _requests(ctx: RunContext, state: RunState
-                  ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
-        """What this apply sends: the creates validateOnly passed, the clean deletes (when
-        deletes are allowed), the alters validateOnly passed (when alters are allowed)."""
+    def _requests(ctx: RunContext, state: RunState) -> list[tuple[DataFrame, Sender]]:
+        """What this apply sends, with how: the creates validateOnly passed, the clean
+        deletes (when deletes are allowed), the alters validateOnly passed (when alters are
+        allowed)."""
         plan, validated = require(state.plan, "plan"), state.validated
         options = pipeline_options(ctx)
         if validated is None:  # nothing was validated: the run only deletes
             validated = ctx.spark.createDataFrame([], TOPIC_RESULT)
         passed = validated.where(F.col("outcome") == names.VALIDATED).select(
             "cluster", "topic", F.col("result_partitions").alias("known_partitions"))
-        to_create = (plan.where(_clean(names.CREATE))
-                     .select(*_REQUEST_COLUMNS)
-                     .join(passed, on=["cluster", "topic"], how="inner"))
-        deletable = alterable = None
+        kafka, clusters, creds = ctx.conf.kafka, ctx.clusters, ctx.credentials
+        sends: list[tuple[DataFrame, Sender]] = [(
+            plan.where(_clean(names.CREATE)).select(*_REQUEST_COLUMNS)
+            .join(passed, on=["cluster", "topic"], how="inner"),
+            lambda rows: executors.send_creates(rows, clusters, creds, kafka,
+                                                validate_only=False))]
         if isinstance(options, ApplyOptions) and options.allow_deletes:
-            deletable = plan.where(_clean(names.DELETE)).select(
-                "cluster", "topic", F.col("live_topic_id").alias("topic_id"))
+            sends.append((
+                plan.where(_clean(names.DELETE)).select(
+                    "cluster", "topic", F.col("live_topic_id").alias("topic_id")),
+                lambda rows: executors.send_deletes(rows, clusters, creds, kafka)))
         if isinstance(options, ApplyOptions) and options.allow_alter:
             # Only what the validateOnly pass accepted, configs and partitions alike.
-            alterable = alter_requests(plan).join(
-                passed.select("cluster", "topic"), on=["cluster", "topic"], how="left_semi")
-        return to_create, deletable, alterable
+            sends.append((
+                alter_requests(plan).join(passed.select("cluster", "topic"),
+                                          on=["cluster", "topic"], how="left_semi"),
+                lambda rows: executors.send_alters(rows, clusters, creds, kafka,
+                                                   validate_only=False)))
+        return sends
 
-    def unreached(self, ctx: RunContext, state: RunState, reason: str) -> DataFrame:
-        targets = [frame.select("cluster", "topic")
-                   for frame in self._requests(ctx, state) if frame is not None]
-        every = functools.reduce(DataFrame.unionByName, targets)
-        return result_audit(unreached(every, names.APPLY, reason), require(state.plan, "plan"),
-                            ctx.run_id, utc_now())
+    def unreached(self, ctx: RunContext, state: RunState, error_name: str,
+                  reason: str) -> DataFrame:
+        return self._unsent(ctx, state, [frame for frame, _ in self._requests(ctx, state)],
+                            error_name, reason)
+
+    @staticmethod
+    def _unsent(ctx: RunContext, state: RunState, frames: Sequence[DataFrame],
+                error_name: str, reason: str) -> DataFrame:
+        every = functools.reduce(DataFrame.unionByName,
+                                 [frame.select("cluster", "topic") for frame in frames])
+        return result_audit(without_answer(every, names.APPLY, names.FAILED, error_name,
+                                           reason),
+                            require(state.plan, "plan"), ctx.run_id, utc_now())
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         plan = require(state.plan, "plan")
         options = pipeline_options(ctx)
+        size = ctx.conf.kafka.batch_size * ctx.conf.kafka.max_in_flight_requests
+        waves = max(1, -(-_most_per_cluster(state, _actions(options)) // size))
+        sends = [(frame.withColumn(_WAVE, _wave_of(size)), send)
+                 for frame, send in self._requests(ctx, state)]
+        results: list[DataFrame] = []
         with job_label(ctx.spark, "apply: CreateTopics, DeleteTopics, alters"):
-            to_create, deletable, alterable = self._requests(ctx, state)
-            applied = executors.send_creates(
-                to_create, ctx.clusters,
-                                             ctx.credentials, ctx.conf.kafka,
-                                             validate_only=False, fault=options.fault)
-            if deletable is not None:
-                applied = applied.unionByName(executors.send_deletes(
-                deletable, ctx.clusters, ctx.credentials, ctx.conf.kafka))
-            if alterable is not None:
-                applied = applied.unionByName(executors.send_alters(
-                alterable, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                    validate_only=False))
-            applied = applied.localCheckpoint(eager=True)
+            for wave in range(waves):
+                if wave > 0:
+                    later = [frame.where(F.col(_WAVE) >= wave) for frame, _ in sends]
+                    try:
+                        fence(ctx, state, self, unsent=functools.partial(
+                            self._unsent, ctx, state, later))
+                    except LockUnavailable as exc:
+                        # What was sent is recorded and verified; nothing more is sent.
+                        state.halted = exc
+                        break
+                now = [(frame.where(F.col(_WAVE) == wave).drop(_WAVE), send)
+                       for frame, send in sends]
+                sent = executors.answered(
+                    functools.reduce(DataFrame.unionByName, [send(f) for f, send in now]),
+                    functools.reduce(DataFrame.unionByName,
+                                     [f.select("cluster", "topic") for f, _ in now]),
+                    names.APPLY, names.UNKNOWN)
+                applied = settle_existing(sent, plan)
+                rows = result_audit(applied, plan, ctx.run_id, utc_now())
+                ctx.commits.audit(names.APPLY, rows)
+                state.audit_rows.append(rows)
+                results.append(applied)
             ctx.steps.done("create")
-            applied = settle_existing(applied, plan)
-            rows = result_audit(applied, plan, ctx.run_id, utc_now())
-            # Committed while verify runs; the verify commit waits for it (phase order).
-            ctx.commits.audit(names.APPLY, rows, background=True)
-            ctx.commits.side("apply-count", lambda: log_phase(names.APPLY, started, applied))
-            ctx.steps.done("audit write")
-        state.applied = applied
-        state.audit_rows.append(rows)
+        state.applied = functools.reduce(DataFrame.unionByName, results)
+        every = state.applied
+        ctx.commits.side("apply-count", lambda: log_phase(names.APPLY, started, every))
+
+
+Sender = Callable[[DataFrame], DataFrame]
+_WAVE = "_wave"
+
+
+def _actions(options: RunOptions) -> tuple[str, ...]:
+    """The plan actions an apply with `options` sends requests for."""
+    if not isinstance(options, ApplyOptions):
+        return ()
+    return (names.CREATE, *((names.DELETE,) if options.allow_deletes else ()),
+            *((names.ALTER,) if options.allow_alter else ()))
+
+
+def _most_per_cluster(state: RunState, actions: Sequence[str]) -> int:
+    """The largest number of clean planned rows of one action on one cluster."""
+    return max((n for (_, action, outcome), n in (state.plan_counts or {}).items()
+                if action in actions and outcome == names.PLANNED), default=0)
+
+
+def _wave_of(size: int) -> Column:
+    """Which wave a request row goes out in: its rank among its cluster's rows, by topic,
+    `size` to a wave."""
+    rank = F.row_number().over(Window.partitionBy("cluster").orderBy("topic"))
+    return F.floor((rank - 1) / F.lit(size)).cast("int")
 
 
 class Verify(Phase):
@@ -312,6 +389,7 @@ class Verify(Phase):
     name = "verify"
     reads = ("plan", "applied")
     runs_tasks = True
+    settles = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return state.applied is not None
@@ -321,16 +399,16 @@ class Verify(Phase):
         plan, applied = require(state.plan, "plan"), require(state.applied, "applied")
         to_verify = F.col("outcome").isin(*_VERIFIED)
         with job_label(ctx.spark, "apply: verify leaders, deletions and alters"):
-            verified = executors.verify(
-                applied.where(to_verify).select("cluster", "topic").join(
-                    plan.select("cluster", "topic", "action", "config_ops",
-                                *change_columns()).drop("new_assignment"),
-                    on=["cluster", "topic"], how="inner"),
-                ctx.clusters, ctx.credentials, ctx.conf.kafka,
-            ).localCheckpoint(eager=True)
+            requests = applied.where(to_verify).select("cluster", "topic").join(
+                plan.select("cluster", "topic", "action", "config_ops",
+                            *change_columns()).drop("new_assignment"),
+                on=["cluster", "topic"], how="inner")
+            verified = executors.answered(
+                executors.verify(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka),
+                requests, names.VERIFY, names.UNKNOWN)
             ctx.steps.done("verify")
             rows = result_audit(verified, plan, ctx.run_id, utc_now())
-            ctx.commits.audit(names.VERIFY, rows, background=True)
+            ctx.commits.audit(names.VERIFY, rows)
             ctx.commits.side("verify-count", lambda: log_phase(names.VERIFY, started, verified))
             ctx.steps.done("audit write")
         state.audit_rows.append(rows)
