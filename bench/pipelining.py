@@ -31,7 +31,7 @@ sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 from provisioning.conf import ClusterConf, KafkaConf  # noqa: E402
 from provisioning.kafka.batching import TopicRequest, batches  # noqa: E402
 from provisioning.kafka.client import ClusterAdmin  # noqa: E402
-from provisioning.kafka.tasks import create_batches  # noqa: E402
+from provisioning.kafka.tasks.create import create_batches  # noqa: E402
 from tests.support.devkafka import KafkaCluster  # noqa: E402
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from provisioning.errors import ConnectServerUnfit
 from provisioning.session import (
-    Background,
     check_connect_server,
+    helper,
     job_label,
     package_zip,
     redact_remote,
@@ -35,22 +35,22 @@ def test_a_label_tags_the_operations_of_its_block_and_is_removed_after(spark: An
 def test_a_helper_thread_carries_the_callers_tags(spark: Any) -> None:
     seen: dict[str, Any] = {}
     with job_label(spark, "run r1"):
-        task = Background(lambda: seen.update(tags=spark.getTags(),
-                                              thread=threading.current_thread().name),
-                          "helper", spark)
-        task.join()
+        task = helper(spark, "helper", lambda: seen.update(
+            tags=spark.getTags(), thread=threading.current_thread().name))
+        task.result()
     assert seen == {"tags": {"run r1"}, "thread": "helper"}
 
 
-def test_a_helper_threads_error_is_raised_by_join_and_kept_by_error() -> None:
+def test_a_helper_threads_error_is_raised_every_time_it_is_asked_for() -> None:
     def boom() -> None:
         raise RuntimeError("no")
 
-    task = Background(boom, "boom")
-    assert not task.succeeded()
-    assert str(task.error()) == "no"
-    with pytest.raises(RuntimeError, match="no"):
-        task.join()
+    task = helper(None, "boom", boom)
+    assert str(task.exception()) == "no"
+    for _ in range(2):  # a second wait raises it again: no error is ever lost
+        with pytest.raises(RuntimeError, match="no"):
+            task.result()
+    assert helper(None, "fine", lambda: 7).result() == 7
 
 
 def test_the_shipped_package_zip_holds_the_package_files_and_is_named_by_them() -> None:
@@ -112,24 +112,39 @@ def _slow(batches: Any) -> Any:
     return batches
 
 
-def test_sigterm_raises_run_cancelled_out_of_a_running_spark_call(spark: Any) -> None:
+def test_a_first_signal_asks_for_a_stop_and_a_second_interrupts_the_run(spark: Any) -> None:
     import os
     import signal
     import time
 
     from provisioning.errors import RunCancelled
-    from provisioning.session import cancelled_by_signals
+    from provisioning.session import Stop, handling_signals
 
     before = signal.getsignal(signal.SIGTERM)
-    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
-    started = time.monotonic()
-    with pytest.raises(RunCancelled) as err, cancelled_by_signals(spark, "r-cancel"):
+    stop = Stop()
+    with handling_signals(stop), stop.tag_operations(spark, "r-cancel"):
         assert "topic-provisioning run r-cancel" in spark.getTags()
-        spark.range(1).mapInArrow(_slow, "id long").collect()
-    assert time.monotonic() - started < 15  # not the task's 20 s
-    assert str(err.value).startswith("cancelled by SIGTERM: the run's Spark operations were "
-                                     "interrupted")
-    assert err.value.exit_code == 6
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        # the first only records itself: the running work goes on to its safe point
+        assert stop.requested and stop.signal == "SIGTERM"
+        assert spark.range(3).count() == 3
+        with pytest.raises(RunCancelled, match="cancelled by SIGTERM: the run stopped at a "
+                                               "safe point"):
+            stop.check()
     assert signal.getsignal(signal.SIGTERM) == before
     assert "topic-provisioning run r-cancel" not in spark.getTags()
+
+    stop = Stop()
+    started = time.monotonic()
+    with pytest.raises(RunCancelled) as err, handling_signals(stop), \
+            stop.tag_operations(spark, "r-hard"):
+        stop.request("SIGTERM")  # the first came earlier
+        threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        spark.range(1).mapInArrow(_slow, "id long").collect()
+    assert time.monotonic() - started < 15  # not the task's 20 s
+    assert str(err.value).startswith("cancelled by a second SIGTERM: the run's Spark "
+                                     "operations were interrupted")
+    assert err.value.exit_code == 6
+    assert signal.getsignal(signal.SIGTERM) == before
     assert spark.range(3).count() == 3  # the session goes on

@@ -1,4 +1,10 @@
-"""What every command shares: its common options, logging, output and the failure path."""
+"""What every command shares: its common options, logging, and the one skeleton that runs it.
+
+`execute` is the skeleton of every command: it loads the conf, records the run in the
+runs table (for the commands that take one), maps every error to its exit code (README:
+Exit codes), prints the JSON document on every path when `--json` is given, and exits.
+A command only says what its work is (`work(Command) -> Outcome`).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,30 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import click
 
-from provisioning.conf import Conf, load_conf
-from provisioning.delta.runs import write_run
-from provisioning.errors import ClusterUnreachable, ProvisioningError, UnexpectedError
-from provisioning.results import RunRecord
-from provisioning.session import build_session, redact_remote
+from provisioning.conf import (
+    Conf,
+    Credentials,
+    SparkConf,
+    TablesConf,
+    load_conf,
+    resolve_credentials,
+)
+from provisioning.errors import (
+    ClusterUnreachable,
+    ProvisioningError,
+    RunCancelled,
+    UnexpectedError,
+)
+from provisioning.results import RunRecord, new_run_id
+from provisioning.session import Stop, build_session, handling_signals, redact_remote
 
 log = logging.getLogger("provisioning.cli")
 
@@ -32,20 +52,24 @@ remote_option = click.option(
     metavar="sc://HOST:PORT",
     help="Run on this Spark Connect server (default: $SPARK_REMOTE, then the conf's "
          "spark.remote; none: classic Spark, as spark-submit started it).")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Machine-readable output: one JSON document, the last line.")
+verbose_option = click.option("--verbose", is_flag=True, help="Log every step in detail.")
+conf_option = click.option("--conf", "conf_path", required=True,
+                           type=click.Path(dir_okay=False), help="The environment's YAML conf.")
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The options every run subcommand takes."""
     options = [
         remote_option,
-        click.option("--conf", "conf_path", required=True,
-                     type=click.Path(dir_okay=False), help="The environment's YAML conf."),
+        conf_option,
         click.option("--cluster", "clusters", multiple=True,
                      help="Only this cluster (repeatable); default: every cluster in the conf."),
         click.option("--topics", "topics_glob", default=None,
                      help="Only topics whose name matches this glob."),
-        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
-        click.option("--verbose", is_flag=True, help="Log every phase in detail."),
+        json_option,
+        verbose_option,
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -64,16 +88,7 @@ def setup_logging(verbose: bool) -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def load(conf_path: str) -> Conf:
-    """The conf, or exit 2 with every problem it has."""
-    try:
-        return load_conf(conf_path, os.environ)
-    except ProvisioningError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-
-
-def emit(as_json: bool, payload: dict[str, Any], human: Callable[[], None]) -> None:
+def emit(as_json: bool, payload: Mapping[str, Any], human: Callable[[], None]) -> None:
     """`payload` as one JSON line (printed last: spark-submit merges the driver's stderr into
     stdout), or the human rendering."""
     if as_json:
@@ -82,50 +97,140 @@ def emit(as_json: bool, payload: dict[str, Any], human: Callable[[], None]) -> N
         human()
 
 
-def remote_of(conf: Conf) -> str | None:
+def remote_of(conf: Conf | None) -> str | None:
     """The Spark Connect server to run on: --remote (or $SPARK_REMOTE), else the conf's."""
     ctx = click.get_current_context(silent=True)
     given = ctx.meta.get(_REMOTE) if ctx is not None else None
-    return given or conf.spark.remote
+    return given or (conf.spark.remote if conf is not None else None)
 
 
-def session(conf: Conf) -> Any:
-    """The conf's SparkSession: on the Spark Connect server of `remote_of`, else classic."""
-    return build_session(conf.spark.app_name, conf.spark.settings, remote=remote_of(conf))
+@dataclass
+class Outcome:
+    """What a command's work ended with: its exit code, the runs table's status, the JSON
+    document's fields and the lines a person reads."""
+
+    exit_code: int
+    payload: dict[str, Any]
+    human: Callable[[], list[str]]
+    status: str = ""
+
+    @property
+    def run_status(self) -> str:
+        return self.status or ("succeeded" if self.exit_code == 0 else "completed_with_errors")
 
 
-def finish(spark: Any, conf: Conf, record: RunRecord, status: str, code: int) -> None:
-    """Record a run that ended with `code` in the runs table."""
-    record.finish(status, code)
-    write_run(spark, conf.tables.runs, record)
+@dataclass
+class Command:
+    """One command's invocation, as its work sees it."""
+
+    name: str
+    conf: Conf  # an empty conf for the commands that take none (load_manifest)
+    record: RunRecord | None
+    stop: Stop
+    _stack: ExitStack
+    spark: Any = None
+    # Work a command leaves running (the lock release): waited for after the runs row.
+    pending: list[Future[Any]] = field(default_factory=list)
+
+    def session(self) -> Any:
+        """The conf's SparkSession (built once): on the Spark Connect server of `remote_of`,
+        else classic; the run's own operations carry its run tag from here on."""
+        if self.spark is None:
+            conf = self.conf
+            self.spark = build_session(conf.spark.app_name, conf.spark.settings,
+                                       remote=remote_of(conf if conf.source else None))
+            if self.record is not None:
+                self._stack.enter_context(self.stop.tag_operations(self.spark,
+                                                                   self.record.run_id))
+        return self.spark
+
+    def credentials(self) -> dict[str, Credentials]:
+        """The SASL credentials the conf names, from the environment."""
+        return resolve_credentials(self.conf, os.environ)
 
 
-def fail(spark: Any, conf: Conf, record: RunRecord, error: BaseException,
-         as_json: bool = False) -> NoReturn:
-    """Print the error, record the run as failed when a session exists, exit with its code.
+Work = Callable[[Command], Outcome]
 
-    An error the job did not anticipate exits 5 with one line (UnexpectedError); its stack
-    trace is logged at DEBUG (--verbose). With --json the error is also the last line of
-    stdout, as a JSON document.
-    """
-    exc = UnexpectedError.of(error)
-    if exc is not error:
-        log.debug("the unexpected error's stack trace", exc_info=error)
-    click.echo(f"error: {exc}", err=True)
-    record.finish("failed", exc.exit_code, str(exc))
-    if spark is None and isinstance(exc, ClusterUnreachable):
+
+def execute(name: str, conf_path: str | None, as_json: bool, verbose: bool,
+            arguments: Mapping[str, Any], work: Work, records_run: bool = True) -> NoReturn:
+    """Run one command: load the conf, run `work`, record the run (when `records_run`), print
+    its output or its error (as JSON with `as_json`) and exit with its code."""
+    setup_logging(verbose)
+    record: RunRecord | None = None
+    outcome: Outcome | None = None
+    error: ProvisioningError | None = None
+    stop = Stop()
+    cmd: Command | None = None
+    with ExitStack() as stack, handling_signals(stop):
+        try:
+            conf = (load_conf(conf_path, os.environ) if conf_path is not None
+                    else Conf(source="", digest="", clusters={},
+                              tables=TablesConf(manifests=(), audit="", runs="", snapshots=""),
+                              spark=SparkConf(app_name=f"topic-provisioning {name}")))
+            record = (RunRecord(new_run_id(), name, dict(arguments), conf.digest)
+                      if records_run else None)
+            cmd = Command(name, conf, record, stop, stack)
+            outcome = work(cmd)
+        except Exception as exc:  # anticipated errors exit 2-4 and 6, the rest 5 (README)
+            error = UnexpectedError.of(exc)
+            if error is not exc:
+                log.debug("the unexpected error's stack trace", exc_info=exc)
+        if error is None and stop.requested:
+            error = RunCancelled(f"cancelled by {stop.signal} as the run ended: everything "
+                                 "it did is recorded")
+        if cmd is not None and record is not None:
+            error = _record(cmd, record, outcome, error)
+        for pending in cmd.pending if cmd is not None else []:
+            if pending.exception() is not None:
+                log.error("%s", pending.exception())
+    code = error.exit_code if error is not None else (outcome.exit_code if outcome else 5)
+    if error is not None:
+        click.echo(f"error: {error}", err=True)
+        if as_json:
+            emit(True, {"run_id": record.run_id if record else None, "command": name,
+                        "exit_code": code, "error": str(error),
+                        **getattr(error, "details", {})}, lambda: None)
+    elif outcome is not None:
+        emit(as_json, {"run_id": record.run_id if record else None, "command": name,
+                       **outcome.payload, "exit_code": code},
+             lambda: click.echo("\n".join(outcome.human())))
+    sys.exit(code)
+
+
+def _record(cmd: Command, record: RunRecord, outcome: Outcome | None,
+            error: ProvisioningError | None) -> ProvisioningError | None:
+    """Write the run's row to the runs table; the error the command ends with (a runs row
+    that could not be written is one: exit 5, the run's work is done)."""
+    if error is not None:
+        status = "cancelled" if error.exit_code == 6 else "failed"
+        record.finish(status, error.exit_code, str(error))
+    else:
+        assert outcome is not None
+        record.finish(outcome.run_status, outcome.exit_code)
+    spark = cmd.spark
+    if spark is None and isinstance(error, ClusterUnreachable):
         # Unreachable clusters are worth a runs row even though no session was needed yet.
         try:
-            spark = session(conf)
-        except ProvisioningError as session_exc:
-            click.echo(f"error: could not record the run: {session_exc}", err=True)
-    if spark is not None:
-        try:
-            write_run(spark, conf.tables.runs, record)
-        except Exception as write_exc:
-            click.echo(f"error: could not record the run: {write_exc}", err=True)
-    if as_json:
-        emit(True, {"run_id": record.run_id, "command": record.command,
-                    "exit_code": exc.exit_code, "error": str(exc),
-                    **getattr(exc, "details", {})}, lambda: None)
-    sys.exit(exc.exit_code)
+            spark = cmd.session()
+        except ProvisioningError as exc:
+            click.echo(f"error: could not record the run: {exc}", err=True)
+    if spark is None:
+        return error
+    from provisioning.delta.runs import write_run
+
+    try:
+        write_run(spark, cmd.conf.tables.runs, record)
+    except Exception as exc:
+        unrecorded = UnexpectedError(
+            f"could not record the run in {cmd.conf.tables.runs}: {type(exc).__name__}: "
+            f"{(str(exc).strip().splitlines() or [''])[0][:300]}")
+        if error is None:
+            return unrecorded
+        click.echo(f"error: {unrecorded}", err=True)
+    return error
+
+
+def fail_usage(message: str) -> NoReturn:
+    """Exit 2 for a usage problem found before any command ran."""
+    raise click.UsageError(message)

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from provisioning.cli.common import (
-    common_options,
-    emit,
-    fail,
-    finish,
-    load,
-    session,
-    setup_logging,
-)
-from provisioning.conf import resolve_credentials, select_clusters
-from provisioning.results import RunRecord, new_run_id
+from provisioning.cli.common import Command, Outcome, common_options, execute
+from provisioning.conf import select_clusters
 from provisioning.run.options import IMPORT_MODES, ImportOptions, Scope
 
 
@@ -37,46 +26,45 @@ def import_(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
             as_json: bool, verbose: bool, table: str, owner: str | None, mode: str,
             with_assignment: bool, include_protected: bool) -> None:
     """Write the live topics as manifest rows (one commit); changes nothing on Kafka."""
-    from provisioning.run.commands import import_topics
-
-    setup_logging(verbose)
-    conf = load(conf_path)
     options = ImportOptions(table=table, scope=Scope(clusters, topics_glob), mode=mode,
                             owner=owner, with_assignment=with_assignment,
                             include_protected=include_protected)
-    record = RunRecord(new_run_id(), "import",
-                       {"clusters": list(clusters), "topics": topics_glob, "table": table,
-                        "owner": owner, "mode": mode, "with_assignment": with_assignment,
-                        "include_protected": include_protected}, conf.digest)
-    spark = None
-    try:
-        selected = select_clusters(conf, clusters)
-        credentials = resolve_credentials(conf, os.environ)
-        spark = session(conf)
-        summaries = import_topics(spark, conf, selected, credentials, record, options)
-    except Exception as exc:  # anticipated errors exit 2-4, the rest 5 (README)
-        fail(spark, conf, record, exc, as_json)
-    finish(spark, conf, record, "succeeded", 0)
-    version = record.outcome_counts.get("table_version")
 
-    def human() -> None:
-        total = sum(s.rows_written for s in summaries)
-        click.echo(f"import {record.run_id}: {total} manifest row(s) written to {table} "
-                   f"(version {version})")
-        for s in summaries:
-            left_out = []
-            if s.left_out_managed:
-                left_out.append(f"{s.left_out_managed} already named by a manifest")
-            if s.left_out_protected:
-                left_out.append(f"{s.left_out_protected} internal or protected "
-                                "(--include-protected imports them)")
-            if s.left_out_undescribable:
-                left_out.append(f"{s.left_out_undescribable} not describable by this "
-                                "principal")
-            click.echo(f"  cluster {s.cluster}: {s.rows_written} row(s)"
-                       + (f"; left out {', '.join(left_out)}" if left_out else ""))
-        click.echo("next: review the table, then add it to tables.manifests and run plan: "
-                   "every imported topic plans as NOOP")
+    def work(cmd: Command) -> Outcome:
+        from provisioning.run.commands import import_topics
 
-    emit(as_json, {"run_id": record.run_id, "table": table, "table_version": version,
-                   "clusters": [s.as_dict() for s in summaries]}, human)
+        record = cmd.record
+        assert record is not None
+        selected = select_clusters(cmd.conf, clusters)
+        credentials = cmd.credentials()
+        summaries = import_topics(cmd.session(), cmd.conf, selected, credentials, record,
+                                  options, cmd.stop)
+        version = record.outcome_counts.get("table_version")
+
+        def human() -> list[str]:
+            total = sum(s.rows_written for s in summaries)
+            lines = [f"import {record.run_id}: {total} manifest row(s) written to {table} "
+                     f"(version {version})"]
+            for s in summaries:
+                left_out = []
+                if s.left_out_managed:
+                    left_out.append(f"{s.left_out_managed} already named by a manifest")
+                if s.left_out_protected:
+                    left_out.append(f"{s.left_out_protected} internal or protected "
+                                    "(--include-protected imports them)")
+                if s.left_out_undescribable:
+                    left_out.append(f"{s.left_out_undescribable} not describable by this "
+                                    "principal")
+                lines.append(f"  cluster {s.cluster}: {s.rows_written} row(s)"
+                             + (f"; left out {', '.join(left_out)}" if left_out else ""))
+            lines.append("next: review the table, then add it to tables.manifests and run "
+                         "plan: every imported topic plans as NOOP")
+            return lines
+
+        return Outcome(0, {"table": table, "table_version": version,
+                           "clusters": [s.as_dict() for s in summaries]}, human)
+
+    execute("import", conf_path, as_json, verbose,
+            {"clusters": list(clusters), "topics": topics_glob, "table": table,
+             "owner": owner, "mode": mode, "with_assignment": with_assignment,
+             "include_protected": include_protected}, work)

@@ -8,36 +8,36 @@ overwritten as one commit, so its Delta history is the manifest's history.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
+from provisioning.cli.common import (
+    Command,
+    Outcome,
+    execute,
+    json_option,
+    remote_option,
+    verbose_option,
+)
 from provisioning.cli.manifest_file import load_manifest_file
-from provisioning.errors import UnexpectedError
-from provisioning.session import build_session
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--table", required=True, help="Delta path or catalog table name.")
 @click.option("--mode", type=click.Choice(["overwrite", "append"]), default="overwrite")
-@click.option("--remote", envvar="SPARK_REMOTE", default=None, metavar="sc://HOST:PORT",
-              help="Write through this Spark Connect server (default: $SPARK_REMOTE).")
-def main(source: str, table: str, mode: str, remote: str | None) -> None:
+@remote_option
+@json_option
+@verbose_option
+def main(source: str, table: str, mode: str, as_json: bool, verbose: bool) -> None:
     """Load a manifest file into a Delta table."""
-    try:
-        rows = load_manifest_file(source)
-    except Exception as error:  # anticipated errors exit 2-4, the rest 5 (README)
-        exc = UnexpectedError.of(error)
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    from provisioning.delta.manifests import write_manifest
 
-    try:
-        spark = build_session("load-manifest", remote=remote)
-        version = write_manifest(spark, rows, table, mode)
-    except Exception as error:
-        exc = UnexpectedError.of(error)
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    click.echo(f"wrote {len(rows)} manifest row(s) to {table} (version {version})")
+    def work(cmd: Command) -> Outcome:
+        from provisioning.delta.manifests import write_manifest
+
+        rows = load_manifest_file(source)
+        version = write_manifest(cmd.session(), rows, table, mode)
+        return Outcome(0, {"table": table, "rows": len(rows), "version": version},
+                       lambda: [f"wrote {len(rows)} manifest row(s) to {table} "
+                                f"(version {version})"])
+
+    execute("load_manifest", None, as_json, verbose, {}, work, records_run=False)

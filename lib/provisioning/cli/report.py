@@ -3,12 +3,9 @@ the Delta tables."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from provisioning.cli.common import common_options, emit, load, session, setup_logging
-from provisioning.errors import UnexpectedError
+from provisioning.cli.common import Command, Outcome, common_options, execute
 from provisioning.views.report import build_report, render_report
 
 
@@ -26,14 +23,11 @@ def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
            unmanaged: bool, limit: int) -> None:
     """Show recent runs, one run's outcomes, a topic's history, drift across clusters or the
     unmanaged topics."""
-    setup_logging(verbose)
-    conf = load(conf_path)
-    try:
-        payload = build_report(session(conf), conf, run_id=run_id, topic=topic,
+
+    def work(cmd: Command) -> Outcome:
+        payload = build_report(cmd.session(), cmd.conf, run_id=run_id, topic=topic,
                                clusters=clusters, limit=limit, drift=drift,
                                topics_glob=topics_glob, unmanaged=unmanaged)
-    except Exception as error:  # anticipated errors exit 2-4, the rest 5 (README)
-        exc = UnexpectedError.of(error)
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    emit(as_json, payload, lambda: click.echo("\n".join(render_report(payload))))
+        return Outcome(0, payload, lambda: render_report(payload))
+
+    execute("report", conf_path, as_json, verbose, {}, work, records_run=False)
