@@ -71,6 +71,13 @@ def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
+def fault_env(*faults: str) -> dict[str, str]:
+    """The environment that injects `faults` into every Python process of a run
+    (tests/support/faults)."""
+    return {"PROVISIONING_FAULT": ",".join(faults),
+            "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'faults'}:{REPO}"}
+
+
 def run_cli_in_process(args: Sequence[str], env: Mapping[str, str] | None = None
                        ) -> Completed:
     """Run the job's CLI (`provisioning.cli.main`, the same command spark-submit.sh runs)

@@ -6,7 +6,6 @@ and ControllerMutationQuotaTest, driven through the real CLI.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from kafka import KafkaAdminClient
 from tests.helpers import (
     audit_rows,
     broker_state,
+    fault_env,
     kafka_tool,
     run_cli,
     runs_rows,
@@ -68,7 +68,7 @@ def test_killed_driver_rerun_records_each_topic_once(fresh_broker: Any, spark: A
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
 
     killed = run_cli(["apply", "--conf", str(conf)],
-                     env={"PROVISIONING_FAULT": "kill-driver-before-audit:apply"})
+                     env=fault_env("kill-driver-before-audit:apply"))
     assert killed.returncode != 0
     # the creates happened; the apply audit commit never did
     assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
@@ -123,6 +123,7 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
     real lock table; the fence before apply reads the claim back and stops the run."""
     from provisioning.delta.lock import RunLock
     from provisioning.errors import LockHeld
+    from provisioning.processes import ProcessIdentity
 
     warehouse = tmp_path / "wh"
     names = [f"fence.{i:03d}" for i in range(3)]
@@ -132,7 +133,7 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
     finished: dict[str, Any] = {}
     job = threading.Thread(target=lambda: finished.update(done=run_cli(
         ["apply", "--conf", str(conf), "--topics", "fence.*"],
-        env={"PROVISIONING_FAULT": f"pause-before-changes:{go}"})))
+        env=fault_env(f"pause-before-changes:{go}"))))
     job.start()
     waiting = Path(f"{go}.waiting")
     deadline = time.monotonic() + 300
@@ -143,7 +144,7 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
     (victim,) = {r["run_id"] for r in spark.read.format("delta").load(str(locks)).collect()}
     # Another run takes the cluster over, as one that found the victim's process gone would.
     usurper = RunLock(spark, str(locks), ["local"], "20990101T000000Z-usurper", "apply", 600)
-    usurper.host, usurper.pid = "elsewhere", 1
+    usurper.me = ProcessIdentity("elsewhere", None, None, 1, None)
     usurper._append("claim", {"local": victim})
     go.touch()
     job.join(600)
@@ -369,7 +370,7 @@ def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark:
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
     done = run_cli(["apply", "--conf", str(conf), "--json"],
-                   env={"PROVISIONING_FAULT": "fail-task-after-create"},
+                   env=fault_env("fail-task-after:create_topics"),
                    spark_args=["--master", "local[2,3]"])
     assert done.returncode == 0, done.output[-3000:]
     assert audit_rows(spark, warehouse, done.json()["run_id"]) == _created_rows(names)
@@ -378,55 +379,3 @@ def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark:
                 .where("phase = 'apply'").collect()}
     assert messages == {"created by an earlier attempt of this Spark task"}
     assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
-
-
-def test_sigterm_to_a_connect_client_records_the_run_and_frees_the_lock(
-        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
-    """An Airflow timeout sends SIGTERM to the task: a Connect client paused before its
-    first change stops there, records the run as cancelled, gives its lock back, exits 6."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from tests.helpers import REPO
-
-    warehouse = tmp_path / "wh"
-    names = [f"term.{i:03d}" for i in range(3)]
-    write_manifest_table(spark, warehouse / "desired_topics", _topics("term.", 3))
-    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
-    go = tmp_path / "go"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PROVISIONING_FAULT": f"pause-before-changes:{go}"}
-    job = subprocess.Popen(
-        [str(REPO / "spark-submit.sh"), "--remote", connect_server.address,
-         str(REPO / "jobs" / "provision_topics.py"), "apply", "--conf", str(conf),
-         "--topics", "term.*", "--json"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not Path(f"{go}.waiting").exists() and job.poll() is None \
-                and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert Path(f"{go}.waiting").exists(), job.communicate(timeout=60)
-        job.send_signal(signal.SIGTERM)
-        out, err = job.communicate(timeout=300)
-    finally:
-        if job.poll() is None:
-            job.kill()
-    assert job.returncode == 6, out[-3000:] + err[-3000:]
-    doc = json.loads(out.strip().splitlines()[-1])
-    assert doc["exit_code"] == 6
-    assert doc["error"].startswith("cancelled by SIGTERM: the run's Spark operations were "
-                                   "interrupted")
-    assert [t for t in broker_state(kafka.bootstrap_servers) if t.startswith("term.")] == []
-    ((run_id, run),) = runs_rows(spark, warehouse).items()
-    assert (run["command"], run["status"], run["exit_code"], run["message"]) == (
-        "apply", "failed", 6, doc["error"])
-    # what completed before the signal is recorded: the plan and the validateOnly verdicts
-    assert audit_rows(spark, warehouse, run_id) == sorted(
-        ("local", n, "CREATE", phase, outcome) for n in names
-        for phase, outcome in (("plan", "planned"), ("validate", "validated")))
-    log = (spark.read.format("delta").load(str(warehouse / "provision_runs_locks"))
-           .orderBy("_metadata.row_commit_version").collect())
-    assert [(r["run_id"], r["event"]) for r in log] == [(run_id, "claim"), (run_id, "release")]

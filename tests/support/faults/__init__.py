@@ -1,0 +1,1 @@
+"""Fault injection for the reliability tests (see sitecustomize.py)."""
