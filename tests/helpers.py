@@ -75,7 +75,7 @@ def fault_env(*faults: str) -> dict[str, str]:
     """The environment that injects `faults` into every Python process of a run
     (tests/support/faults)."""
     return {"PROVISIONING_FAULT": ",".join(faults),
-            "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'faults'}:{REPO}"}
+            "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'faults'}:{REPO / 'lib'}:{REPO}"}
 
 
 def run_cli_in_process(args: Sequence[str], env: Mapping[str, str] | None = None

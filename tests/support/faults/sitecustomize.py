@@ -5,10 +5,10 @@ on PYTHONPATH and PROVISIONING_FAULT set. Nothing of it ships with the job.
 PROVISIONING_FAULT is a comma-separated list of `point` or `point:argument`:
 
 - kill-driver-before-audit:PHASE  SIGKILL the driver before the audit commit holding PHASE
-- fail-task-after:REQUEST         a Spark task's first attempt raises once a real request of
-                                  REQUEST (create_topics, delete_topics, create_partitions:
-                                  functions of provisioning.kafka.requests) was answered
-- raise-after:REQUEST             an admin task raises (not a Kafka error) after REQUEST
+- fail-task-after:REQUEST         a Spark task's first attempt dies (its Python worker
+                                  SIGKILLed) once a real request of REQUEST (create_topics,
+                                  delete_topics, create_partitions: functions of
+                                  provisioning.kafka.requests) was answered
 - kill-worker-after:REQUEST       the Python worker that sent REQUEST dies (SIGKILL)
 - describe-fails-after-create     the first describe after a real CreateTopics loses its
                                   connection (KafkaConnectionError)
