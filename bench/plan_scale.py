@@ -135,6 +135,8 @@ def generate(work: Path, rows: int, clusters: int) -> dict[str, Any]:
             F.array().cast("array<string>")).alias("consumer_groups"),
         F.lit(None).cast("string").alias("error_name"),
         F.current_timestamp().alias("snapshot_at"),
+        F.lit(None).cast(SNAPSHOT["partition_states"].dataType).alias("partition_states"),
+        F.lit(None).cast(SNAPSHOT["default_configs"].dataType).alias("default_configs"),
     ).select(*column_names(SNAPSHOT))
     live.write.format("delta").mode("overwrite").save(str(work / "topic_snapshots"))
     written = spark.read.format("delta").load(str(work / "topic_snapshots")).count()

@@ -95,6 +95,16 @@ CLUSTER_STATE = _fields(
     ("error", StringType()),
 )
 
+# One partition of a live topic as the metadata reports it: `leader` null when the
+# partition has no leader (offline); `replicas` in the broker's order (the first is the
+# preferred leader); `isr` sorted by broker id.
+PARTITION_STATE = _fields(
+    ("partition", IntegerType()),
+    ("leader", IntegerType()),
+    ("replicas", ArrayType(IntegerType(), True)),
+    ("isr", ArrayType(IntegerType(), True)),
+)
+
 # One live topic of one cluster (the `snapshot` subcommand appends these).
 SNAPSHOT = _fields(
     ("run_id", StringType()),
@@ -110,6 +120,14 @@ SNAPSHOT = _fields(
     ("consumer_groups", ArrayType(StringType(), True)),
     ("error_name", StringType()),
     ("snapshot_at", TimestampType()),
+    # Added after the first release (appends merge them into older tables, whose rows
+    # hold null): every partition's leader, replicas and ISR, in partition order ...
+    ("partition_states", ArrayType(PARTITION_STATE, True)),
+    # ... and the rest of what DescribeConfigs reports for the topic, the configs it
+    # inherits (sources STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+    # DEFAULT_CONFIG): with `configs`, every config's effective value. Both null where
+    # unknown, as `configs`.
+    ("default_configs", ArrayType(CONFIG_ENTRY, True)),
 )
 
 # One row per (cluster, topic) the run considers: desired joined with live.

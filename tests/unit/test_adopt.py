@@ -23,7 +23,8 @@ def live_row(topic: str, **cols: Any) -> tuple[Any, ...]:
     values = {"run_id": "r1", "cluster": "local", "cluster_id": "c1", "topic": topic,
               "topic_id": f"id-{topic}", "internal": False, "partitions": 1,
               "replication_factor": 1, "replica_assignment": {0: [1]}, "configs": [],
-              "consumer_groups": [], "error_name": None, "snapshot_at": AT, **cols}
+              "consumer_groups": [], "error_name": None, "snapshot_at": AT,
+              "partition_states": None, "default_configs": None, **cols}
     return tuple(values[c] for c in column_names(SNAPSHOT))
 
 

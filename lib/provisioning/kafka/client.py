@@ -65,6 +65,16 @@ class ClusterState:
 
 
 @dataclass(frozen=True)
+class PartitionState:
+    """One partition as the metadata reports it (a PARTITION_STATE row)."""
+
+    partition: int
+    leader: int | None          # None: no leader (offline)
+    replicas: tuple[int, ...]   # the broker's order: the first is the preferred leader
+    isr: tuple[int, ...]        # sorted by broker id
+
+
+@dataclass(frozen=True)
 class LiveTopic:
     name: str
     topic_id: str | None
@@ -74,7 +84,19 @@ class LiveTopic:
     replica_assignment: dict[int, list[int]] | None
     error_name: str | None
     leaderless_partitions: int = 0
+    # In partition order; None when the topic could not be described.
+    partition_states: tuple[PartitionState, ...] | None = None
 
+
+
+def _partition_state(p: dict[str, Any]) -> PartitionState:
+    leader = int(p.get("leader_id", -1))
+    return PartitionState(
+        partition=int(p["partition_index"]),
+        leader=leader if leader >= 0 else None,
+        replicas=tuple(int(b) for b in p.get("replica_nodes") or ()),
+        isr=tuple(sorted(int(b) for b in p.get("isr_nodes") or ())),
+    )
 
 
 class _Settings(dict[str, Any]):
@@ -230,6 +252,8 @@ class ClusterAdmin:
             assignment = {int(p["partition_index"]): [int(b) for b in p["replica_nodes"]]
                           for p in parts}
             rf = len(next(iter(assignment.values()))) if assignment else None
+            states = tuple(sorted((_partition_state(p) for p in parts),
+                                  key=lambda s: s.partition))
             result.append(LiveTopic(
                 name=t["name"],
                 topic_id=topic_id_text(t.get("topic_id")),
@@ -239,6 +263,7 @@ class ClusterAdmin:
                 replica_assignment=assignment if code == 0 else None,
                 error_name=None if code == 0 else error_name(code),
                 leaderless_partitions=sum(1 for p in parts if int(p.get("leader_id", -1)) < 0),
+                partition_states=states if code == 0 else None,
             ))
         return result
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
-from provisioning.kafka.client import ClusterAdmin, ClusterState, LiveTopic
+from provisioning.kafka.client import ClusterAdmin, ClusterState, LiveTopic, PartitionState
+from provisioning.kafka.codes import NON_DEFAULT_SOURCES
 from provisioning.kafka.compat import check_installed
 from schemas import SNAPSHOT, column_names
 
@@ -89,17 +90,35 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
 
 def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any
              ) -> Iterator[tuple[Any, ...]]:
-    configs = admin.topic_configs([t.name for t in topics if t.error_name is None])
+    # One DescribeConfigs per chunk gives both: the configs somebody set and the inherited.
+    configs = admin.topic_configs([t.name for t in topics if t.error_name is None],
+                                  only_non_default=False)
     for t in topics:
         yield row(t, configs.get(t.name))
 
 
+def _set_and_inherited(entries: list[dict[str, Any]] | None
+                       ) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """A topic's config entries split into the ones somebody set (SNAPSHOT.configs, as
+    `ClusterAdmin.topic_configs` keeps them by default) and the ones it inherits."""
+    if entries is None:
+        return None, None
+    return ([e for e in entries if e["source"] in NON_DEFAULT_SOURCES],
+            [e for e in entries if e["source"] not in NON_DEFAULT_SOURCES])
+
+
+def _partition_row(p: PartitionState) -> dict[str, Any]:
+    return {"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
+            "isr": list(p.isr)}
+
+
 def _row(admin: ClusterAdmin, run_id: str, cluster_id: str | None, taken_at: dt.datetime,
          in_use: Mapping[str, list[str]] | None, t: LiveTopic,
-         configs: list[dict[str, Any]] | None) -> tuple[Any, ...]:
+         entries: list[dict[str, Any]] | None) -> tuple[Any, ...]:
     # Unknown stays null: configs the broker would not show, groups this principal
     # cannot all see, and everything about a topic it may not describe.
     visible = t.error_name is None
+    configs, inherited = _set_and_inherited(entries)
     values = {
         "run_id": run_id,
         "cluster": admin.cluster.name,
@@ -114,5 +133,8 @@ def _row(admin: ClusterAdmin, run_id: str, cluster_id: str | None, taken_at: dt.
         "consumer_groups": in_use.get(t.name, []) if in_use is not None and visible else None,
         "error_name": t.error_name,
         "snapshot_at": taken_at,
+        "partition_states": (None if t.partition_states is None
+                             else [_partition_row(p) for p in t.partition_states]),
+        "default_configs": inherited,
     }
     return tuple(values[c] for c in column_names(SNAPSHOT))
