@@ -69,6 +69,30 @@ PRESENT = "present"
 ABSENT = "absent"
 STATES = (PRESENT, ABSENT)
 
+# -- check: the rules a live topic is judged by, and their severities ---------------------
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+# `checks.severity` may also turn a rule off: it is not judged.
+OFF = "off"
+# Health rules, from the live metadata; always judged unless turned off.
+OFFLINE_PARTITION = "offline_partition"
+UNDER_REPLICATED = "under_replicated"
+BELOW_MIN_ISR = "below_min_isr"
+MIN_INSYNC_WITHIN_RF = "min_insync_within_rf"
+UNMANAGED = "unmanaged"
+DRIFT_RULE = "drift"
+HEALTH_RULES = (OFFLINE_PARTITION, UNDER_REPLICATED, BELOW_MIN_ISR, MIN_INSYNC_WITHIN_RF,
+                UNMANAGED, DRIFT_RULE)
+# The configured create policies a check runs on live topics; `custom` stands for every
+# violation a custom policy appends, whatever name it gives it. The capacity policies
+# (partition_budget, owner_partition_quota) budget what a run adds and are not among them.
+CUSTOM_RULE = "custom"
+LIVE_POLICIES = ("topic_name_pattern", "partitions_range", "replication_factor_range",
+                 "required_configs", "forbidden_configs", "min_insync_below_rf", CUSTOM_RULE)
+CHECK_RULES = (*HEALTH_RULES, *LIVE_POLICIES)
+
 # -- config sources (KIP-525, DescribeConfigs) ------------------------------------------
 # A config somebody set on the topic itself, as opposed to one it inherits.
 TOPIC_OVERRIDE = "DYNAMIC_TOPIC_CONFIG"

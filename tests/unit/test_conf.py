@@ -50,6 +50,7 @@ def test_minimal_conf_gets_defaults() -> None:
         runs="warehouse/provision_runs",
         snapshots="warehouse/topic_snapshots",
         locks="warehouse/provision_runs_locks",
+        violations="warehouse/provision_runs_violations",
     )
     assert conf.run.lock_ttl_seconds == 600
     assert conf.kafka == KafkaConf()
@@ -87,7 +88,7 @@ def test_every_bad_key_is_reported_at_once() -> None:
     }
     assert _problems(data) == [
         "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, alters, policies, "
-            "run, maintenance)",
+            "run, maintenance, checks)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "

@@ -6,11 +6,13 @@ imports Spark). Every problem of a file is reported at once, naming its key.
 
 from provisioning.conf.load import load_conf, parse_conf, resolve_credentials, select_clusters
 from provisioning.conf.model import (
+    CHECK_SEVERITY_LEVELS,
     DEFAULT_PROTECTED_TOPICS,
     DELTA_SAFE_RETAIN_HOURS,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
     AltersConf,
+    ChecksConf,
     ClusterConf,
     Conf,
     Credentials,
@@ -25,11 +27,13 @@ from provisioning.conf.model import (
 )
 
 __all__ = [
+    "CHECK_SEVERITY_LEVELS",
     "DEFAULT_PROTECTED_TOPICS",
     "DELTA_SAFE_RETAIN_HOURS",
     "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
     "AltersConf",
+    "ChecksConf",
     "ClusterConf",
     "Conf",
     "Credentials",

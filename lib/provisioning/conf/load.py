@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from provisioning.conf.model import (
+    CHECK_SEVERITY_LEVELS,
     DEFAULT_PROTECTED_TOPICS,
     DELTA_SAFE_RETAIN_HOURS,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
     AltersConf,
+    ChecksConf,
     ClusterConf,
     Conf,
     Credentials,
@@ -38,6 +40,7 @@ from provisioning.conf.reader import (
     type_name,
 )
 from provisioning.errors import ConfError, UsageError
+from provisioning.names import CHECK_RULES
 from provisioning.session import redact_remote
 
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
@@ -154,7 +157,7 @@ def _string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
 
 
 _TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "alters", "policies", "run",
-             "maintenance")
+             "maintenance", "checks")
 
 
 def parse_conf(data: Any, source: str, digest: str = "",
@@ -175,6 +178,7 @@ def parse_conf(data: Any, source: str, digest: str = "",
         r, r.section(top, "policies"))
     run = _read_run(r, r.section(top, "run"))
     maintenance = _read_maintenance(r, top.get("maintenance"), spark)
+    checks = _read_checks(r, r.section(top, "checks"))
     if r.problems:
         raise ConfError(source, r.problems)
     return Conf(
@@ -191,6 +195,7 @@ def parse_conf(data: Any, source: str, digest: str = "",
         delete_policies=delete_policies,
         alters=alters,
         alter_policies=alter_policies,
+        checks=checks,
     )
 
 
@@ -219,7 +224,8 @@ def _read_tables(r: Reader, node: Any) -> TablesConf:
     body = r.mapping(node, "tables")
     if body is None:
         return TablesConf(manifests=(), audit="", runs="", snapshots="")
-    r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots", "locks"))
+    r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots", "locks",
+                                  "violations"))
     runs = r.value(body, "tables", "runs", str) or ""
     return TablesConf(
         manifests=_table_list(r, body, "tables", "manifests"),
@@ -227,6 +233,7 @@ def _read_tables(r: Reader, node: Any) -> TablesConf:
         runs=runs,
         snapshots=r.value(body, "tables", "snapshots", str) or "",
         locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
+        violations=r.value(body, "tables", "violations", str, f"{runs}_violations"),
     )
 
 
@@ -344,6 +351,34 @@ def _read_maintenance(r: Reader, node: Any, spark: SparkConf) -> MaintenanceConf
                   "(keep it longer than the longest run)")
     days = r.value(body, "maintenance", "snapshot_retention_days", int, None, positive)
     return MaintenanceConf(vacuum_retain_hours=hours, snapshot_retention_days=days)
+
+
+def _read_checks(r: Reader, body: Mapping[str, Any] | None) -> ChecksConf:
+    if body is None:
+        return ChecksConf()
+    r.no_unknown(body, "checks", ("severity",))
+    node = body.get("severity")
+    if node is None:
+        return ChecksConf()
+    if not isinstance(node, Mapping):
+        r.problem("checks.severity", f"expected a mapping of rule -> "
+                  f"{' | '.join(CHECK_SEVERITY_LEVELS)}, got {type_name(node)}")
+        return ChecksConf()
+    severity = {}
+    for rule, level in node.items():
+        where = f"checks.severity.{rule}"
+        if rule not in CHECK_RULES:
+            r.problem(where, f"unknown rule (known: {', '.join(CHECK_RULES)})")
+            continue
+        # YAML 1.1 reads a bare `off` as false.
+        if level is False:
+            level = "off"
+        if not isinstance(level, str) or level not in CHECK_SEVERITY_LEVELS:
+            shown = repr(level) if isinstance(level, str) else type_name(level)
+            r.problem(where, f"{shown} is not one of {', '.join(CHECK_SEVERITY_LEVELS)}")
+            continue
+        severity[rule] = level
+    return ChecksConf(severity=severity)
 
 
 def _spark_value(v: Any) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from provisioning.names import ALWAYS_PROTECTED
+from provisioning.names import ALWAYS_PROTECTED, OFF, SEVERITIES
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -56,6 +56,8 @@ class TablesConf:
     runs: str
     snapshots: str
     locks: str = ""
+    # `check`'s violations (schemas.VIOLATIONS).
+    violations: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,17 @@ class RunConf:
     lock_clock_skew_seconds: int = 30
 
 
+# The levels `checks.severity` may give a rule (names.CHECK_RULES).
+CHECK_SEVERITY_LEVELS = (*SEVERITIES, OFF)
+
+
+@dataclass(frozen=True)
+class ChecksConf:
+    # rule -> error, warning, info or off: overrides a rule's own severity (or turns the rule
+    # off); a rule not named keeps its own.
+    severity: Mapping[str, str] = field(default_factory=dict)
+
+
 # Delta refuses a shorter VACUUM retention unless its safety check is turned off.
 
 DELTA_SAFE_RETAIN_HOURS = 168
@@ -141,6 +154,7 @@ class Conf:
     alter_policies: tuple[PolicySpec, ...] = ()
     run: RunConf = RunConf()
     maintenance: MaintenanceConf = MaintenanceConf()
+    checks: ChecksConf = ChecksConf()
 
 
 
