@@ -1,10 +1,12 @@
-"""Every table schema of the project: manifests, snapshots, plan, audit, runs and locks.
+"""Every table schema of the project: manifests, snapshots, plan, audit, runs, locks and
+`check`'s violations.
 
 Readers, writers, transforms and test builders import these. A module that shows or
 sends a few columns of a table (a view, a request) names the ones it uses; none
 defines a table of its own.
 """
 
+from schemas.check import VIOLATIONS
 from schemas.tables import (
     AUDIT,
     CLUSTER_STATE,
@@ -14,6 +16,7 @@ from schemas.tables import (
     DRIFT_ITEM,
     LOCKS,
     MANIFEST,
+    PARTITION_STATE,
     PLAN,
     POLICY_VIOLATION,
     RUNS,
@@ -31,10 +34,12 @@ __all__ = [
     "DRIFT_ITEM",
     "LOCKS",
     "MANIFEST",
+    "PARTITION_STATE",
     "PLAN",
     "POLICY_VIOLATION",
     "RUNS",
     "SNAPSHOT",
     "TOPIC_RESULT",
+    "VIOLATIONS",
     "column_names",
 ]
