@@ -13,7 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from schemas.tables import AUDIT, CLUSTER_STATE, DESIRED, PLAN, SNAPSHOT
+from schemas.check import VIOLATIONS
+from schemas.tables import AUDIT, CLUSTER_STATE, DESIRED, PLAN, RUNS, SNAPSHOT
 
 
 def rows_df(spark: SparkSession, schema: StructType, rows: Sequence[Mapping[str, Any]],
@@ -50,6 +51,30 @@ def cluster_states_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) ->
 def snapshot_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
     """SNAPSHOT rows."""
     return rows_df(spark, SNAPSHOT, rows)
+
+
+def config_entry(name: str, value: str | None, source: str = "DYNAMIC_TOPIC_CONFIG",
+                 sensitive: bool = False) -> dict[str, Any]:
+    """One CONFIG_ENTRY, as SNAPSHOT.configs / default_configs hold it."""
+    return {"name": name, "value": value, "source": source, "read_only": False,
+            "sensitive": sensitive}
+
+
+def partition_state(partition: int, leader: int | None, replicas: Sequence[int],
+                    isr: Sequence[int] | None = None) -> dict[str, Any]:
+    """One PARTITION_STATE; the ISR is every replica unless given."""
+    return {"partition": partition, "leader": leader, "replicas": list(replicas),
+            "isr": sorted(replicas if isr is None else isr)}
+
+
+def violations_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """VIOLATIONS rows."""
+    return rows_df(spark, VIOLATIONS, rows)
+
+
+def runs_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """RUNS rows."""
+    return rows_df(spark, RUNS, rows)
 
 
 def violation(policy: str, message: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ its `policy_violations` stays empty.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from pyspark.sql import DataFrame
 
@@ -36,13 +36,16 @@ POLICIES_PER_CUT = 4
 
 
 def with_create_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                         context: PolicyContext, cut: Cut | None = None) -> DataFrame:
+                         context: PolicyContext, cut: Cut | None = None,
+                         always_on: Collection[str] | None = None) -> DataFrame:
     """Append the violations of the always-on and the configured create policies to PLAN rows.
 
     specs: the conf's `policies.create`, applied in order after the always-on checks.
     cut: applied to the rows after every POLICIES_PER_CUT policies but the last ones.
+    always_on: the always-on checks to run, by name (None: all of them); `check` runs the
+      configured policies alone on live topics (provisioning.transforms.check.live).
     """
-    return _with_policies(plan, specs, context, "create", cut)
+    return _with_policies(plan, specs, context, "create", cut, always_on)
 
 
 def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
@@ -66,12 +69,14 @@ def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
 
 
 def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
-                   kind: str, cut: Cut | None) -> DataFrame:
+                   kind: str, cut: Cut | None, always_on: Collection[str] | None = None
+                   ) -> DataFrame:
     check_plan_schema(plan, f"the plan given to the {kind} policies")
     registry = POLICIES[kind]
     # (where it comes from, transform); `where` prefixes any PolicyError it raises.
     steps: list[tuple[str, Transform]] = [
-        (f"always-on {kind} policy {name}", make({}, context)) for name, make in ALWAYS_ON[kind]]
+        (f"always-on {kind} policy {name}", make({}, context)) for name, make in ALWAYS_ON[kind]
+        if always_on is None or name in always_on]
     for spec in specs:
         make = registry.get(spec.name)
         if make is None:
