@@ -32,6 +32,14 @@ Contract of the function::
   an alter policy only ALTER rows (`provisioning.transforms.policies.alter.is_alter()`;
   `config_ops` holds the config operations, `drift` every difference).
 - It is a lazy transform: no `collect()`, `count()` or other action, no I/O.
+- A custom create policy also judges live topics for `check`: each live topic comes as
+  the CREATE of itself in its current shape (partitions, replication factor, its own
+  overrides plus the reported values of the configs the built-in policies read; its
+  manifest row's owner), with `source_table` 'live' and its live_* columns set
+  (`live_configs`: every config the broker reports, with its source). Whatever it appends
+  to such a row is a violation `check` reports, with the violation's policy name as the
+  rule (`checks.severity.custom` sets its severity). Full mapping in
+  `provisioning.transforms.check.live`.
 """
 
 from __future__ import annotations
