@@ -1,0 +1,233 @@
+"""The live state `check` judges, against real brokers: every partition's leader, replicas and
+ISR and every config the broker reports, as `describe_topics` and the snapshot rows carry
+them; on three nodes, one stopped broker shrinks the ISRs the health rules then judge."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+
+from provisioning.conf import ClusterConf, KafkaConf
+from provisioning.kafka.client import ClusterAdmin, PartitionState
+from provisioning.kafka.codes import NON_DEFAULT_SOURCES, topic_id_text
+from provisioning.kafka.snapshot import snapshot_rows
+from tests.support.devkafka import KafkaCluster
+
+pytestmark = [pytest.mark.integration]
+
+KAFKA = KafkaConf(request_timeout_ms=15000, operation_timeout_ms=15000)
+AT = dt.datetime(2026, 11, 22, 3, 0, 0)
+FINDING = "cluster string, topic string, rule string, detail string"
+
+
+def _admin(bootstrap: str) -> ClusterAdmin:
+    return ClusterAdmin(ClusterConf(name="local", bootstrap_servers=bootstrap), None, KAFKA)
+
+
+def _rows(bootstrap: str, topics: set[str]) -> list[dict[str, Any]]:
+    """The job's SNAPSHOT rows of `topics`, as dicts."""
+    from schemas import SNAPSHOT, column_names
+
+    with _admin(bootstrap) as admin:
+        rows = list(snapshot_rows(admin, "snap-1", "c-1", AT))
+    found = [dict(zip(column_names(SNAPSHOT), r, strict=True)) for r in rows]
+    return sorted((r for r in found if r["topic"] in topics), key=lambda r: r["topic"])
+
+
+def _broker_configs(admin: KafkaAdminClient, topic: str) -> list[dict[str, Any]]:
+    """What DescribeConfigs says of `topic`, read apart from the job, as CONFIG_ENTRY rows."""
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
+                                       config_filter="all")["topic"][topic]
+    return [{"name": name, "value": e["value"], "source": str(e["config_source"]),
+             "read_only": bool(e["read_only"]), "sensitive": bool(e["is_sensitive"])}
+            for name, e in sorted(described.items())]
+
+
+def test_partition_states_and_configs_are_what_the_broker_reports(kafka: Any) -> None:
+    topics = {"chk.three": NewTopic("chk.three", 3, 1, topic_configs={
+                  "min.insync.replicas": "1", "retention.ms": "3600000"}),
+              "chk.plain": NewTopic("chk.plain", 1, 1)}
+    client = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    try:
+        client.create_topics(list(topics.values()), raise_errors=True, wait_for_metadata=True)
+        ids = {t["name"]: topic_id_text(t["topic_id"])
+               for t in client.describe_topics(sorted(topics))}
+        reported = {t: _broker_configs(client, t) for t in topics}
+    finally:
+        client.close()
+
+    with _admin(kafka.bootstrap_servers) as admin:
+        described = {t.name: t.partition_states for t in admin.describe_topics(sorted(topics))}
+    rows = _rows(kafka.bootstrap_servers, set(topics))
+
+    assert described == {
+        "chk.three": tuple(PartitionState(p, 1, (1,), (1,)) for p in range(3)),
+        "chk.plain": (PartitionState(0, 1, (1,), (1,)),)}
+    overrides = [{"name": "min.insync.replicas", "value": "1", "source": "DYNAMIC_TOPIC_CONFIG",
+                  "read_only": False, "sensitive": False},
+                 {"name": "retention.ms", "value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG",
+                  "read_only": False, "sensitive": False}]
+    assert [c for c in reported["chk.three"] if c["source"] == "DYNAMIC_TOPIC_CONFIG"] == \
+        overrides
+    inherited = {t: [c for c in reported[t] if c["source"] not in NON_DEFAULT_SOURCES]
+                 for t in topics}
+    # A KRaft cluster's default min.insync.replicas is a cluster-wide dynamic setting: kept
+    # by default_configs, unseen by `configs` (which keeps what somebody set).
+    assert [c for c in inherited["chk.plain"] if c["name"] == "min.insync.replicas"] == [
+        {"name": "min.insync.replicas", "value": "1", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG",
+         "read_only": False, "sensitive": False}]
+    assert len(inherited["chk.plain"]) > 20
+    assert rows == [
+        {"run_id": "snap-1", "cluster": "local", "cluster_id": "c-1", "topic": "chk.plain",
+         "topic_id": ids["chk.plain"], "internal": False, "partitions": 1,
+         "replication_factor": 1, "replica_assignment": {0: [1]}, "configs": [],
+         "consumer_groups": [], "error_name": None, "snapshot_at": AT,
+         "partition_states": [{"partition": 0, "leader": 1, "replicas": [1], "isr": [1]}],
+         "default_configs": inherited["chk.plain"]},
+        {"run_id": "snap-1", "cluster": "local", "cluster_id": "c-1", "topic": "chk.three",
+         "topic_id": ids["chk.three"], "internal": False, "partitions": 3,
+         "replication_factor": 1, "replica_assignment": {0: [1], 1: [1], 2: [1]},
+         "configs": overrides, "consumer_groups": [], "error_name": None, "snapshot_at": AT,
+         "partition_states": [{"partition": p, "leader": 1, "replicas": [1], "isr": [1]}
+                              for p in range(3)],
+         "default_configs": inherited["chk.three"]},
+    ]
+
+
+def test_a_snapshot_table_of_an_earlier_release_gains_the_new_columns(
+        spark: Any, tmp_path: Path) -> None:
+    from provisioning.delta.tables import TableRef, append
+    from schemas import SNAPSHOT
+    from tests.builders import partition_state, snapshot_df
+
+    table = str(tmp_path / "topic_snapshots")
+    new_columns = ("partition_states", "default_configs")
+    old = snapshot_df(spark, [{"run_id": "old", "cluster": "local", "topic": "t"}])
+    old.drop(*new_columns).write.format("delta").save(table)
+
+    append(snapshot_df(spark, [{"run_id": "new", "cluster": "local", "topic": "t",
+                                "partition_states": [partition_state(0, 2, [2, 1], [1])],
+                                "default_configs": []}]), TableRef(table))
+
+    assert_df_equality(
+        spark.read.format("delta").load(table),
+        snapshot_df(spark, [{"run_id": "old", "cluster": "local", "topic": "t"},
+                            {"run_id": "new", "cluster": "local", "topic": "t",
+                             "partition_states": [partition_state(0, 2, [2, 1], [1])],
+                             "default_configs": []}]),
+        ignore_row_order=True, ignore_nullable=True)
+    assert [f.name for f in spark.read.format("delta").load(table).schema.fields] == \
+        [f.name for f in SNAPSHOT.fields]
+
+
+# -- three nodes ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-3-check"), nodes=3)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _wait(what: str, done: Callable[[], bool], timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def _states(bootstrap: str, topics: set[str]) -> dict[str, Any]:
+    with _admin(bootstrap) as admin:
+        return {t.name: t.partition_states for t in admin.describe_topics(sorted(topics))}
+
+
+def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
+        three_nodes: KafkaCluster, spark: Any) -> None:
+    from provisioning.transforms.check.health import health_findings
+    from provisioning.transforms.policies import PolicyContext
+    from schemas import SNAPSHOT, column_names
+    from tests.builders import cluster_states_df, desired_df
+
+    # The stopped node is not the active controller, so the quorum keeps its leader, and
+    # leads no partition of these topics, so their leaders stay where they are.
+    controller = three_nodes.active_controller()
+    victim = max(n for n in three_nodes.node_ids if n != controller)
+    a, b = (n for n in three_nodes.node_ids if n != victim)
+    everyone = three_nodes.bootstrap_servers
+    survivors = ",".join(s for i, s in enumerate(everyone.split(","), start=1) if i != victim)
+    topics = {"chk.strict", "chk.apart"}
+    client = KafkaAdminClient(bootstrap_servers=everyone)
+    try:
+        client.create_topics([
+            NewTopic("chk.strict", replica_assignments={0: [a, b, victim], 1: [b, victim, a]},
+                     topic_configs={"min.insync.replicas": "3"}),
+            NewTopic("chk.apart", replica_assignments={0: [a, b]})],
+            raise_errors=True, wait_for_metadata=True)
+    finally:
+        client.close()
+
+    def in_sync() -> bool:
+        return all(p.isr == tuple(sorted(p.replicas))
+                   for states in _states(everyone, topics).values() for p in states or ())
+
+    def judged(bootstrap: str) -> Any:
+        rows = [tuple(r[c] for c in column_names(SNAPSHOT)) for r in _rows(bootstrap, topics)]
+        live = spark.createDataFrame(rows, SNAPSHOT)
+        context = PolicyContext(clusters=cluster_states_df(spark, []), live=live)
+        return live, health_findings(live, desired_df(spark, []), context, rules=(
+            "offline_partition", "under_replicated", "below_min_isr"))
+
+    _wait("every replica in sync", in_sync)
+    full = {"chk.strict": (PartitionState(0, a, (a, b, victim), tuple(sorted((a, b, victim)))),
+                           PartitionState(1, b, (b, victim, a), tuple(sorted((a, b, victim))))),
+            "chk.apart": (PartitionState(0, a, (a, b), tuple(sorted((a, b)))),)}
+    assert _states(everyone, topics) == full
+    # (also the first FindCoordinator: __consumer_offsets is made while every node is up)
+    _, found = judged(everyone)
+    assert_df_equality(found, spark.createDataFrame([], FINDING), ignore_nullable=True)
+
+    three_nodes.stop_node(victim)
+    try:
+        _wait(f"node {victim} out of every ISR", lambda: all(
+            victim not in p.isr for states in _states(survivors, topics).values()
+            for p in states or ()))
+        live, found = judged(survivors)
+
+        shrunk = tuple(sorted((a, b)))
+        partitions = live.select("topic", "partition_states")
+        assert_df_equality(partitions, spark.createDataFrame([
+            ("chk.strict", [(0, a, [a, b, victim], list(shrunk)),
+                            (1, b, [b, victim, a], list(shrunk))]),
+            ("chk.apart", [(0, a, [a, b], list(shrunk))]),
+        ], partitions.schema), ignore_row_order=True)
+        isr = ",".join(map(str, shrunk))
+        assert_df_equality(found, spark.createDataFrame([
+            ("local", "chk.strict", "under_replicated",
+             f"partition 0 has in-sync replicas {isr} of replicas {a},{b},{victim}; "
+             f"partition 1 has in-sync replicas {isr} of replicas {b},{victim},{a}; every "
+             "replica should be in sync"),
+            ("local", "chk.strict", "below_min_isr",
+             f"partition 0 has 2 in-sync replica(s) ({isr}); partition 1 has 2 in-sync "
+             f"replica(s) ({isr}); min.insync.replicas is 3: acks=all producers are refused "
+             "until that many replicas are in sync"),
+        ], FINDING), ignore_row_order=True, ignore_nullable=True)
+    finally:
+        if not three_nodes.is_running(victim):
+            three_nodes.start_node(victim)
+
+    _wait("every replica back in sync", in_sync)
+    _, found = judged(everyone)
+    assert_df_equality(found, spark.createDataFrame([], FINDING), ignore_nullable=True)
