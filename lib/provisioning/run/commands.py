@@ -1,7 +1,8 @@
 """The commands' work, between the CLI (parsing, output, exit codes) and the phases.
 
 Each command builds its phase list (checked when this module is imported) and runs
-it with a RunContext; `apply` holds the lock of every cluster it touches.
+it with a RunContext; `apply` holds the lock of every cluster it touches (`check`, which
+changes nothing, takes none).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from provisioning.run.engine import Commits, Run, RunContext, RunState, require
 from provisioning.run.options import (
     AnyOptions,
     ApplyOptions,
+    CheckOptions,
     ImportOptions,
     PlanOptions,
     RunOptions,
@@ -31,6 +33,7 @@ from provisioning.run.options import (
 )
 from provisioning.run.phases import (
     Apply,
+    Check,
     Import,
     Plan,
     Preflight,
@@ -49,6 +52,7 @@ PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), Snapshot(), Plan())
 APPLY_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate(), Apply(), Verify())
 IMPORT_RUN = Run(Preflight(), Import())
 SNAPSHOT_RUN = Run(Preflight(), RecordSnapshot())
+CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Check())
 
 
 def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
@@ -179,3 +183,27 @@ def take_snapshot(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterCon
     ]
     record.outcome_counts = {"topics": sum(s.topics for s in summaries)}
     return summaries
+
+
+def run_check(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+              credentials: Mapping[str, Credentials], record: RunRecord,
+              options: CheckOptions, stop: Stop | None = None) -> list[dict[str, Any]]:
+    """`check`: snapshot the selected clusters (recorded as `snapshot` records it), judge
+    every live topic in scope and append the VIOLATIONS rows to `tables.violations`; the
+    rows, as plain values. Kafka is only read, and no lock is taken."""
+    ctx = _context(spark, conf, clusters, credentials, record, options, stop)
+    found: list[dict[str, Any]] = []
+
+    def collect(state: RunState) -> None:
+        # Read back while the snapshot and violations commits land.
+        with job_label(spark, f"{options.command}: read the violations"):
+            found.extend(r.asDict() for r in
+                         require(state.violations, "violations").collect())
+
+    CHECK_RUN.execute(ctx, collect)
+    counts: dict[str, int] = {}
+    for row in found:
+        counts[row["severity"]] = counts.get(row["severity"], 0) + 1
+    record.outcome_counts = counts
+    ctx.steps.done("summary")
+    return found

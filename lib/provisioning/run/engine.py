@@ -67,6 +67,7 @@ class RunState:
     # Live topics (not internal) in scope that no plan row names, per cluster.
     unmanaged: Mapping[str, int] | None = None
     imported: Sequence[ImportSummary] | None = None     # what `import` wrote, per cluster
+    violations: DataFrame | None = None                 # `check`'s VIOLATIONS rows
     # Rows per (cluster, action, outcome) of the plan phase: what the later phases have to
     # do (nothing: they are skipped).
     plan_counts: Mapping[tuple[str, str, str], int] | None = None

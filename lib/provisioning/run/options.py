@@ -69,6 +69,14 @@ class SnapshotOptions:
     command: str = "snapshot"
 
 
+@dataclass(frozen=True, kw_only=True)
+class CheckOptions:
+    """`check`: judge every live topic of the selected clusters (and `scope`'s topics)."""
+
+    scope: Scope = Scope()
+    command: str = "check"
+
+
 RunOptions = PlanOptions | ApplyOptions
-AnyOptions = RunOptions | ImportOptions | SnapshotOptions
+AnyOptions = RunOptions | ImportOptions | SnapshotOptions | CheckOptions
 IMPORT_MODES = ("error", "append", "overwrite")

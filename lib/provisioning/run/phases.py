@@ -4,6 +4,8 @@
 
 `plan` runs up to validate (or plan, with --no-validate); `apply` runs them all.
 `import` is preflight -> import: the live topics written as a manifest table.
+`check` is preflight -> manifests -> snapshot -> check: the live topics judged, as
+VIOLATIONS rows.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ from provisioning.run.engine import (
     require,
 )
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
-from provisioning.run.planning import planned_plan, read_desired
+from provisioning.run.planning import cut, planned_plan, policy_context, read_desired
 from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
+from provisioning.transforms.check import violations
 from provisioning.transforms.plan import change_columns
 from provisioning.transforms.results import settle_existing, without_answer
 from provisioning.transforms.scope import in_scope, topics_matching
@@ -493,3 +496,35 @@ def protected_globs(conf: Conf) -> tuple[str, ...]:
         if spec.name == "protected_patterns":
             patterns += list(spec.params.get("patterns") or [])
     return tuple(dict.fromkeys(patterns))
+
+
+class Check(Phase):
+    """`check`: every live topic in the run's scope that is not internal, managed or not,
+    judged by the configured create policies and the health rules
+    (`transforms.check.violations`); the VIOLATIONS rows are appended to
+    `tables.violations` as one idempotent commit. Nothing is sent to Kafka."""
+
+    name = "check"
+    reads = ("states", "desired", "live")
+    writes = ("violations",)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        live = require(state.live, "live")
+        scope = ctx.options.scope
+        with job_label(ctx.spark, f"{ctx.command}: judge live topics"):
+            in_run = live.transform(in_scope(ctx.cluster_names, scope.topics_glob,
+                                             tuple(ctx.conf.clusters)))
+            # The policies' context is every live topic of the clusters, as for a plan.
+            context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"),
+                                     live)
+            rows = violations(in_run, require(state.desired, "desired"),
+                              ctx.conf.create_policies, context, ctx.run_id, utc_now(),
+                              ctx.conf.checks.severity, cut).localCheckpoint(eager=True)
+            ctx.steps.done("check")
+            table = TableRef(ctx.conf.tables.violations)
+            txn = Transaction(f"topic-provisioning-violations-{ctx.run_id}", 1)
+            ctx.commits.record("violations-write", lambda: append(rows, table, txn=txn))
+            ctx.commits.side("check-count",
+                             lambda: log_phase(self.name, started, rows, by="severity"))
+        state.violations = rows
