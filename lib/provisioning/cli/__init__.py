@@ -1,6 +1,6 @@
 """The command line: click commands, their output, and the exit codes.
 
-    provision-topics {snapshot,plan,apply,import,report,maintain} --conf FILE ...
+    provision-topics {snapshot,plan,apply,import,check,report,maintain} --conf FILE ...
 
 `run(args)` runs one command inside a Python process that goes on afterwards (an Airflow
 PythonOperator, a notebook) and returns its exit code.
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import click
 
+from provisioning.cli.check import check
 from provisioning.cli.importing import import_
 from provisioning.cli.maintain import maintain
 from provisioning.cli.report import report
@@ -29,7 +30,7 @@ def main() -> None:
     """Provision and audit Kafka topics from Delta manifests."""
 
 
-for _command in (snapshot, plan, apply, import_, report, maintain):
+for _command in (snapshot, plan, apply, import_, check, report, maintain):
     main.add_command(_command)
 
 
