@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from provisioning.results import RunResult
 from provisioning.views.plan_text import broker_defaults, drift_lines, render_run, topic_lines
 from provisioning.views.report import render_report
@@ -311,3 +313,56 @@ def test_one_run_and_recent_runs() -> None:
         "2026-11-22 03:02:00  -",
         "      the saved plan p.json is stale: ...",
     ]
+
+
+def test_topic_history_ends_with_checks_violations_when_and_until() -> None:
+    payload = {
+        "topic": "orders", "history": [], "manifest_versions": [],
+        "violation_spans": [
+            {"cluster": "local", "topic": "orders", "rule": "unmanaged", "severity": "info",
+             "detail": "no manifest row names topic orders of cluster local",
+             "started_at": AT, "started_run_id": "c1", "stopped_at": None,
+             "stopped_run_id": None, "runs": 2},
+            {"cluster": "local", "topic": "orders", "rule": "partitions_range",
+             "severity": "error", "detail": "8 partitions; at most 4",
+             "started_at": AT, "started_run_id": "c1", "stopped_at": AT + dt.timedelta(days=1),
+             "stopped_run_id": "c2", "runs": 1},
+        ]}
+    assert render_report(payload) == [
+        "history of topic orders",
+        "  no audit row names this topic",
+        "  check's violations (when each started and stopped):",
+        "    local unmanaged (info): from run c1 (2026-11-22 03:00:00) still broken, 2 run(s); "
+        "no manifest row names topic orders of cluster local",
+        "    local partitions_range (error): from run c1 (2026-11-22 03:00:00) until run c2 "
+        "(2026-11-23 03:00:00), 1 run(s); 8 partitions; at most 4",
+    ]
+
+
+def test_report_violations_payload_renders_as_the_trend() -> None:
+    from provisioning.views.check import render_trend
+
+    days = [{"cluster": "local", "day": AT.date(), "run_id": "c1", "rule": "unmanaged",
+             "violations": 1}]
+    payload = {"violations": {"days": days, "spans": []}}
+    assert render_report(payload) == render_trend(days, [])
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"drift": True, "violations": True},
+     "report takes one of --run-id, --topic, --drift, --unmanaged, --violations; got --drift "
+     "and --violations"),
+    ({"since_days": 7}, "--since goes with --violations"),
+])
+def test_report_refuses_two_views_and_since_without_violations(
+        options: dict[str, Any], message: str) -> None:
+    from provisioning.conf import Conf, TablesConf
+    from provisioning.errors import UsageError
+    from provisioning.views.report import build_report
+
+    conf = Conf(source="", digest="", clusters={},
+                tables=TablesConf(manifests=(), audit="", runs="", snapshots=""))
+    with pytest.raises(UsageError) as refused:
+        build_report(None, conf, run_id=None, topic=None, clusters=(), limit=20,  # type: ignore[arg-type]
+                     **options)
+    assert str(refused.value) == message

@@ -1,13 +1,15 @@
 """`report`: recent runs, one run's outcomes, one topic's history, drift across clusters,
-the unmanaged topics.
+the unmanaged topics, the trend of `check`'s violations.
 
-Everything is read from the Delta tables the runs wrote (runs, audit, snapshots) and,
+Everything is read from the Delta tables the runs wrote (runs, audit, snapshots,
+violations) and,
 for a topic's history, from the manifest tables themselves as they were at
 the version that asked for the topic (Delta time travel, `versionAsOf`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -21,12 +23,15 @@ from provisioning.conf import Conf
 from provisioning.delta.manifests import conform_to_manifest
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
+from provisioning.results import utc_now
 from provisioning.session import job_label
 from provisioning.transforms.adopt import own_overrides, unmanaged
 from provisioning.transforms.audit import phase_order
+from provisioning.transforms.check.trend import check_runs, violation_spans, violations_per_day
 from provisioning.transforms.scope import topics_matching
+from provisioning.views.check import render_trend
 from provisioning.views.plan_text import drift_lines
-from schemas import MANIFEST, column_names
+from schemas import MANIFEST, VIOLATIONS, column_names
 
 _AUDIT_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "outcome",
                   "error_name", "error_message", "policy_violations", "drift",
@@ -137,19 +142,65 @@ def unmanaged_view(spark: SparkSession, conf: Conf, clusters: Sequence[str],
     return {"unmanaged": [{"cluster": c, "topics": per_cluster[c]} for c in sorted(per_cluster)]}
 
 
+def _checked(spark: SparkSession, conf: Conf, runs: DataFrame, clusters: Sequence[str],
+             since_days: int | None, topics_glob: str | None
+             ) -> tuple[DataFrame, DataFrame]:
+    """The VIOLATIONS rows of `clusters` and topics, and the check runs that count
+    (`transforms.check.trend.check_runs`), started in the last `since_days` days (None:
+    every one)."""
+    checks = check_runs(runs)
+    if clusters:
+        checks = checks.where(F.col("cluster").isin(list(clusters)))
+    if since_days is not None:
+        cutoff = utc_now() - dt.timedelta(days=since_days)
+        checks = checks.where(F.col("checked_at") >= F.lit(cutoff))
+    ref = TableRef(conf.tables.violations)
+    found = (read_table(spark, ref) if table_exists(spark, ref)
+             else spark.createDataFrame([], VIOLATIONS))
+    return found.transform(topics_matching(clusters, topics_glob)), checks
+
+
+def _spans(found: DataFrame, checks: DataFrame) -> list[dict[str, Any]]:
+    return _rows(violation_spans(found, checks).orderBy("cluster", "topic", "rule",
+                                                        "started_at"))
+
+
+def violations_trend(spark: SparkSession, conf: Conf, clusters: Sequence[str],
+                     since_days: int | None, topics_glob: str | None = None
+                     ) -> dict[str, Any]:
+    """`report --violations`: per cluster, the violations per rule per day (each day's last
+    check run over every topic), and when each topic started and stopped breaking a rule.
+
+    since_days: only the check runs started in the last this many days (None: every one).
+    """
+    runs_ref = TableRef(conf.tables.runs)
+    if not table_exists(spark, runs_ref):
+        raise UsageError(f"no runs recorded yet: {conf.tables.runs} does not exist")
+    found, checks = _checked(spark, conf, read_table(spark, runs_ref), clusters, since_days,
+                             topics_glob)
+    days = _rows(violations_per_day(found, checks).orderBy("cluster", "day", "rule"))
+    return {"violations": {"days": days, "spans": _spans(found, checks)}}
+
+
 def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | None,
                  clusters: Sequence[str], limit: int, drift: bool = False,
-                 topics_glob: str | None = None, unmanaged: bool = False) -> dict[str, Any]:
+                 topics_glob: str | None = None, unmanaged: bool = False,
+                 violations: bool = False, since_days: int | None = None) -> dict[str, Any]:
     """The data behind the report, as plain values (rendered or printed as JSON)."""
     chosen = [name for name, on in (("--run-id", run_id), ("--topic", topic),
-                                    ("--drift", drift), ("--unmanaged", unmanaged)) if on]
+                                    ("--drift", drift), ("--unmanaged", unmanaged),
+                                    ("--violations", violations)) if on]
     if len(chosen) > 1:
-        raise UsageError(f"report takes one of --run-id, --topic, --drift, --unmanaged; got "
-                         f"{' and '.join(chosen)}")
+        raise UsageError(f"report takes one of --run-id, --topic, --drift, --unmanaged, "
+                         f"--violations; got {' and '.join(chosen)}")
+    if since_days is not None and not violations:
+        raise UsageError("--since goes with --violations")
     view = chosen[0].lstrip("-") if chosen else "recent runs"
     with job_label(spark, f"report: {view}"):
         if unmanaged:
             return unmanaged_view(spark, conf, clusters, topics_glob)
+        if violations:
+            return violations_trend(spark, conf, clusters, since_days, topics_glob)
         return _build(spark, conf, run_id, topic, clusters, limit, drift, topics_glob)
 
 
@@ -165,9 +216,12 @@ def _build(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | Non
         audit = audit.transform(topics_matching(clusters, topics_glob))
 
     if topic is not None:
+        found, checks = _checked(spark, conf, runs, clusters, None, topics_glob)
+        spans = _spans(found.where(F.col("topic") == topic), checks)
         if audit is None:
-            return {"topic": topic, "history": [], "manifest_versions": []}
-        return topic_history(spark, audit, runs, topic)
+            return {"topic": topic, "history": [], "manifest_versions": [],
+                    "violation_spans": spans}
+        return {**topic_history(spark, audit, runs, topic), "violation_spans": spans}
 
     if drift:
         rows = [] if audit is None else _rows(drift_view(audit).orderBy("cluster", "topic"))
@@ -257,10 +311,24 @@ def _manifest_row(row: Mapping[str, Any]) -> str:
     return " ".join(shown)
 
 
+def _violation_lines(spans: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not spans:
+        return []
+    lines = ["  check's violations (when each started and stopped):"]
+    for s in spans:
+        stopped = (f"until run {s['stopped_run_id']} ({s['stopped_at']})"
+                   if s.get("stopped_run_id") else "still broken")
+        lines.append(f"    {s['cluster']} {s['rule']} ({s['severity']}): from run "
+                     f"{s['started_run_id']} ({s['started_at']}) {stopped}, {s['runs']} "
+                     f"run(s); {s['detail']}")
+    return lines
+
+
 def render_history(payload: Mapping[str, Any]) -> list[str]:
     lines = [f"history of topic {payload['topic']}"]
     if not payload["history"]:
-        return [*lines, "  no audit row names this topic"]
+        return [*lines, "  no audit row names this topic",
+                *_violation_lines(payload.get("violation_spans") or [])]
     for steps, chain in _phase_chains(payload["history"]):
         last = steps[-1]
         lines.append(f"  {last['recorded_at']} run {last['run_id']} "
@@ -294,7 +362,7 @@ def render_history(payload: Mapping[str, Any]) -> list[str]:
             lines.append(f"{head}: no row for this topic")
         for row in m["rows"]:
             lines.append(f"{head}: {_manifest_row(row)}")
-    return lines
+    return [*lines, *_violation_lines(payload.get("violation_spans") or [])]
 
 
 def render_drift(payload: Mapping[str, Any]) -> list[str]:
@@ -331,6 +399,8 @@ def render_unmanaged(payload: Mapping[str, Any]) -> list[str]:
 
 def render_report(payload: Mapping[str, Any]) -> list[str]:
     """Lines for a person."""
+    if "violations" in payload:
+        return render_trend(payload["violations"]["days"], payload["violations"]["spans"])
     if "unmanaged" in payload:
         return render_unmanaged(payload)
     if "history" in payload:
