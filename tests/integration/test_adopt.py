@@ -68,7 +68,8 @@ def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_pa
                     "--topics", "adopt.*", "--owner", "platform", "--json"])
     assert done.returncode == 0, done.output[-3000:]
     report = done.json()
-    assert report == {"run_id": report["run_id"], "table": str(imported), "table_version": 0,
+    assert report == {"command": "import", "exit_code": 0,
+                      "run_id": report["run_id"], "table": str(imported), "table_version": 0,
                       "clusters": [{"cluster": "local", "rows_written": 4,
                                     "left_out_managed": 1, "left_out_protected": 1,
                                     "left_out_undescribable": 0}]}
