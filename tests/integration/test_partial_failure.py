@@ -99,7 +99,7 @@ def test_a_client_error_after_a_create_never_records_a_created_topic_failed(
 
 
 def test_a_task_that_dies_loses_no_row_and_a_rerun_converges(
-        kafka: Any, spark: Any, tmp_path: Path) -> None:
+        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     """The Python worker sending the creates is killed after each answered request: in local
     mode (the default master) a task is not retried, so each wave's Spark job fails at once.
     Waves of one topic (batch 1, one in flight): every wave creates its topic and dies."""
@@ -123,7 +123,7 @@ def test_a_task_that_dies_loses_no_row_and_a_rerun_converges(
                                  "lost with it: ") for row in applied.values())
     verified = _audit(spark, warehouse, run_id, "verify")
     assert {t: row[0] for t, row in verified.items()} == dict.fromkeys(names, "created")
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]
     assert audit_rows(spark, warehouse, rerun.json()["run_id"]) == sorted(
         ("local", n, "NOOP", "plan", "already_present") for n in names)

@@ -67,7 +67,7 @@ def _signalled(connect_server: Any, conf: Path, faults: tuple[str, ...],
 
 
 def _check(spark: Any, kafka: Any, warehouse: Path, prefix: str, names: list[str],
-           code: int, doc: dict[str, Any], output: str, conf: Path
+           code: int, doc: dict[str, Any], output: str, conf: Path, remote: str
            ) -> tuple[dict[str, str], list[tuple[str, ...]]]:
     """What every signalled run must show; returns its apply outcome per topic and every
     audit row it wrote (read before the rerun)."""
@@ -86,7 +86,7 @@ def _check(spark: Any, kafka: Any, warehouse: Path, prefix: str, names: list[str
            .orderBy("_metadata.row_commit_version").collect())
     assert [(r["run_id"], r["event"]) for r in log][-1] == (run_id, "release")
     # a rerun converges: every topic exists, each created once
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=remote)
     assert rerun.returncode == 0, rerun.output[-3000:]
     assert sorted(t for t in broker_state(kafka.bootstrap_servers)
                   if t.startswith(prefix)) == names
@@ -114,7 +114,7 @@ def test_a_signal_during_the_snapshot_stops_before_the_plan(
     code, doc, output = _signalled(connect_server, conf, (f"pause-in-snapshot:{tmp_path}/go",),
                                    waiting.exists)
     applied, recorded = _check(spark, kafka, warehouse, "sig-snap.", names, code, doc,
-                               output, conf)
+                               output, conf, connect_server.address)
     assert applied == {}
     assert recorded == []  # no plan was made
 
@@ -125,7 +125,8 @@ def test_a_signal_between_validate_and_apply_sends_nothing_and_records_it(
     code, doc, output = _signalled(connect_server, conf,
                                    (f"pause-before-changes:{tmp_path}/go",),
                                    (tmp_path / "go.waiting").exists)
-    applied, _ = _check(spark, kafka, warehouse, "sig-gap.", names, code, doc, output, conf)
+    applied, _ = _check(spark, kafka, warehouse, "sig-gap.", names, code, doc, output, conf,
+                        connect_server.address)
     assert applied == dict.fromkeys(names, "failed")
     rows = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
             .where(f"run_id = '{doc['run_id']}' AND phase = 'apply'").collect())
@@ -148,7 +149,8 @@ def test_a_signal_during_an_apply_of_two_thousand_topics_finishes_the_wave_in_fl
     finally:
         admin.close()
     live = {t for t in broker_state(kafka.bootstrap_servers) if t.startswith(prefix)}
-    applied, _ = _check(spark, kafka, warehouse, prefix, names, code, doc, output, conf)
+    applied, _ = _check(spark, kafka, warehouse, prefix, names, code, doc, output, conf,
+                        connect_server.address)
     # the waves sent are recorded as the broker answered, the rest as never sent
     assert 0 < len(live) < len(names)
     assert {t for t, o in applied.items() if o == "created"} == live
@@ -161,7 +163,8 @@ def test_a_signal_during_the_final_commits_keeps_everything_the_run_did(
     conf, warehouse, names = _conf(tmp_path, kafka, spark, "sig-end.", 3)
     code, doc, output = _signalled(connect_server, conf, (f"pause-after-phases:{tmp_path}/go",),
                                    (tmp_path / "go.waiting").exists)
-    applied, _ = _check(spark, kafka, warehouse, "sig-end.", names, code, doc, output, conf)
+    applied, _ = _check(spark, kafka, warehouse, "sig-end.", names, code, doc, output, conf,
+                        connect_server.address)
     assert applied == dict.fromkeys(names, "created")
     assert doc["error"] == ("cancelled by SIGTERM as the run ended: everything it did is "
                             "recorded")
