@@ -110,6 +110,7 @@ test-integration: setup
 TOPICCTL ?=
 bench: setup
 	$(PY) bench/run.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
+	$(PY) bench/check_scale.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 
 lint: venv
 	$(VENV)/bin/ruff check lib schemas jobs tests bench
