@@ -1,6 +1,7 @@
 """The live state `check` judges, against real brokers: every partition's leader, replicas and
 ISR and every config the broker reports, as `describe_topics` and the snapshot rows carry
-them; on three nodes, one stopped broker shrinks the ISRs the health rules then judge."""
+them; on three nodes, one stopped broker shrinks the ISRs the health rules then judge, and
+`check` (the command) reports them until the broker is back."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.client import ClusterAdmin, PartitionState
 from provisioning.kafka.codes import NON_DEFAULT_SOURCES, topic_id_text
 from provisioning.kafka.snapshot import snapshot_rows
+from tests.helpers import run_cli, write_conf, write_manifest_table
 from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration]
@@ -154,8 +156,18 @@ def _states(bootstrap: str, topics: set[str]) -> dict[str, Any]:
         return {t.name: t.partition_states for t in admin.describe_topics(sorted(topics))}
 
 
+def _checked(connect_server: Any, conf: Path) -> tuple[int, set[tuple[str, str, str]]]:
+    """`check` through spark-submit.sh (a thin client of the suite's Connect server): its
+    exit code and its (topic, rule, severity) rows."""
+    done = run_cli(["check", "--conf", str(conf), "--topics", "chk.*", "--json"],
+                   remote=connect_server.address)
+    assert done.returncode in (0, 1), done.output[-4000:]
+    return done.returncode, {(v["topic"], v["rule"], v["severity"])
+                             for v in done.json()["violations"]}
+
+
 def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
-        three_nodes: KafkaCluster, spark: Any) -> None:
+        three_nodes: KafkaCluster, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     from provisioning.transforms.check.health import health_findings
     from provisioning.transforms.policies import PolicyContext
     from schemas import SNAPSHOT, column_names
@@ -224,6 +236,18 @@ def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
              f"replica(s) ({isr}); min.insync.replicas is 3: acks=all producers are refused "
              "until that many replicas are in sync"),
         ], FINDING), ignore_row_order=True, ignore_nullable=True)
+
+        # the command, on the same broken state (no manifest names these topics)
+        warehouse = tmp_path / "wh"
+        write_manifest_table(spark, warehouse / "desired_topics", [
+            {"cluster": "local", "topic": "other.topic", "partitions": 1,
+             "replication_factor": 1}])
+        conf = write_conf(tmp_path / "conf.yaml", survivors, warehouse)
+        assert _checked(connect_server, conf) == (1, {
+            ("chk.strict", "under_replicated", "warning"),
+            ("chk.strict", "below_min_isr", "error"),
+            ("chk.strict", "unmanaged", "info"),
+            ("chk.apart", "unmanaged", "info")})
     finally:
         if not three_nodes.is_running(victim):
             three_nodes.start_node(victim)
@@ -231,3 +255,5 @@ def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
     _wait("every replica back in sync", in_sync)
     _, found = judged(everyone)
     assert_df_equality(found, spark.createDataFrame([], FINDING), ignore_nullable=True)
+    assert _checked(connect_server, conf) == (0, {
+        ("chk.strict", "unmanaged", "info"), ("chk.apart", "unmanaged", "info")})
