@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
 from bench import topicctl_peer  # noqa: E402
-from bench.run import JOB, LOAD, SUBMIT, machine, write_conf  # noqa: E402
+from bench.run import JOB, SUBMIT, load_manifest, machine, write_conf  # noqa: E402
 from tests.support.devkafka import KafkaCluster  # noqa: E402
 from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
@@ -69,15 +69,7 @@ def write_manifest(work: Path, names: list[str]) -> Path:
     rows = [{"cluster": "local", "topic": n, "partitions": 1, "replication_factor": 1,
              "configs": {"retention.ms": RETENTION_MS}, "owner": "bench"}
             for i, n in enumerate(names) if i % 10 != 9]
-    source = work / "manifest.json"
-    source.write_text(json.dumps(rows))
-    table = work / "warehouse" / "desired_topics"
-    proc = subprocess.run([str(SUBMIT), str(LOAD), "--source", str(source),
-                           "--table", str(table)], capture_output=True, text=True,
-                          timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"load_manifest failed: {proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    return table
+    return load_manifest(rows, work / "manifest.json", work / "warehouse" / "desired_topics")
 
 
 def run_check(work: Path, conf: Path, spark_args: list[str], name: str) -> dict[str, Any]:

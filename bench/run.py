@@ -172,8 +172,13 @@ def prepare_manifest(work: Path, topics: int, partitions: int) -> Path:
         return table
     rows = [{"cluster": "local", "topic": f"job.{i:07d}", "partitions": partitions,
              "replication_factor": 1, "owner": "bench"} for i in range(topics)]
-    source = work / f"manifest-{topics}x{partitions}.json"
-    source.write_text(json.dumps(rows))
+    return load_manifest(rows, work / f"manifest-{topics}x{partitions}.json", table)
+
+
+def load_manifest(rows: Sequence[Mapping[str, Any]], source: Path, table: Path) -> Path:
+    """`rows` written to `source` as JSON, then to the Delta table `table` by
+    jobs/load_manifest.py (a cold spark-submit)."""
+    source.write_text(json.dumps(list(rows)))
     proc = subprocess.run([str(SUBMIT), str(LOAD), "--source", str(source),
                            "--table", str(table)], capture_output=True, text=True,
                           timeout=1800)
