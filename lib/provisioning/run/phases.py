@@ -165,10 +165,8 @@ class Plan(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         live = require(state.live, "live")
-        scope = ctx.options.scope
         with job_label(ctx.spark, f"{ctx.command}: plan, policies"):
-            in_run = live.transform(in_scope(ctx.cluster_names, scope.topics_glob,
-                                             tuple(ctx.conf.clusters)))
+            in_run = _in_run(ctx, live)
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
                        if ctx.conf.deletes.prune else None)
             plan, counts = planned_plan(ctx.spark, ctx.conf, require(state.states, "states"),
@@ -243,6 +241,13 @@ class Validate(Phase):
             ctx.steps.done("audit write")
         state.validated = validated
         state.audit_rows.append(rows)
+
+
+def _in_run(ctx: RunContext, live: DataFrame) -> DataFrame:
+    """The live topics of the run's scope: its clusters, its topic glob (what plan and check
+    judge)."""
+    return live.transform(in_scope(ctx.cluster_names, ctx.options.scope.topics_glob,
+                                   tuple(ctx.conf.clusters)))
 
 
 def alter_requests(plan: DataFrame) -> DataFrame:
@@ -511,10 +516,8 @@ class Check(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         live = require(state.live, "live")
-        scope = ctx.options.scope
         with job_label(ctx.spark, f"{ctx.command}: judge live topics"):
-            in_run = live.transform(in_scope(ctx.cluster_names, scope.topics_glob,
-                                             tuple(ctx.conf.clusters)))
+            in_run = _in_run(ctx, live)
             # The policies' context is every live topic of the clusters, as for a plan.
             context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"),
                                      live)
