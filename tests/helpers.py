@@ -111,6 +111,14 @@ def compile_policy_jar(work: Path) -> Path:
     return jar
 
 
+def topic_rows(prefix: str, n: int, width: int = 0, partitions: int = 1
+               ) -> list[dict[str, Any]]:
+    """`n` manifest rows of cluster `local`: topics `prefix` + i (zero-padded to `width`
+    digits), `partitions` partitions each, replication factor 1."""
+    return [{"cluster": "local", "topic": f"{prefix}{i:0{width}d}", "partitions": partitions,
+             "replication_factor": 1} for i in range(n)]
+
+
 def write_manifest_table(spark: Any, path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     """A Delta manifest table from partial rows (missing columns null)."""
     from schemas import MANIFEST, column_names

@@ -25,16 +25,12 @@ from tests.helpers import (
     fault_env,
     run_cli,
     runs_rows,
+    topic_rows,
     write_conf,
     write_manifest_table,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
-
-
-def _topics(prefix: str, n: int) -> list[dict[str, Any]]:
-    return [{"cluster": "local", "topic": f"{prefix}{i}", "partitions": 1,
-             "replication_factor": 1} for i in range(n)]
 
 
 def _audit(spark: Any, warehouse: Path, run_id: str, phase: str
@@ -67,7 +63,7 @@ def test_a_client_error_after_a_create_never_records_a_created_topic_failed(
     """A topic appears behind the job's back after the snapshot, so the broker answers its
     create TOPIC_ALREADY_EXISTS; describing it to compare loses its connection."""
     warehouse = tmp_path / "wh"
-    write_manifest_table(spark, warehouse / "desired_topics", _topics("pf-describe.", 3))
+    write_manifest_table(spark, warehouse / "desired_topics", topic_rows("pf-describe.", 3))
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
     go = tmp_path / "go"
     job, finished = _in_background(
@@ -105,7 +101,7 @@ def test_a_task_that_dies_loses_no_row_and_a_rerun_converges(
     Waves of one topic (batch 1, one in flight): every wave creates its topic and dies."""
     warehouse = tmp_path / "wh"
     names = [f"pf-dies.{i}" for i in range(4)]
-    write_manifest_table(spark, warehouse / "desired_topics", _topics("pf-dies.", 4))
+    write_manifest_table(spark, warehouse / "desired_topics", topic_rows("pf-dies.", 4))
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse,
                       extra={"kafka": {"batch_size": 1, "max_in_flight_requests": 1,
                                        "verify_timeout_ms": 3000}})
@@ -137,7 +133,7 @@ def test_a_lease_lost_mid_apply_stops_between_waves(kafka: Any, spark: Any,
 
     warehouse = tmp_path / "wh"
     names = [f"pf-lease.{i}" for i in range(4)]
-    write_manifest_table(spark, warehouse / "desired_topics", _topics("pf-lease.", 4))
+    write_manifest_table(spark, warehouse / "desired_topics", topic_rows("pf-lease.", 4))
     # waves of one topic; a lease that lives 24 s, renewed every 8 s
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse,
                       extra={"kafka": {"batch_size": 1, "max_in_flight_requests": 1},

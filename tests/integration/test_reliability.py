@@ -22,16 +22,12 @@ from tests.helpers import (
     kafka_tool,
     run_cli,
     runs_rows,
+    topic_rows,
     write_conf,
     write_manifest_table,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
-
-
-def _topics(prefix: str, n: int, partitions: int = 1) -> list[dict[str, Any]]:
-    return [{"cluster": "local", "topic": f"{prefix}{i:03d}", "partitions": partitions,
-             "replication_factor": 1} for i in range(n)]
 
 
 @pytest.fixture
@@ -62,7 +58,7 @@ def _present_rows(names: list[str]) -> list[tuple[Any, ...]]:
 def test_killed_driver_rerun_records_each_topic_once(fresh_broker: Any, spark: Any,
                                                      tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    rows = _topics("kill.", 12)
+    rows = topic_rows("kill.", 12, 3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
@@ -93,7 +89,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
     from provisioning.delta.lock import RunLock
 
     warehouse = tmp_path / "wh"
-    write_manifest_table(spark, warehouse / "desired_topics", _topics("lock.", 3))
+    write_manifest_table(spark, warehouse / "desired_topics", topic_rows("lock.", 3, 3))
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
     holder = RunLock(spark, str(warehouse / "provision_runs_locks"), ["local"],
                      "20260101T000000Z-holder", "apply", ttl_seconds=600)
@@ -127,7 +123,7 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
 
     warehouse = tmp_path / "wh"
     names = [f"fence.{i:03d}" for i in range(3)]
-    write_manifest_table(spark, warehouse / "desired_topics", _topics("fence.", 3))
+    write_manifest_table(spark, warehouse / "desired_topics", topic_rows("fence.", 3, 3))
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
     go = tmp_path / "go"
     finished: dict[str, Any] = {}
@@ -204,7 +200,7 @@ def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) ->
 def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark: Any,
                                                        tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    rows = _topics("stop.", 200)
+    rows = topic_rows("stop.", 200, 3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
@@ -256,7 +252,7 @@ def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark:
 def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
         fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    rows = _topics("slow.", 30, partitions=3)
+    rows = topic_rows("slow.", 30, 3, partitions=3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     # KIP-4: a timeout of 0 starts the creation and returns at once with REQUEST_TIMED_OUT,
@@ -289,7 +285,7 @@ def test_controller_mutation_quota_is_retried_after_the_throttle(
     warehouse = tmp_path / "wh"
     # The quota is a rate over an 11-second window: 40 partitions in a burst is well
     # over 2 per second, so later batches come back THROTTLING_QUOTA_EXCEEDED.
-    rows = _topics("quota.", 40)
+    rows = topic_rows("quota.", 40, 3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
@@ -365,7 +361,7 @@ def test_delete_of_a_recreated_topic_deletes_nothing(fresh_broker: Any, spark: A
 def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark: Any,
                                                        tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
-    rows = _topics("retry.", 8)
+    rows = topic_rows("retry.", 8, 3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)

@@ -29,16 +29,12 @@ from tests.helpers import (
     fault_env,
     run_cli,
     runs_rows,
+    topic_rows,
     write_conf,
     write_manifest_table,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
-
-
-def _topics(prefix: str, n: int) -> list[dict[str, Any]]:
-    return [{"cluster": "local", "topic": f"{prefix}{i:04d}", "partitions": 1,
-             "replication_factor": 1} for i in range(n)]
 
 
 def _signalled(connect_server: Any, conf: Path, faults: tuple[str, ...],
@@ -99,7 +95,7 @@ def _check(spark: Any, kafka: Any, warehouse: Path, prefix: str, names: list[str
 def _conf(tmp_path: Path, kafka: Any, spark: Any, prefix: str, n: int,
           kafka_settings: dict[str, Any] | None = None) -> tuple[Path, Path, list[str]]:
     warehouse = tmp_path / "wh"
-    rows = _topics(prefix, n)
+    rows = topic_rows(prefix, n, 4)
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse,
                       extra={"kafka": {"request_timeout_ms": 15000,
