@@ -4,7 +4,7 @@
                                          [--workers 1,2,4]
 
 For each batch size, concurrency level and repetition, on a fresh one-node KRaft broker,
-the code a Spark task runs for one cluster (kafka.tasks.create_batches over one
+the code a Spark task runs for one cluster (kafka.tasks.create.create_batches over one
 kafka.client.ClusterAdmin) sends every topic, first validateOnly then for real, with
 kafka.batch_size and kafka.max_in_flight_requests set to the level measured
 (1 = one request at a time). Reports the median time of each pass and how many topics
