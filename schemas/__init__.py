@@ -1,11 +1,20 @@
-"""Every table schema of the project: manifests, snapshots, plan, audit, runs, locks and
-`check`'s violations.
+"""Every table schema of the project: manifests, snapshots, plan, audit, runs, locks,
+`check`'s violations, and the same for ACL bindings (`schemas.acls`).
 
 Readers, writers, transforms and test builders import these. A module that shows or
 sends a few columns of a table (a view, a request) names the ones it uses; none
 defines a table of its own.
 """
 
+from schemas.acls import (
+    ACL_BINDING,
+    ACL_DESIRED,
+    ACL_MANIFEST,
+    ACL_PLAN,
+    ACL_RESULT,
+    ACL_SNAPSHOT,
+    BINDING_KEY,
+)
 from schemas.check import VIOLATIONS
 from schemas.tables import (
     AUDIT,
@@ -26,7 +35,14 @@ from schemas.tables import (
 )
 
 __all__ = [
+    "ACL_BINDING",
+    "ACL_DESIRED",
+    "ACL_MANIFEST",
+    "ACL_PLAN",
+    "ACL_RESULT",
+    "ACL_SNAPSHOT",
     "AUDIT",
+    "BINDING_KEY",
     "CLUSTER_STATE",
     "CONFIG_ENTRY",
     "CONFIG_OP",

@@ -20,6 +20,11 @@ ALTER = "ALTER"     # change a live topic in place: configs, more partitions
 DRIFT = "DRIFT"     # differs in what cannot be changed in place: reported only
 NOOP = "NOOP"
 ACTIONS = (CREATE, DELETE, ALTER, DRIFT, NOOP)
+# ACL bindings: GRANT (wanted, missing), REVOKE (`state: absent`, or unlisted with
+# `acls.remove_unlisted`, and present), NOOP.
+GRANT = "GRANT"
+REVOKE = "REVOKE"
+ACL_ACTIONS = (GRANT, REVOKE, NOOP)
 
 # -- outcomes ---------------------------------------------------------------------------
 PLANNED = "planned"
@@ -36,6 +41,12 @@ FAILED = "failed"
 UNKNOWN = "unknown"
 OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED,
             ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
+# What an ACL binding may end as: granted / revoked are the broker's word (CreateAcls,
+# DeleteAcls, read back by DescribeAcls); already_absent is a revoke whose binding was gone.
+GRANTED = "granted"
+REVOKED = "revoked"
+ACL_OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, GRANTED, REVOKED, ALREADY_ABSENT,
+                FAILED, UNKNOWN)
 # Final outcomes that make a run exit 1: somebody has to look at these topics.
 ATTENTION = (REJECTED, BLOCKED, FAILED, UNKNOWN)
 # Final outcomes that mean "nothing to do": left out of the topic listing of a run.
@@ -58,6 +69,10 @@ NOT_SENT = "NOT_SENT"
 LOCK_LOST = "LOCK_LOST"
 # `verify` saw no final answer before `kafka.verify_timeout_ms`.
 VERIFY_TIMEOUT = "VERIFY_TIMEOUT"
+# A cluster without an authorizer (DescribeAcls' answer): it has no ACL to manage.
+SECURITY_DISABLED = "SECURITY_DISABLED"
+# The job's principal may not alter the cluster's ACLs (no ALTER on the cluster).
+CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED"
 
 # -- IncrementalAlterConfigs operations (KIP-339) -----------------------------------------
 SET = "SET"
@@ -99,6 +114,37 @@ TOPIC_OVERRIDE = "DYNAMIC_TOPIC_CONFIG"
 # Broker-level settings that override Kafka's built-in default; they differ per cluster.
 BROKER_OVERRIDES = ("STATIC_BROKER_CONFIG", "DYNAMIC_BROKER_CONFIG",
                     "DYNAMIC_DEFAULT_BROKER_CONFIG")
+
+# -- ACL bindings (Kafka's names) ---------------------------------------------------------
+LITERAL = "LITERAL"
+PREFIXED = "PREFIXED"
+PATTERN_TYPES = (LITERAL, PREFIXED)
+ALLOW = "ALLOW"
+DENY = "DENY"
+PERMISSIONS = (ALLOW, DENY)
+TOPIC_RESOURCE = "TOPIC"
+GROUP_RESOURCE = "GROUP"
+CLUSTER_RESOURCE = "CLUSTER"
+TRANSACTIONAL_ID_RESOURCE = "TRANSACTIONAL_ID"
+RESOURCE_TYPES = (TOPIC_RESOURCE, GROUP_RESOURCE, CLUSTER_RESOURCE, TRANSACTIONAL_ID_RESOURCE)
+# The one name of the CLUSTER resource.
+CLUSTER_RESOURCE_NAME = "kafka-cluster"
+# Every host, every resource of a type (LITERAL only).
+WILDCARD = "*"
+# `Type:name` (User:orders-app, User:CN=app,O=corp): a type without ':' or blanks, a name
+# that neither starts nor ends with a blank. A Java regex as well as a Python one.
+PRINCIPAL_FORMAT = r"^[^:\s]+:\S(.*\S)?$"
+# The operations each resource type takes (Kafka 4.3's AclEntry.supportedOperations, plus
+# ALL), and the topic shorthands a manifest row may use, with what they stand for.
+OPERATIONS_BY_RESOURCE = {
+    TOPIC_RESOURCE: ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
+                     "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALL"),
+    GROUP_RESOURCE: ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALL"),
+    CLUSTER_RESOURCE: ("CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                       "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE", "ALL"),
+    TRANSACTIONAL_ID_RESOURCE: ("DESCRIBE", "WRITE", "TWO_PHASE_COMMIT", "ALL"),
+}
+SHORTHANDS = {"PRODUCE": ("WRITE", "DESCRIBE"), "CONSUME": ("READ", "DESCRIBE")}
 
 # Topics no deletion may ever touch, whatever the conf says: Kafka's internal topics,
 # the schema registry's and Kafka Connect's.

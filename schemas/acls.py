@@ -1,0 +1,114 @@
+"""ACL binding tables: the desired bindings (manifest), the live ones (snapshot), the plan
+and the per-binding results.
+
+A binding is Kafka's unit of access (KIP-4's AclBinding): one principal, host, operation
+and permission on one resource pattern (resource type, name, pattern type). A manifest row
+may name several operations (and the shorthands PRODUCE / CONSUME); every other table holds
+one binding per row. Conventions as in `schemas.tables`: every column nullable, enums as
+their Kafka names (TOPIC, PREFIXED, READ, ALLOW).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from schemas.tables import POLICY_VIOLATION
+
+
+def _fields(*cols: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
+
+
+# What one binding is, beside its cluster: Kafka's AclBinding, every part named.
+_BINDING_COLUMNS: tuple[tuple[str, object], ...] = (
+    ("principal", StringType()),
+    ("host", StringType()),
+    ("resource_type", StringType()),
+    ("resource_name", StringType()),
+    ("pattern_type", StringType()),
+    ("operation", StringType()),
+    ("permission", StringType()),
+)
+
+# What an ACL manifest table holds: one row per (principal, resource pattern, permission)
+# with the operations it allows or denies.
+ACL_MANIFEST = _fields(
+    ("cluster", StringType()),
+    ("principal", StringType()),
+    ("host", StringType()),
+    ("resource_type", StringType()),
+    ("resource_name", StringType()),
+    ("pattern_type", StringType()),
+    ("operations", ArrayType(StringType(), True)),
+    ("permission", StringType()),
+    ("state", StringType()),
+    ("owner", StringType()),
+    ("force", BooleanType()),
+)
+
+# ACL manifest rows after reading: where each row came from, and what is wrong with it.
+ACL_DESIRED = StructType(
+    [
+        *ACL_MANIFEST.fields,
+        StructField("source_table", StringType(), True),
+        StructField("source_version", LongType(), True),
+        StructField("row_errors", ArrayType(StringType(), True), True),
+    ]
+)
+
+# One live (DescribeAcls) or desired binding of one cluster.
+ACL_BINDING = _fields(("cluster", StringType()), *_BINDING_COLUMNS)
+
+# The live bindings of a run's clusters (the ACL snapshot table appends these).
+ACL_SNAPSHOT = _fields(
+    ("run_id", StringType()),
+    ("cluster", StringType()),
+    *_BINDING_COLUMNS,
+    ("snapshot_at", TimestampType()),
+)
+
+# One row per binding the run considers: the desired bindings (merged) joined with the live.
+ACL_PLAN = _fields(
+    ("cluster", StringType()),
+    *_BINDING_COLUMNS,
+    # GRANT, REVOKE or NOOP (provisioning.names.ACL_ACTIONS).
+    ("action", StringType()),
+    # present or absent: what the manifest rows want (absent for an unlisted removal).
+    ("state", StringType()),
+    ("owner", StringType()),
+    ("force", BooleanType()),
+    # The manifest row the binding comes from (null: no manifest row names it).
+    ("source_table", StringType()),
+    ("source_version", LongType()),
+    ("row_errors", ArrayType(StringType(), True)),
+    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    # Whether the cluster has the binding now.
+    ("live", BooleanType()),
+    # Why the row is as it is, when a reader would ask: merged rows that disagreed, an
+    # unlisted or a deleted topic's binding revoked.
+    ("note", StringType()),
+)
+
+# What one admin request said about one binding (validate, apply and verify phases).
+ACL_RESULT = _fields(
+    ("cluster", StringType()),
+    *_BINDING_COLUMNS,
+    ("phase", StringType()),
+    ("outcome", StringType()),
+    ("error_code", IntegerType()),
+    ("error_name", StringType()),
+    ("error_message", StringType()),
+    ("attempts", IntegerType()),
+)
+
+# The columns that say which binding a row is about (join keys between the tables above).
+BINDING_KEY = ("cluster", *(name for name, _ in _BINDING_COLUMNS))
