@@ -51,6 +51,7 @@ def test_minimal_conf_gets_defaults() -> None:
         snapshots="warehouse/topic_snapshots",
         locks="warehouse/provision_runs_locks",
         violations="warehouse/provision_runs_violations",
+        acl_snapshots="warehouse/topic_snapshots_acls",
     )
     assert conf.run.lock_ttl_seconds == 600
     assert conf.kafka == KafkaConf()
@@ -88,7 +89,7 @@ def test_every_bad_key_is_reported_at_once() -> None:
     }
     assert _problems(data) == [
         "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, alters, policies, "
-            "run, maintenance, checks)",
+            "run, maintenance, checks, acls)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "

@@ -14,6 +14,7 @@ from provisioning.conf.model import (
     DELTA_SAFE_RETAIN_HOURS,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
+    AclsConf,
     AltersConf,
     ChecksConf,
     ClusterConf,
@@ -40,7 +41,7 @@ from provisioning.conf.reader import (
     type_name,
 )
 from provisioning.errors import ConfError, UsageError
-from provisioning.names import CHECK_RULES
+from provisioning.names import CHECK_RULES, PRINCIPAL_FORMAT
 from provisioning.session import redact_remote
 
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
@@ -157,7 +158,7 @@ def _string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
 
 
 _TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "alters", "policies", "run",
-             "maintenance", "checks")
+             "maintenance", "checks", "acls")
 
 
 def parse_conf(data: Any, source: str, digest: str = "",
@@ -174,8 +175,10 @@ def parse_conf(data: Any, source: str, digest: str = "",
     spark = _read_spark(r, r.section(top, "spark"))
     deletes = _read_deletes(r, r.section(top, "deletes"))
     alters = _read_alters(r, r.section(top, "alters"))
-    create_policies, delete_policies, alter_policies = _read_policy_sections(
+    create_policies, delete_policies, alter_policies, acl_policies = _read_policy_sections(
         r, r.section(top, "policies"))
+    acls = _read_acls(r, r.section(top, "acls"))
+    acl_policies = _with_owner_scope(r, acls, acl_policies)
     run = _read_run(r, r.section(top, "run"))
     maintenance = _read_maintenance(r, top.get("maintenance"), spark)
     checks = _read_checks(r, r.section(top, "checks"))
@@ -196,6 +199,8 @@ def parse_conf(data: Any, source: str, digest: str = "",
         alters=alters,
         alter_policies=alter_policies,
         checks=checks,
+        acls=acls,
+        acl_policies=acl_policies,
     )
 
 
@@ -225,15 +230,24 @@ def _read_tables(r: Reader, node: Any) -> TablesConf:
     if body is None:
         return TablesConf(manifests=(), audit="", runs="", snapshots="")
     r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots", "locks",
-                                  "violations"))
+                                  "violations", "acl_manifests", "acl_snapshots"))
     runs = r.value(body, "tables", "runs", str) or ""
+    manifests = _table_list(r, body, "tables", "manifests")
+    audit = r.value(body, "tables", "audit", str) or ""
+    snapshots = r.value(body, "tables", "snapshots", str) or ""
+    # Left out (or null): ACLs are not managed. An empty list is a mistake, not a way to
+    # say so: it would read as "every live binding is unlisted".
+    acl_manifests = (_table_list(r, body, "tables", "acl_manifests")
+                     if body.get("acl_manifests") is not None else None)
     return TablesConf(
-        manifests=_table_list(r, body, "tables", "manifests"),
-        audit=r.value(body, "tables", "audit", str) or "",
+        manifests=manifests,
+        audit=audit,
         runs=runs,
-        snapshots=r.value(body, "tables", "snapshots", str) or "",
+        snapshots=snapshots,
         locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
         violations=r.value(body, "tables", "violations", str, f"{runs}_violations"),
+        acl_manifests=acl_manifests,
+        acl_snapshots=r.value(body, "tables", "acl_snapshots", str, f"{snapshots}_acls"),
     )
 
 
@@ -306,7 +320,7 @@ def _read_alters(r: Reader, body: Mapping[str, Any] | None) -> AltersConf:
     )
 
 
-_POLICY_KINDS = ("create", "delete", "alter")
+_POLICY_KINDS = ("create", "delete", "alter", "acl")
 
 
 def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None
@@ -319,6 +333,43 @@ def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None
     for kind in _POLICY_KINDS:
         r.problems.extend(check_policy_specs(specs[kind], kind))
     return tuple(specs[kind] for kind in _POLICY_KINDS)
+
+
+def _read_acls(r: Reader, body: Mapping[str, Any] | None) -> AclsConf:
+    acls = AclsConf()
+    if body is None:
+        return acls
+    key = "acls"
+    r.no_unknown(body, key, tuple(AclsConf.__dataclass_fields__))
+    principals = _string_list(r, body, key, "cluster_principals", ())
+    for i, principal in enumerate(principals):
+        if not re.match(PRINCIPAL_FORMAT, principal):
+            r.problem(f"{key}.cluster_principals[{i}]",
+                      f"{principal!r} is not a principal Type:name (e.g. User:platform-admin)")
+    return AclsConf(
+        remove_unlisted=r.value(body, key, "remove_unlisted", bool, acls.remove_unlisted),
+        cluster_principals=principals,
+        max_changes_per_cluster=r.value(body, key, "max_changes_per_cluster", int,
+                                        acls.max_changes_per_cluster, at_least_zero),
+        batch_size=r.value(body, key, "batch_size", int, acls.batch_size, positive),
+        revoke_with_deleted_topics=r.value(body, key, "revoke_with_deleted_topics", bool,
+                                           acls.revoke_with_deleted_topics),
+        owner_scope=r.value(body, key, "owner_scope", bool, acls.owner_scope),
+    )
+
+
+def _with_owner_scope(r: Reader, acls: AclsConf, specs: tuple[PolicySpec, ...]
+                      ) -> tuple[PolicySpec, ...]:
+    """`policies.acl`, plus owner_scope when `acls.owner_scope` turns it on; on in both
+    places is a problem (which parameters would count is not to be guessed)."""
+    if not acls.owner_scope:
+        return specs
+    listed = [s.key for s in specs if s.name == "owner_scope"]
+    if listed:
+        r.problem("acls.owner_scope", f"owner_scope is also listed at {', '.join(listed)}; "
+                  "keep one of the two")
+        return specs
+    return (*specs, PolicySpec(name="owner_scope", params={}, key="acls.owner_scope"))
 
 
 def _read_run(r: Reader, body: Mapping[str, Any] | None) -> RunConf:

@@ -58,6 +58,10 @@ class TablesConf:
     locks: str = ""
     # `check`'s violations (schemas.VIOLATIONS).
     violations: str = ""
+    # The ACL manifests; None (the key left out): the run manages no ACL at all.
+    acl_manifests: tuple[str, ...] | None = None
+    # Where the live bindings of each run are recorded (default `<snapshots>_acls`).
+    acl_snapshots: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,23 @@ class AltersConf:
     max_per_cluster: int = 50
     # Remove a live override the manifest row does not list (DELETE: back to the default).
     remove_unlisted_configs: bool = False
+
+
+@dataclass(frozen=True)
+class AclsConf:
+    # Revoke live bindings no ACL manifest names (planned as REVOKE; made with revokes).
+    remove_unlisted: bool = False
+    # The only principals a CLUSTER binding may be granted to (unless the row says `force`).
+    cluster_principals: tuple[str, ...] = ()
+    # Over this many grants and revokes on one cluster in one run, none of that cluster's
+    # is made.
+    max_changes_per_cluster: int = 200
+    # Bindings per CreateAcls / DeleteAcls request.
+    batch_size: int = 1000
+    # A topic this job deletes takes its LITERAL TOPIC bindings with it.
+    revoke_with_deleted_topics: bool = True
+    # Turn on the `owner_scope` ACL policy (the same as listing it in `policies.acl`).
+    owner_scope: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,6 +176,10 @@ class Conf:
     run: RunConf = RunConf()
     maintenance: MaintenanceConf = MaintenanceConf()
     checks: ChecksConf = ChecksConf()
+    acls: AclsConf = AclsConf()
+    # `policies.acl`, in conf order (with `owner_scope` appended when `acls.owner_scope`
+    # turns it on).
+    acl_policies: tuple[PolicySpec, ...] = ()
 
 
 
