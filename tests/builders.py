@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from schemas.acls import ACL_BINDING, ACL_DESIRED, ACL_PLAN
 from schemas.check import VIOLATIONS
 from schemas.tables import AUDIT, CLUSTER_STATE, DESIRED, PLAN, RUNS, SNAPSHOT
 
@@ -91,3 +92,22 @@ def desired_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFr
 def audit_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
     """AUDIT rows."""
     return rows_df(spark, AUDIT, rows)
+
+
+def acl_desired_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """ACL_DESIRED rows; source a@1 and no row errors unless given."""
+    return rows_df(spark, ACL_DESIRED, rows,
+                   {"source_table": "a", "source_version": 1, "row_errors": []})
+
+
+def acl_binding_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """ACL_BINDING rows; host `*`, LITERAL, ALLOW unless given."""
+    return rows_df(spark, ACL_BINDING, rows,
+                   {"host": "*", "pattern_type": "LITERAL", "permission": "ALLOW"})
+
+
+def acl_plan_df(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """ACL_PLAN rows; host `*`, LITERAL, ALLOW, no row error nor violation unless given."""
+    return rows_df(spark, ACL_PLAN, rows,
+                   {"host": "*", "pattern_type": "LITERAL", "permission": "ALLOW",
+                    "row_errors": [], "policy_violations": []})

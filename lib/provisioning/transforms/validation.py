@@ -41,7 +41,9 @@ def _topic_reasons() -> list[Column]:
     ]
 
 
-def _cluster_reasons(known_clusters: Sequence[str]) -> list[Column]:
+def cluster_reasons(known_clusters: Sequence[str]) -> list[Column]:
+    """The reasons a row's `cluster` is refused (missing, or not in the conf); null when
+    it is fine. Shared by every kind of manifest row."""
     cluster = F.col("cluster")
     missing = cluster.isNull() | (cluster == "")
     unknown = ~missing & ~cluster.isin(*known_clusters) if known_clusters else ~missing
@@ -106,7 +108,7 @@ def with_row_errors(known_clusters: Sequence[str]) -> Callable[[DataFrame], Data
     """
 
     def transform(df: DataFrame) -> DataFrame:
-        checks = [*_cluster_reasons(known_clusters), *_topic_reasons(), *_shape_reasons()]
+        checks = [*cluster_reasons(known_clusters), *_topic_reasons(), *_shape_reasons()]
         assignment = F.col("replica_assignment")
         df = df.withColumn("replica_assignment", F.when(F.size(assignment) > 0, assignment))
         return df.withColumn(
