@@ -16,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from provisioning.errors import PolicyError
 from provisioning.names import CREATE, DELETE
@@ -60,13 +61,15 @@ def is_delete() -> Column:
 
 
 
-def check_plan_schema(df: DataFrame, who: str) -> None:
+def check_plan_schema(df: DataFrame, who: str, schema: StructType = PLAN,
+                      table: str = "PLAN") -> None:
     """Raise PolicyError unless `df` has exactly the PLAN columns, in order, with their types.
 
     who: names the DataFrame in the message, e.g. "the DataFrame custom create policy
       'pkg.mod:fn' returned".
+    schema, table: another plan's columns and name (ACL_PLAN for the ACL policies).
     """
-    expected = [(f.name, f.dataType.simpleString()) for f in PLAN.fields]
+    expected = [(f.name, f.dataType.simpleString()) for f in schema.fields]
     actual = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
     if actual == expected:
         return
@@ -84,7 +87,7 @@ def check_plan_schema(df: DataFrame, who: str) -> None:
         problems.append(f"wrong types: {'; '.join(wrong)}")
     if not problems:
         problems.append(f"columns out of order: {', '.join(names)}")
-    raise PolicyError(f"{who} does not have exactly the PLAN columns (names, order, types): "
+    raise PolicyError(f"{who} does not have exactly the {table} columns (names, order, types): "
                       f"{'; '.join(problems)}")
 
 
