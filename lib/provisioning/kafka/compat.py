@@ -4,6 +4,10 @@ The public CreateTopics / DeleteTopics helpers of kafka-python drop the response
 `throttle_time_ms`, which KIP-599 retries need, so requests go through the admin
 client's own controller routing (`_manager.run(_send_request_to_controller, ...)`), and
 a lost controller is forgotten (`_controller_id`) so that a resend asks the cluster again.
+Its ACL helpers do not say which binding a CreateAcls error belongs to and drop
+DeleteAcls' per-binding error codes, so ACL requests (and DescribeCluster, whose authorized
+operations it leaves as bits) go to a broker through the connection manager
+(`_manager.run(_manager.send, request, node_id)`).
 Those are private names: this module checks them once, and a kafka-python release
 that moved them fails with a message saying so instead of an AttributeError mid-run.
 """
@@ -33,10 +37,11 @@ class KafkaPythonIncompatible(ProvisioningError):
     exit_code = 2
 
 
-def _moved(what: str) -> KafkaPythonIncompatible:
+def _moved(what: str, use: str = "CreateTopics and DeleteTopics with their throttle time"
+           ) -> KafkaPythonIncompatible:
     return KafkaPythonIncompatible(
         f"kafka-python {kafka.__version__} has no {what}, which this job uses to send "
-        f"CreateTopics and DeleteTopics with their throttle time; it was written against "
+        f"{use}; it was written against "
         f"kafka-python {', '.join(v + 'x' for v in TESTED_VERSIONS)}: install that version "
         "(pyproject.toml pins it)")
 
@@ -89,3 +94,24 @@ def forget_controller(client: KafkaAdminClient) -> None:
     if not hasattr(client, "_controller_id"):
         raise _moved("KafkaAdminClient()._controller_id")
     client._controller_id = None
+
+
+_NODE_USE = "ACL requests and DescribeCluster with a result per binding"
+
+
+def send_to_node(client: KafkaAdminClient, node_id: int | None, request: Any) -> Any:
+    """Send `request` to broker `node_id` (None: the least loaded broker, as kafka-python
+    sends DescribeAcls, CreateAcls, DeleteAcls and DescribeCluster); the whole response is
+    returned, the errors it carries never raised.
+
+    Raises what the connection manager raises: NodeNotReadyError when the node is backing
+    off or its connection is paused by a throttle (never sent), UnknownBrokerIdError, a
+    KafkaConnectionError or KafkaTimeoutError when the request may have been sent.
+    """
+    if not hasattr(client, "_manager"):
+        raise _moved("KafkaAdminClient()._manager", _NODE_USE)
+    manager = client._manager
+    for name in ("run", "send"):
+        if not callable(getattr(manager, name, None)):
+            raise _moved(f"KafkaAdminClient()._manager.{name}", _NODE_USE)
+    return manager.run(manager.send, request, node_id)

@@ -1,0 +1,199 @@
+"""The ACL requests (`provisioning.kafka.acls`) against a real broker with SASL and the
+StandardAuthorizer, as the security tests start one, and against a plain broker.
+
+Users: `admin` (the super user), `limited` (DESCRIBE and IDEMPOTENT_WRITE on the cluster,
+no ALTER) and `nobody` (no ACL at all). Every test that changes the bindings takes them back
+to the fixture's own, and reads the broker's whole state.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
+from provisioning.kafka.acls import (
+    acl_authority,
+    authorized_operations,
+    create_acls,
+    delete_acls,
+    describe_acls,
+)
+from provisioning.kafka.client import ClusterAdmin
+from tests.helpers import grant
+from tests.support.devkafka import KafkaCluster, SaslUsers
+
+pytestmark = pytest.mark.integration
+
+CLUSTER = "acl"
+ADMIN_PASSWORD = f"adminpw{secrets.token_hex(8)}"
+USER_PASSWORD = f"userpw{secrets.token_hex(8)}"
+USERS = SaslUsers(admin_password=ADMIN_PASSWORD,
+                  plain={"limited": USER_PASSWORD, "nobody": USER_PASSWORD})
+KAFKA = KafkaConf(request_timeout_ms=10000)
+CLUSTER_OPERATIONS = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE",
+                      "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE"}
+
+
+def b(principal: str, resource_type: str, resource_name: str, operation: str,
+      pattern_type: str = "LITERAL", permission: str = "ALLOW", host: str = "*"
+      ) -> dict[str, Any]:
+    return {"principal": principal, "host": host, "resource_type": resource_type,
+            "resource_name": resource_name, "pattern_type": pattern_type,
+            "operation": operation, "permission": permission}
+
+
+# What the fixture grants `limited`: the only bindings of the cluster between tests.
+BASELINE = [b("User:limited", "CLUSTER", "kafka-cluster", "DESCRIBE"),
+            b("User:limited", "CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE")]
+
+
+def key(binding: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(binding[k] for k in ("principal", "host", "resource_type", "resource_name",
+                                      "pattern_type", "operation", "permission"))
+
+
+def state(admin: ClusterAdmin) -> list[tuple[str, ...]]:
+    """Every binding of the cluster, sorted."""
+    found = describe_acls(admin)
+    assert found is not None
+    return sorted(key(x) for x in found)
+
+
+def ok(attempts: int = 1, **extra: Any) -> dict[str, Any]:
+    return {"error_code": 0, "error_name": "NONE", "error_message": None,
+            "attempts": attempts, **extra}
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-acl"), nodes=1, sasl=USERS,
+                           heap_mb=384)
+    cluster.start()
+    try:
+        grant(cluster.client_settings(), "User:limited",
+              [("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE", "IDEMPOTENT_WRITE"])])
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _admin(cluster: KafkaCluster, user: str, password: str) -> ClusterAdmin:
+    conf = ClusterConf(CLUSTER, cluster.bootstrap_servers, "SASL_PLAINTEXT", "PLAIN")
+    return ClusterAdmin(conf, Credentials(Secret(user), Secret(password)), KAFKA)
+
+
+@pytest.fixture
+def admin(secured: KafkaCluster) -> Iterator[ClusterAdmin]:
+    """The super user's admin; the bindings a test leaves are taken back to BASELINE."""
+    with _admin(secured, "admin", ADMIN_PASSWORD) as connected:
+        yield connected
+        left = [x for x in describe_acls(connected) or [] if key(x) not in
+                {key(y) for y in BASELINE}]
+        if left:
+            delete_acls(connected, left, 100)
+        assert state(connected) == sorted(key(x) for x in BASELINE)
+
+
+BATCH = [
+    b("User:orders-app", "TOPIC", "orders", "WRITE"),
+    b("User:orders-app", "TOPIC", "orders", "DESCRIBE"),
+    b("User:readers", "TOPIC", "orders.", "READ", pattern_type="PREFIXED"),
+    b("User:readers", "GROUP", "readers-", "READ", pattern_type="PREFIXED"),
+    b("User:readers", "GROUP", "*", "DESCRIBE"),
+    b("User:intruder", "TOPIC", "orders", "READ", permission="DENY", host="10.0.0.7"),
+    b("User:tx-app", "TRANSACTIONAL_ID", "tx-", "WRITE", pattern_type="PREFIXED"),
+    b("User:platform", "CLUSTER", "kafka-cluster", "ALTER"),
+]
+
+
+def test_a_batch_is_created_in_requests_of_batch_size_and_read_back_exactly(
+        admin: ClusterAdmin) -> None:
+    assert create_acls(admin, BATCH, batch_size=3) == [ok()] * len(BATCH)
+    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH)
+
+
+def test_creating_a_binding_that_exists_succeeds_and_changes_nothing(
+        admin: ClusterAdmin) -> None:
+    assert create_acls(admin, BATCH[:2], 10) == [ok()] * 2
+    assert create_acls(admin, BATCH[:2] + BATCH[:1], 10) == [ok()] * 3
+    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH[:2])
+
+
+def test_deletes_match_exactly_one_binding_each_or_none(admin: ClusterAdmin) -> None:
+    create_acls(admin, BATCH, 100)
+    # the LITERAL filter on "orders" must not take the PREFIXED "orders." binding, nor DENY
+    # the ALLOW; READ must not take ALL
+    gone = [BATCH[0], BATCH[2], BATCH[5], BATCH[7]]
+    never = [b("User:orders-app", "TOPIC", "orders", "ALL"),
+             b("User:readers", "TOPIC", "orders.", "READ"),
+             b("User:intruder", "TOPIC", "orders", "READ", host="10.0.0.7")]
+    results = delete_acls(admin, [*gone, *never], batch_size=2)
+    assert results == [ok(deleted=1, resent=False)] * 4 + [ok(deleted=0, resent=False)] * 3
+    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH if x not in gone)
+
+
+def test_an_invalid_binding_fails_alone_in_its_batch(admin: ClusterAdmin) -> None:
+    good = [BATCH[0], BATCH[3]]
+    no_colon = b("orders-app", "TOPIC", "orders", "READ")
+    empty_name = b("User:orders-app", "TOPIC", "", "READ")
+    results = create_acls(admin, [good[0], no_colon, good[1], empty_name], 10)
+    assert [(r["error_name"], r["attempts"]) for r in results] == [
+        ("NONE", 1), ("INVALID_REQUEST", 1), ("NONE", 1), ("INVALID_REQUEST", 1)]
+    assert results[1]["error_message"] == (
+        "Could not parse principal from `orders-app` (no colon is present separating the "
+        "principal type from the principal name)")
+    assert results[3]["error_message"] == "Invalid empty resource name"
+    assert state(admin) == sorted(key(x) for x in BASELINE + good)
+
+
+def test_without_alter_on_the_cluster_every_binding_is_refused(
+        secured: KafkaCluster, admin: ClusterAdmin) -> None:
+    create_acls(admin, BATCH[:1], 10)
+    with _admin(secured, "limited", USER_PASSWORD) as limited:
+        created = create_acls(limited, BATCH[1:4], 2)
+        deleted = delete_acls(limited, BATCH[:2], 10)
+        authority = acl_authority(limited)
+    refused = {"error_code": 31, "error_name": "CLUSTER_AUTHORIZATION_FAILED", "attempts": 1}
+    assert [{k: r[k] for k in refused} for r in created + deleted] == [refused] * 5
+    assert [r["deleted"] for r in deleted] == [0, 0]
+    assert authority == (
+        "CLUSTER_AUTHORIZATION_FAILED",
+        "User:limited may not change ACLs on cluster acl: CreateAcls and DeleteAcls need "
+        "ALTER on the cluster resource (kafka-cluster), and it holds DESCRIBE, "
+        "IDEMPOTENT_WRITE; grant it ALTER on the cluster, or leave this cluster's ACLs to "
+        "another principal")
+    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH[:1])
+
+
+def test_authorized_operations_of_the_super_user_and_of_limited_users(
+        secured: KafkaCluster, admin: ClusterAdmin) -> None:
+    assert authorized_operations(admin) == CLUSTER_OPERATIONS
+    assert acl_authority(admin) is None
+    with _admin(secured, "limited", USER_PASSWORD) as limited:
+        assert authorized_operations(limited) == {"DESCRIBE", "IDEMPOTENT_WRITE"}
+    with _admin(secured, "nobody", USER_PASSWORD) as nobody:
+        assert authorized_operations(nobody) == set()
+
+
+def test_describe_acls_needs_describe_on_the_cluster(secured: KafkaCluster) -> None:
+    from kafka.errors import ClusterAuthorizationFailedError
+
+    with _admin(secured, "nobody", USER_PASSWORD) as nobody, \
+            pytest.raises(ClusterAuthorizationFailedError):
+        describe_acls(nobody)
+
+
+def test_a_cluster_without_an_authorizer_says_security_disabled(kafka: KafkaCluster) -> None:
+    conf = ClusterConf("plain", kafka.bootstrap_servers)
+    with ClusterAdmin(conf, None, KAFKA) as plain:
+        assert describe_acls(plain) is None
+        assert acl_authority(plain) == (
+            "SECURITY_DISABLED", "cluster plain has no authorizer (authorizer.class.name is "
+            "not set), so it has no ACL to grant or revoke")
+        created = create_acls(plain, BATCH[:1], 10)
+    assert [(r["error_code"], r["error_name"]) for r in created] == [
+        (54, "SECURITY_DISABLED")]
