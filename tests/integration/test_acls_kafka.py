@@ -9,6 +9,7 @@ to the fixture's own, and reads the broker's whole state.
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,18 @@ from provisioning.kafka.acls import (
     describe_acls,
 )
 from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.tasks.acls import (
+    AUTHORITY,
+    BINDINGS,
+    GRANT,
+    REVOKE,
+    VERIFY,
+    acl_result,
+    acl_results,
+    binding_key,
+)
+from provisioning.kafka.tasks.common import Row, Sent, for_each_cluster
+from schemas import ACL_RESULT, column_names
 from tests.helpers import grant
 from tests.support.devkafka import KafkaCluster, SaslUsers
 
@@ -197,3 +210,137 @@ def test_a_cluster_without_an_authorizer_says_security_disabled(kafka: KafkaClus
         created = create_acls(plain, BATCH[:1], 10)
     assert [(r["error_code"], r["error_name"]) for r in created] == [
         (54, "SECURITY_DISABLED")]
+
+
+# --- the tasks: rows in, ACL_RESULT rows out ---------------------------------------------
+
+
+def _conf(cluster: KafkaCluster, name: str = CLUSTER) -> ClusterConf:
+    return ClusterConf(name, cluster.bootstrap_servers, "SASL_PLAINTEXT", "PLAIN")
+
+
+ADMIN = Credentials(Secret("admin"), Secret(ADMIN_PASSWORD))
+LIMITED = Credentials(Secret("limited"), Secret(USER_PASSWORD))
+
+
+def _rows(*bindings: dict[str, Any], cluster: str = CLUSTER, **cols: Any
+          ) -> list[dict[str, Any]]:
+    return [{"cluster": cluster, **x, **cols} for x in bindings]
+
+
+def _done(rows: list[dict[str, Any]], phase: str, outcome: str, attempts: int = 1
+          ) -> list[tuple[Any, ...]]:
+    return [acl_result(r, phase, outcome, error_code=0, error_name="NONE", attempts=attempts)
+            for r in rows]
+
+
+def _without_attempts(results: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    at = column_names(ACL_RESULT).index("attempts")
+    assert all(r[at] >= 1 for r in results)
+    return [r[:at] + r[at + 1:] for r in results]
+
+
+def test_grant_verify_revoke_verify_give_one_result_per_binding(
+        secured: KafkaCluster, admin: ClusterAdmin) -> None:
+    clusters, creds = {CLUSTER: _conf(secured)}, {CLUSTER: ADMIN}
+    good = _rows(*BATCH[:3])
+    invalid = _rows(b("orders-app", "TOPIC", "orders", "READ"))
+    unsendable = _rows(b("User:x", "TOPIC", "orders", "ANY"))
+
+    granted = list(acl_results(good + invalid + unsendable, clusters, creds, KAFKA, GRANT,
+                               batch_size=2))
+    assert granted == [
+        *_done(good, "apply", "granted"),
+        acl_result(invalid[0], "apply", "rejected", error_code=42,
+                   error_name="INVALID_REQUEST", attempts=1, error_message=(
+                       "Could not parse principal from `orders-app` (no colon is present "
+                       "separating the principal type from the principal name)")),
+        acl_result(unsendable[0], "apply", "rejected", error_code=-1,
+                   error_name="INVALID_MANIFEST_ROW", attempts=0, error_message=(
+                       "not sent: operation: 'ANY' is not one of Kafka's ALL, READ, WRITE, "
+                       "CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, "
+                       "ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS, "
+                       "TWO_PHASE_COMMIT")),
+    ]
+    shown = list(acl_results([{**r, "action": "GRANT"} for r in good], clusters, creds, KAFKA,
+                             VERIFY))
+    assert _without_attempts(shown) == _without_attempts(_done(good, "verify", "granted"))
+
+    never = _rows(b("User:never", "TOPIC", "orders", "READ"))
+    revoked = list(acl_results(good[:2] + never, clusters, creds, KAFKA, REVOKE))
+    assert revoked == [*_done(good[:2], "apply", "revoked"),
+                       *_done(never, "apply", "already_absent")]
+    gone = list(acl_results([{**r, "action": "REVOKE"} for r in good[:2]], clusters, creds,
+                            KAFKA, VERIFY))
+    assert _without_attempts(gone) == _without_attempts(_done(good[:2], "verify", "revoked"))
+    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH[2:3])
+
+
+def test_verify_fails_a_binding_that_never_shows_once_its_time_is_up(
+        secured: KafkaCluster, admin: ClusterAdmin) -> None:
+    rows = [{**r, "action": "GRANT"} for r in _rows(BATCH[0])]
+    quick = KafkaConf(request_timeout_ms=10000, verify_timeout_ms=500)
+    results = list(acl_results(rows, {CLUSTER: _conf(secured)}, {CLUSTER: ADMIN}, quick,
+                               VERIFY))
+    assert _without_attempts(results) == _without_attempts([acl_result(
+        rows[0], "verify", "failed", error_code=-1, error_name="VERIFY_TIMEOUT", attempts=1,
+        error_message="the binding is still missing after its grant")])
+
+
+def test_the_authority_check_rejects_each_cluster_the_job_may_not_change(
+        secured: KafkaCluster, kafka: KafkaCluster) -> None:
+    clusters = {CLUSTER: _conf(secured), "acl-limited": _conf(secured, "acl-limited"),
+                "plain": ClusterConf("plain", kafka.bootstrap_servers)}
+    creds = {CLUSTER: ADMIN, "acl-limited": LIMITED}
+    rows = (_rows(*BATCH[:2]) + _rows(*BATCH[:2], cluster="acl-limited")
+            + _rows(BATCH[0], cluster="plain"))
+    results = list(acl_results(rows, clusters, creds, KAFKA, AUTHORITY, batch_size=1))
+    assert results == [
+        *_done(rows[:2], "validate", "validated"),
+        *[acl_result(r, "validate", "rejected", error_code=31,
+                     error_name="CLUSTER_AUTHORIZATION_FAILED", attempts=1, error_message=(
+                         "User:limited may not change ACLs on cluster acl-limited: CreateAcls "
+                         "and DeleteAcls need ALTER on the cluster resource (kafka-cluster), "
+                         "and it holds DESCRIBE, IDEMPOTENT_WRITE; grant it ALTER on the "
+                         "cluster, or leave this cluster's ACLs to another principal"))
+          for r in rows[2:4]],
+        acl_result(rows[4], "validate", "rejected", error_code=54,
+                   error_name="SECURITY_DISABLED", attempts=1, error_message=(
+                       "cluster plain has no authorizer (authorizer.class.name is not set), "
+                       "so it has no ACL to grant or revoke")),
+    ]
+
+
+def test_an_unreachable_cluster_fails_its_bindings_as_not_sent() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    rows = _rows(*BATCH[:2], cluster="down")
+    results = list(acl_results(rows, {"down": ClusterConf("down", f"127.0.0.1:{port}")}, {},
+                               KafkaConf(request_timeout_ms=2000), GRANT))
+    message = (f"not sent: cluster down at 127.0.0.1:{port} is unreachable "
+               "(KafkaTimeoutError)")
+    assert results == [acl_result(r, "apply", "failed", error_code=-1,
+                                  error_name="ClusterUnreachable", error_message=message,
+                                  attempts=0) for r in rows]
+
+
+def test_a_binding_whose_request_may_have_been_sent_is_unknown_on_an_error(
+        secured: KafkaCluster) -> None:
+    rows = _rows(*BATCH[:2])
+
+    def work(admin: ClusterAdmin, part: list[Row], sent: Sent) -> Iterator[tuple[Any, ...]]:
+        sent.mark([binding_key(part[0])])
+        raise ConnectionResetError("the connection broke mid-request")
+        yield  # a generator, as the real work is
+
+    results = list(for_each_cluster(rows, {CLUSTER: _conf(secured)}, {CLUSTER: ADMIN}, KAFKA,
+                                    work, "apply", True, 10, BINDINGS))
+    assert results == [
+        acl_result(rows[0], "apply", "unknown", error_code=-1,
+                   error_name="ConnectionResetError", attempts=1,
+                   error_message="the connection broke mid-request"),
+        acl_result(rows[1], "apply", "failed", error_code=-1,
+                   error_name="ConnectionResetError", attempts=0,
+                   error_message="not sent: the connection broke mid-request"),
+    ]

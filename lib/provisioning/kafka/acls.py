@@ -51,6 +51,31 @@ _THROTTLED = Errors.ThrottlingQuotaExceededError.errno
 THROTTLE_PAUSE_LIMIT_S = 300.0
 
 
+# What a binding may name: Kafka's concrete values, never a filter's UNKNOWN, ANY or MATCH.
+_CONCRETE = {
+    "resource_type": RESOURCE_TYPE_CODES,
+    "pattern_type": PATTERN_TYPE_CODES,
+    "operation": OPERATION_CODES,
+    "permission": PERMISSION_CODES,
+}
+_FILTER_ONLY = ("UNKNOWN", "ANY", "MATCH")
+
+
+def binding_problem(b: Binding) -> str | None:
+    """Why binding `b` cannot go into a CreateAcls or DeleteAcls request (a name Kafka has no
+    concrete code for), or None. Row validation refuses these first; this keeps a row that
+    got past it from sinking the request of the others."""
+    for column, codes in _CONCRETE.items():
+        value = b.get(column)
+        if value not in codes or value in _FILTER_ONLY:
+            known = ", ".join(n for n in codes if n not in _FILTER_ONLY)
+            return f"{column}: {value!r} is not one of Kafka's {known}"
+    for column in ("principal", "host", "resource_name"):
+        if not isinstance(b.get(column), str):
+            return f"{column}: is missing"
+    return None
+
+
 def _name_of(codes: Mapping[str, int], code: int) -> str:
     for name, value in codes.items():
         if value == code:

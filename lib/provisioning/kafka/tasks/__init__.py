@@ -5,15 +5,18 @@ out.
 - `create`: CreateTopics (validateOnly or for real);
 - `delete`: DeleteTopics by topic id;
 - `alter`: IncrementalAlterConfigs and CreatePartitions;
-- `verify`: reading back what the others did.
+- `verify`: reading back what the others did;
+- `acls`: ACL bindings (the authority check, CreateAcls, DeleteAcls, the read-back), one
+  ACL_RESULT row per binding.
 
 Nothing here knows Spark: the run room feeds these functions from a DataFrame and turns
 their rows back into one.
 """
 
+from provisioning.kafka.tasks.acls import acl_results
 from provisioning.kafka.tasks.alter import alter_results
 from provisioning.kafka.tasks.create import create_results
 from provisioning.kafka.tasks.delete import delete_results
 from provisioning.kafka.tasks.verify import verify_results
 
-__all__ = ["alter_results", "create_results", "delete_results", "verify_results"]
+__all__ = ["acl_results", "alter_results", "create_results", "delete_results", "verify_results"]

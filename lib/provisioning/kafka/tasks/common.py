@@ -13,8 +13,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import kafka.errors as Errors
@@ -49,14 +50,14 @@ def exception_fields(exc: BaseException) -> dict[str, Any]:
 
 
 class Sent:
-    """The topics of one chunk for which a request that may change Kafka has started (marked
-    by the sending thread, just before the request)."""
+    """The topics (or other items, by their key) of one chunk for which a request that may
+    change Kafka has started (marked by the sending thread, just before the request)."""
 
     def __init__(self) -> None:
-        self._topics: set[str] = set()
+        self._topics: set[Hashable] = set()
         self._lock = threading.Lock()
 
-    def mark(self, topics: Iterable[str]) -> None:
+    def mark(self, topics: Iterable[Hashable]) -> None:
         with self._lock:
             self._topics.update(topics)
 
@@ -68,10 +69,29 @@ class Sent:
 ClusterWork = Callable[[ClusterAdmin, list[Row], Sent], Iterable[Result]]
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What a kind of task handles: how a request row and a result row name their item
+    (a topic; an ACL binding), and the result row for a request row the work left
+    unanswered, from its phase, outcome and error columns."""
+
+    key: Callable[[Row], Hashable]
+    result_key: Callable[[Result], Hashable]
+    result: Callable[[Row, str, str, dict[str, Any]], Result]
+
+
+TOPICS = Shape(
+    key=lambda row: row["topic"],
+    result_key=lambda produced: produced[_TOPIC_AT],
+    result=lambda row, phase, outcome, fields: result(row["cluster"], row["topic"], phase,
+                                                      outcome, **fields),
+)
+
+
 def for_each_cluster(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
                      credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                     work: ClusterWork, phase: str, changes_kafka: bool, chunk: int
-                     ) -> Iterator[Result]:
+                     work: ClusterWork, phase: str, changes_kafka: bool, chunk: int,
+                     shape: Shape = TOPICS) -> Iterator[Result]:
     """Run `work` on each cluster's rows (sorted by cluster), a chunk at a time; every row
     yields exactly one result.
 
@@ -79,6 +99,7 @@ def for_each_cluster(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
     raised) is `unknown` when a request that changes Kafka may have been sent for it
     (`changes_kafka` and marked in `Sent`), otherwise `failed`, with the error and
     `attempts` 0 (`unknown` in `verify`, which only reads).
+    shape: the kind of item the rows hold (TOPICS: TOPIC_RESULT rows, keyed by topic).
     """
     for name, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
         remaining = iter(group)
@@ -88,36 +109,36 @@ def for_each_cluster(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
         except ClusterUnreachable as exc:
             for row in remaining:
                 yield _unsettled(row, phase, exc, sent=False,
-                                 reads_only=phase == names.VERIFY)
+                                 reads_only=phase == names.VERIFY, shape=shape)
             continue
         with admin:
             while part := list(itertools.islice(remaining, chunk)):
-                done: dict[str, Result] = {}
+                done: dict[Hashable, Result] = {}
                 sent = Sent()
                 error: BaseException | None = None
                 try:
                     for produced in work(admin, part, sent):
-                        done[produced[_TOPIC_AT]] = produced
+                        done[shape.result_key(produced)] = produced
                 except Exception as exc:  # the one per-row catch: every row gets a status
                     log.warning("cluster %s: %s while %s %d topic(s): %s", name,
                                 type(exc).__name__, phase, len(part), str(exc)[:300])
                     error = exc
                 for row in part:
-                    found = done.get(row["topic"])
+                    found = done.get(shape.key(row))
                     yield found if found is not None else _unsettled(
                         row, phase, error or RuntimeError("the admin step returned no result"),
-                        sent=changes_kafka and row["topic"] in sent,
-                        reads_only=phase == names.VERIFY)
+                        sent=changes_kafka and shape.key(row) in sent,
+                        reads_only=phase == names.VERIFY, shape=shape)
 
 
 def _unsettled(row: Row, phase: str, exc: BaseException, sent: bool,
-               reads_only: bool) -> Result:
+               reads_only: bool, shape: Shape = TOPICS) -> Result:
     if sent or reads_only:
-        return result(row["cluster"], row["topic"], phase, names.UNKNOWN, attempts=1,
-                      **exception_fields(exc))
+        return shape.result(row, phase, names.UNKNOWN,
+                            {"attempts": 1, **exception_fields(exc)})
     fields = exception_fields(exc)
     fields["error_message"] = f"not sent: {fields['error_message']}"[:2000]
-    return result(row["cluster"], row["topic"], phase, names.FAILED, attempts=0, **fields)
+    return shape.result(row, phase, names.FAILED, {"attempts": 0, **fields})
 
 
 T = TypeVar("T")
