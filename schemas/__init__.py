@@ -17,6 +17,7 @@ from schemas.acls import (
 )
 from schemas.check import VIOLATIONS
 from schemas.tables import (
+    ACL_BINDING_STRUCT,
     AUDIT,
     CLUSTER_STATE,
     CONFIG_ENTRY,
@@ -36,6 +37,7 @@ from schemas.tables import (
 
 __all__ = [
     "ACL_BINDING",
+    "ACL_BINDING_STRUCT",
     "ACL_DESIRED",
     "ACL_MANIFEST",
     "ACL_PLAN",

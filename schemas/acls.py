@@ -21,7 +21,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from schemas.tables import POLICY_VIOLATION
+from schemas.tables import ACL_BINDING_STRUCT, POLICY_VIOLATION
 
 
 def _fields(*cols: tuple[str, object]) -> StructType:
@@ -29,15 +29,8 @@ def _fields(*cols: tuple[str, object]) -> StructType:
 
 
 # What one binding is, beside its cluster: Kafka's AclBinding, every part named.
-_BINDING_COLUMNS: tuple[tuple[str, object], ...] = (
-    ("principal", StringType()),
-    ("host", StringType()),
-    ("resource_type", StringType()),
-    ("resource_name", StringType()),
-    ("pattern_type", StringType()),
-    ("operation", StringType()),
-    ("permission", StringType()),
-)
+_BINDING_COLUMNS: tuple[tuple[str, object], ...] = tuple(
+    (f.name, f.dataType) for f in ACL_BINDING_STRUCT.fields)
 
 # What an ACL manifest table holds: one row per (principal, resource pattern, permission)
 # with the operations it allows or denies.

@@ -183,6 +183,17 @@ TOPIC_RESULT = _fields(
 )
 
 # One row per topic per phase per run.
+# One ACL binding beside its cluster (Kafka's AclBinding), as the audit table holds it.
+ACL_BINDING_STRUCT = _fields(
+    ("principal", StringType()),
+    ("host", StringType()),
+    ("resource_type", StringType()),
+    ("resource_name", StringType()),
+    ("pattern_type", StringType()),
+    ("operation", StringType()),
+    ("permission", StringType()),
+)
+
 AUDIT = _fields(
     ("run_id", StringType()),
     ("cluster", StringType()),
@@ -215,6 +226,11 @@ AUDIT = _fields(
     ("before_partitions", IntegerType()),
     ("before_configs", STRING_MAP),
     ("config_ops", ArrayType(CONFIG_OP, True)),
+    # Rows about an ACL binding (schemas.acls) rather than a topic: the binding (topic is
+    # null), and why the plan row is as it is (merged rows that disagreed, an unlisted or a
+    # deleted topic's binding revoked). Null on topic rows.
+    ("acl", ACL_BINDING_STRUCT),
+    ("note", StringType()),
 )
 
 CLUSTER_SUMMARY = _fields(

@@ -45,8 +45,8 @@ OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED,
 # DeleteAcls, read back by DescribeAcls); already_absent is a revoke whose binding was gone.
 GRANTED = "granted"
 REVOKED = "revoked"
-ACL_OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, GRANTED, REVOKED, ALREADY_ABSENT,
-                FAILED, UNKNOWN)
+ACL_OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, GRANTED, REVOKED, ALREADY_PRESENT,
+                ALREADY_ABSENT, FAILED, UNKNOWN)
 # Final outcomes that make a run exit 1: somebody has to look at these topics.
 ATTENTION = (REJECTED, BLOCKED, FAILED, UNKNOWN)
 # Final outcomes that mean "nothing to do": left out of the topic listing of a run.

@@ -81,10 +81,16 @@ class RunResult:
     alters_not_allowed: int = 0
     # Live topics (not internal) that no manifest row names, per cluster: never changed.
     unmanaged: dict[str, int] = field(default_factory=dict)
+    # What the run did with ACL bindings (run.summary.summarize_acls): counts, actions,
+    # listed bindings, revokes not allowed, unmanaged and orphaned bindings per cluster;
+    # None when the run manages no ACL.
+    acls: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(self.counts.get(o, 0) for o in ATTENTION) else 0
+        acl_counts = (self.acls or {}).get("counts", {})
+        return 1 if any(self.counts.get(o, 0) or acl_counts.get(o, 0)
+                        for o in ATTENTION) else 0
 
 
 class _Plain:

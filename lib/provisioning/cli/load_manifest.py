@@ -18,24 +18,31 @@ from provisioning.cli.common import (
     remote_option,
     verbose_option,
 )
-from provisioning.cli.manifest_file import load_manifest_file
+from provisioning.cli.manifest_file import load_acl_manifest_file, load_manifest_file
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--table", required=True, help="Delta path or catalog table name.")
 @click.option("--mode", type=click.Choice(["overwrite", "append"]), default="overwrite")
+@click.option("--kind", type=click.Choice(["topics", "acls"]), default="topics",
+              show_default=True, help="topics: a topic manifest; acls: an ACL manifest.")
 @remote_option
 @json_option
 @verbose_option
-def main(source: str, table: str, mode: str, as_json: bool, verbose: bool) -> None:
-    """Load a manifest file into a Delta table."""
+def main(source: str, table: str, mode: str, kind: str, as_json: bool, verbose: bool) -> None:
+    """Load a manifest file (topics, or ACL bindings) into a Delta table."""
 
     def work(cmd: Command) -> Outcome:
         from provisioning.delta.manifests import write_manifest
+        from schemas import ACL_MANIFEST, MANIFEST
 
-        rows = load_manifest_file(source)
-        version = write_manifest(cmd.session(), rows, table, mode)
+        if kind == "acls":
+            rows = load_acl_manifest_file(source)
+            version = write_manifest(cmd.session(), rows, table, mode, ACL_MANIFEST)
+        else:
+            rows = load_manifest_file(source)
+            version = write_manifest(cmd.session(), rows, table, mode, MANIFEST)
         return Outcome(0, {"table": table, "rows": len(rows), "version": version},
                        lambda: [f"wrote {len(rows)} manifest row(s) to {table} "
                                 f"(version {version})"])

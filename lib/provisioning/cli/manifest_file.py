@@ -9,10 +9,66 @@ from typing import Any
 import yaml
 
 from provisioning.errors import UsageError
-from schemas import MANIFEST, column_names
+from schemas import ACL_MANIFEST, MANIFEST, column_names
 
 _INT_COLUMNS = ("partitions", "replication_factor")
 _STR_COLUMNS = ("cluster", "topic", "state", "owner")
+
+
+def _read_list(path: str | Path, what: str) -> tuple[Path, list[Any]]:
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise UsageError(f"{p}: cannot parse: {exc}") from None
+    if not isinstance(data, list):
+        raise UsageError(f"{p}: expected a list of {what} rows")
+    return p, data
+
+
+def _raise(p: Path, problems: list[str]) -> None:
+    if problems:
+        raise UsageError(f"{p}: {len(problems)} problem(s)\n" +
+                         "\n".join(f"  - {x}" for x in problems))
+
+
+_ACL_STR_COLUMNS = ("cluster", "principal", "host", "resource_type", "resource_name",
+                    "pattern_type", "permission", "state", "owner")
+
+
+def load_acl_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
+    """ACL_MANIFEST rows, in column order; shape errors reported all at once by row and key
+    (whether a binding makes sense is the job's call, as data)."""
+    p, data = _read_list(path, "ACL")
+    problems: list[str] = []
+    known = column_names(ACL_MANIFEST)
+    rows = []
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            problems.append(f"row {i}: expected a mapping")
+            continue
+        where = f"row {i} ({item.get('principal')!r})"
+        problems += [f"{where}.{k}: unknown column (columns: {', '.join(sorted(known))})"
+                     for k in item if k not in known]
+        values: dict[str, Any] = {k: None if item.get(k) is None else str(item[k])
+                                  for k in _ACL_STR_COLUMNS}
+        ops = item.get("operations")
+        if isinstance(ops, str):
+            ops = [ops]
+        if ops is not None and not (isinstance(ops, list)
+                                    and all(isinstance(o, str) for o in ops)):
+            problems.append(f"{where}.operations: expected a list of operation names")
+            ops = None
+        values["operations"] = ops
+        force = item.get("force")
+        if force is not None and not isinstance(force, bool):
+            problems.append(f"{where}.force: expected true or false")
+            force = None
+        values["force"] = force
+        rows.append(tuple(values[c] for c in known))
+    _raise(p, problems)
+    return rows
 
 
 def load_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
@@ -22,19 +78,10 @@ def load_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
     row makes sense is decided by the job, as data, so one bad row never
     stops the others.
     """
-    p = Path(path)
-    text = p.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"{p}: cannot parse: {exc}") from None
-    if not isinstance(data, list):
-        raise UsageError(f"{p}: expected a list of topic rows")
+    p, data = _read_list(path, "topic")
     problems: list[str] = []
     rows = [_row(p, i, item, problems) for i, item in enumerate(data)]
-    if problems:
-        raise UsageError(f"{p}: {len(problems)} problem(s)\n" +
-                         "\n".join(f"  - {x}" for x in problems))
+    _raise(p, problems)
     return rows
 
 

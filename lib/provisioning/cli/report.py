@@ -17,6 +17,11 @@ from provisioning.views.report import build_report, render_report
               help="Show the topics whose latest plan found drift, per cluster.")
 @click.option("--unmanaged", is_flag=True,
               help="List the live topics no manifest names (latest snapshot per cluster).")
+@click.option("--unmanaged-acls", is_flag=True,
+              help="List the live ACL bindings no ACL manifest names (latest ACL snapshot "
+                   "per cluster).")
+@click.option("--orphaned-acls", is_flag=True,
+              help="List the LITERAL TOPIC bindings that name no live topic.")
 @click.option("--violations", is_flag=True,
               help="Show check's violations per rule per day (each day's last check run) "
                    "and when each topic started and stopped breaking a rule.")
@@ -25,7 +30,8 @@ from provisioning.views.report import build_report, render_report
 @click.option("--limit", default=20, show_default=True, help="How many runs or rows to show.")
 def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
            verbose: bool, run_id: str | None, topic: str | None, drift: bool,
-           unmanaged: bool, violations: bool, since_days: int | None, limit: int) -> None:
+           unmanaged: bool, unmanaged_acls: bool, orphaned_acls: bool, violations: bool,
+           since_days: int | None, limit: int) -> None:
     """Show recent runs, one run's outcomes, a topic's history, drift across clusters, the
     unmanaged topics or the trend of check's violations."""
 
@@ -33,7 +39,8 @@ def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
         payload = build_report(cmd.session(), cmd.conf, run_id=run_id, topic=topic,
                                clusters=clusters, limit=limit, drift=drift,
                                topics_glob=topics_glob, unmanaged=unmanaged,
-                               violations=violations, since_days=since_days)
+                               violations=violations, since_days=since_days,
+                               unmanaged_acls=unmanaged_acls, orphaned_acls=orphaned_acls)
         return Outcome(0, payload, lambda: render_report(payload))
 
     execute("report", conf_path, as_json, verbose, {}, work, records_run=False)

@@ -18,12 +18,13 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 topics_glob: str | None, as_json: bool, verbose: bool,
                 out_path: str | None = None, plan_path: str | None = None,
                 validate: bool = True, allow_deletes: bool = False, allow_alter: bool = False,
-                output_format: str = "text") -> None:
+                output_format: str = "text", allow_revokes: bool = False) -> None:
     """Run `plan` or `apply` through the command skeleton (`common.execute`)."""
     arguments: dict[str, Any] = {"clusters": list(clusters), "topics": topics_glob,
                                  "out": out_path, "plan": plan_path, "validate": validate}
     if command == "apply":
-        arguments.update(apply=True, allow_deletes=allow_deletes, allow_alter=allow_alter)
+        arguments.update(apply=True, allow_deletes=allow_deletes, allow_alter=allow_alter,
+                         allow_revokes=allow_revokes)
 
     def work(cmd: Command) -> Outcome:
         from provisioning.run.commands import run_plan
@@ -36,16 +37,19 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
             scope_clusters, scope_topics = saved.document.clusters, saved.document.topics
         selected = select_clusters(conf, scope_clusters)
         names = tuple(c.name for c in selected)
-        keep_plan, saved_doc = (planfile.recorder(conf.digest, names, scope_topics)
-                                if out_path else (None, None))
-        on_plan = (planfile.stale_check(saved, conf.digest, names, scope_topics)
-                   if saved is not None else keep_plan)
+        keep_plan, keep_acls, saved_doc = (
+            planfile.recorder(conf.digest, names, scope_topics) if out_path
+            else (None, None, None))
+        on_plan, on_acl_plan = (planfile.stale_check(saved, conf.digest, names, scope_topics)
+                                if saved is not None else (keep_plan, keep_acls))
         scope = Scope(names, scope_topics)
         options: RunOptions = (
             ApplyOptions(scope=scope, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                         on_plan=on_plan)
+                         allow_revokes=allow_revokes, on_plan=on_plan,
+                         on_acl_plan=on_acl_plan)
             if command == "apply" else
-            PlanOptions(scope=scope, validate=validate, on_plan=on_plan))
+            PlanOptions(scope=scope, validate=validate, on_plan=on_plan,
+                        on_acl_plan=on_acl_plan))
         credentials = cmd.credentials()
         record = cmd.record
         assert record is not None
@@ -64,6 +68,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                    "deletes_not_allowed": result.deletes_not_allowed,
                    "alters_not_allowed": result.alters_not_allowed,
                    "unmanaged": result.unmanaged,
+                   "acls": result.acls,
                    "plan_file": None if saved_plan is None else {
                        "path": saved_plan[0], "digest": saved_plan[1]}}
         return Outcome(result.exit_code, payload, lambda: (
@@ -98,13 +103,19 @@ def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_
 @click.option("--allow-alter", is_flag=True,
               help="Also change live topics (configs, more partitions) as the manifests ask "
                    "(off by default: planned and validated only).")
+@click.option("--allow-revokes", is_flag=True,
+              help="Also revoke the ACL bindings the ACL manifests mark `absent` (and, with "
+                   "acls.remove_unlisted, those no manifest names); off by default: planned "
+                   "and counted only.")
 @click.option("--plan", "plan_path", default=None,
               type=click.Path(dir_okay=False),
               help="Apply only if a fresh plan equals this saved plan (`plan --out`); "
                    "otherwise exit 2 before any request reaches Kafka.")
 def apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-          verbose: bool, allow_deletes: bool, allow_alter: bool, plan_path: str | None) -> None:
-    """Plan, validate, then create (with --allow-deletes, delete; with --allow-alter,
-    alter)."""
+          verbose: bool, allow_deletes: bool, allow_alter: bool, allow_revokes: bool,
+          plan_path: str | None) -> None:
+    """Plan, validate, then create and grant (with --allow-deletes, delete; with
+    --allow-alter, alter; with --allow-revokes, revoke)."""
     run_command("apply", conf_path, clusters, topics_glob, as_json, verbose,
-                plan_path=plan_path, allow_deletes=allow_deletes, allow_alter=allow_alter)
+                plan_path=plan_path, allow_deletes=allow_deletes, allow_alter=allow_alter,
+                allow_revokes=allow_revokes)

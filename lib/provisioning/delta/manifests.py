@@ -8,6 +8,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from provisioning.delta.tables import TableRef, read_table, table_version, write
 from provisioning.errors import UsageError
@@ -15,9 +16,10 @@ from schemas import DESIRED, MANIFEST, column_names
 
 
 def write_manifest(spark: SparkSession, rows: Sequence[tuple[Any, ...]], table: str,
-                   mode: str = "overwrite") -> int:
-    """Write MANIFEST rows as one commit; returns the table version written."""
-    return write_manifest_frame(spark.createDataFrame(list(rows), MANIFEST), table, mode)
+                   mode: str = "overwrite", schema: StructType = MANIFEST) -> int:
+    """Write manifest rows (MANIFEST, or ACL_MANIFEST) as one commit; returns the table
+    version written."""
+    return write_manifest_frame(spark.createDataFrame(list(rows), schema), table, mode)
 
 
 def write_manifest_frame(df: DataFrame, table: str, mode: str) -> int:
@@ -31,38 +33,42 @@ def write_manifest_frame(df: DataFrame, table: str, mode: str) -> int:
     return version
 
 
-def read_manifests(spark: SparkSession, tables: Sequence[str]) -> DataFrame:
-    """Union every manifest table as DESIRED rows, each tagged with its table and version.
+def read_manifests(spark: SparkSession, tables: Sequence[str],
+                   manifest: StructType = MANIFEST, desired: StructType = DESIRED,
+                   required: Sequence[str] = ("cluster", "topic"), kind: str = "manifest"
+                   ) -> DataFrame:
+    """Union every manifest table as `desired` rows (DESIRED; ACL_DESIRED for the ACL
+    manifests, given with their `manifest` schema), each tagged with its table and version.
 
     Each table is read at the version it had when the run started, so the
     audit can name exactly which manifest version asked for a topic. A table
-    that is missing or lacks a manifest column is a usage error naming it.
+    that is missing or lacks a `required` column is a usage error naming it.
     """
     frames = []
     for table in tables:
         ref = TableRef(table)
         version = table_version(spark, ref)
         if version is None:
-            raise UsageError(f"manifest table {table} does not exist or is not a Delta table")
+            raise UsageError(f"{kind} table {table} does not exist or is not a Delta table")
         df = read_table(spark, ref, version)
-        missing = [c for c in ("cluster", "topic") if c not in df.columns]
+        missing = [c for c in required if c not in df.columns]
         if missing:
             raise UsageError(
-                f"manifest table {table} lacks the required column(s) {', '.join(missing)} "
+                f"{kind} table {table} lacks the required column(s) {', '.join(missing)} "
                 f"(it has: {', '.join(df.columns)})"
             )
-        frames.append(df.transform(conform_to_manifest).select(
-            *column_names(MANIFEST),
+        frames.append(conform_to_manifest(df, manifest).select(
+            *column_names(manifest),
             F.lit(table).alias("source_table"),
             F.lit(version).cast("long").alias("source_version"),
             "row_errors",
         ))
     if not frames:
-        return spark.createDataFrame([], DESIRED)
+        return spark.createDataFrame([], desired)
     return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
 
-def conform_to_manifest(df: DataFrame) -> DataFrame:
+def conform_to_manifest(df: DataFrame, manifest: StructType = MANIFEST) -> DataFrame:
     """MANIFEST columns in order and type, plus `row_errors` for values of the wrong type.
 
     Optional columns a table lacks become null. A value that does not convert
@@ -70,7 +76,7 @@ def conform_to_manifest(df: DataFrame) -> DataFrame:
     """
     columns = []
     cast_errors = []
-    for f in MANIFEST.fields:
+    for f in manifest.fields:
         if f.name not in df.columns:
             columns.append(F.lit(None).cast(f.dataType).alias(f.name))
             continue

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import kafka.errors as Errors
@@ -28,6 +28,7 @@ from kafka.protocol.admin import (
 )
 
 from provisioning import names
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
@@ -315,31 +316,61 @@ def authorized_operations(admin: ClusterAdmin) -> set[str] | None:
 
 def acl_authority(admin: ClusterAdmin) -> tuple[str, str] | None:
     """Why the job may not change this cluster's ACLs, as (error name, message), or None when
-    it may: SECURITY_DISABLED (no authorizer: a DescribeAcls that matches nothing tells),
-    or CLUSTER_AUTHORIZATION_FAILED (no ALTER on the cluster, which CreateAcls and
-    DeleteAcls need), naming the principal. When the broker does not say which operations
-    the principal has, the requests themselves will."""
-    probe = f"User:topic-provisioning-probe-{uuid.uuid4().hex}"
+    it may: SECURITY_DISABLED (no authorizer), or CLUSTER_AUTHORIZATION_FAILED (no ALTER on
+    the cluster, which CreateAcls and DeleteAcls need, or no DESCRIBE to read them), naming
+    the principal. When the broker does not say which operations the principal has, the
+    requests themselves will."""
+    return acl_state(admin).problem
 
-    def build() -> Any:
-        return DescribeAclsRequest(
-            min_version=_MIN_VERSION, resource_type_filter=_ANY, resource_name_filter=None,
-            pattern_type_filter=_ANY, principal_filter=probe, host_filter=None,
-            operation=_ANY, permission_type=_ANY)
 
-    who = admin.principal or "the job's principal"
+@dataclass(frozen=True)
+class AclState:
+    """One cluster's ACLs as the run sees them before planning.
+
+    bindings: every live binding (empty when the cluster has no authorizer or the job may
+      not describe its ACLs).
+    problem: why the job may not change the cluster's ACLs, as (error name, message), or
+      None when it may (see `acl_authority`).
+    """
+
+    bindings: list[dict[str, Any]]
+    problem: tuple[str, str] | None
+
+
+def acl_state(admin: ClusterAdmin) -> AclState:
+    """The cluster's live bindings (DescribeAcls) and whether the job may change them
+    (`acl_authority`'s answer, from the same DescribeAcls and DescribeCluster's authorized
+    operations)."""
     cluster = admin.cluster.name
-    code = int(_send(admin, build)[0].error_code)
-    if code == _SECURITY_DISABLED:
-        return (names.SECURITY_DISABLED,
-                f"cluster {cluster} has no authorizer (authorizer.class.name is not set), so it "
-                "has no ACL to grant or revoke")
+    who = admin.principal or "the job's principal"
+    try:
+        live = describe_acls(admin)
+    except Errors.ClusterAuthorizationFailedError:
+        return AclState([], (names.CLUSTER_AUTHORIZATION_FAILED,
+                             f"{who} may not describe ACLs on cluster {cluster} (DescribeAcls "
+                             "needs DESCRIBE on the cluster resource), so its ACLs can be "
+                             "neither compared nor changed"))
+    if live is None:
+        return AclState([], (names.SECURITY_DISABLED,
+                             f"cluster {cluster} has no authorizer (authorizer.class.name is "
+                             "not set), so it has no ACL to grant or revoke"))
     operations = authorized_operations(admin)
     if operations is not None and "ALTER" not in operations:
         held = ", ".join(sorted(operations)) or "none"
-        return (names.CLUSTER_AUTHORIZATION_FAILED,
-                f"{who} may not change ACLs on cluster {cluster}: CreateAcls and DeleteAcls "
-                f"need ALTER on the cluster resource (kafka-cluster), and it holds {held}; "
-                "grant it ALTER on the cluster, or leave this cluster's ACLs to another "
-                "principal")
-    return None
+        return AclState(live, (
+            names.CLUSTER_AUTHORIZATION_FAILED,
+            f"{who} may not change ACLs on cluster {cluster}: CreateAcls and DeleteAcls need "
+            f"ALTER on the cluster resource (kafka-cluster), and it holds {held}; grant it "
+            "ALTER on the cluster, or leave this cluster's ACLs to another principal"))
+    return AclState(live, None)
+
+
+def acl_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+               kafka: KafkaConf) -> dict[str, AclState]:
+    """Every cluster's `acl_state`, asked from the driver (one DescribeAcls and one
+    DescribeCluster per cluster)."""
+    states: dict[str, AclState] = {}
+    for cluster in clusters:
+        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+            states[cluster.name] = acl_state(admin)
+    return states

@@ -12,15 +12,26 @@ from concurrent.futures import Future
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
 from provisioning.delta.lock import RunLock
+from provisioning.delta.manifests import read_manifests, write_manifest_frame
 from provisioning.delta.tables import TableRef, table_exists
 from provisioning.errors import UsageError
+from provisioning.kafka.acls import acl_states
 from provisioning.results import ClusterSummary, ImportSummary, RunRecord, RunResult
 from provisioning.run import executors
+from provisioning.run.acl_phases import (
+    AclApply,
+    AclManifests,
+    AclPlan,
+    AclSnapshot,
+    AclValidate,
+    AclVerify,
+)
 from provisioning.run.engine import Commits, Run, RunContext, RunState, require
 from provisioning.run.options import (
     AnyOptions,
@@ -43,13 +54,20 @@ from provisioning.run.phases import (
     Validate,
     Verify,
 )
-from provisioning.run.summary import summarize
+from provisioning.run.summary import summarize, summarize_acls
 from provisioning.session import Stop, helper, job_label, succeeded
+from provisioning.transforms.acls.plan import acl_manifest_rows, unmanaged_bindings
+from provisioning.transforms.acls.validation import with_acl_row_errors
 from provisioning.transforms.summaries import summarize_snapshot
+from schemas import ACL_BINDING, ACL_DESIRED, ACL_MANIFEST, column_names
 
-PLAN_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate())
-PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), Snapshot(), Plan())
-APPLY_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Validate(), Apply(), Verify())
+PLAN_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnapshot(), Plan(),
+               AclPlan(), Validate(), AclValidate())
+PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(),
+                           AclSnapshot(), Plan(), AclPlan())
+APPLY_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnapshot(), Plan(),
+                AclPlan(), Validate(), AclValidate(), Apply(), Verify(), AclApply(),
+                AclVerify())
 IMPORT_RUN = Run(Preflight(), Import())
 SNAPSHOT_RUN = Run(Preflight(), RecordSnapshot())
 CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Check())
@@ -131,10 +149,20 @@ def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
                                   deletes_allowed=apply is None or apply.allow_deletes,
                                   alters_allowed=apply is None or apply.allow_alter,
                                   final_counts=known))
+            if state.acl_plan is not None:
+                made[0].acls = summarize_acls(
+                    [*state.audit_rows, *state.acl_audit_rows], options.listing_limit,
+                    revokes_allowed=apply is None or apply.allow_revokes)
 
     state = run.execute(ctx, summary)
     result = made[0]
     result.unmanaged = dict(sorted((state.unmanaged or {}).items()))
+    if result.acls is not None:
+        result.acls["unmanaged"] = dict(sorted((state.acl_unmanaged or {}).items()))
+        result.acls["orphaned"] = dict(sorted((state.acl_orphaned or {}).items()))
+        result.acls["clusters_not_changeable"] = {
+            c: {"error_name": e, "error_message": m}
+            for c, (e, m) in sorted((state.acl_problems or {}).items())}
     ctx.steps.done("summary")
     return result
 
@@ -207,3 +235,46 @@ def run_check(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     record.outcome_counts = counts
     ctx.steps.done("summary")
     return found
+
+
+def import_acls(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+                credentials: Mapping[str, Credentials], record: RunRecord, table: str,
+                mode: str, owner: str | None) -> dict[str, Any]:
+    """`import --acls`: write the live bindings of the selected clusters as ACL manifest
+    rows (`transforms.acls.plan.acl_manifest_rows`), leaving out those the conf's ACL
+    manifests already name; Kafka is only read. Per cluster: rows and bindings written,
+    bindings left out, and why a cluster had none to give (no authorizer, no DESCRIBE)."""
+    if mode == "error" and table_exists(spark, TableRef(table)):
+        raise UsageError(f"table {table} exists: import writes a new table unless given "
+                         "--mode append or --mode overwrite")
+    with job_label(spark, "import: read live ACLs"):
+        found = acl_states(clusters, credentials, conf.kafka)
+    live = spark.createDataFrame(
+        [(c, *(b[k] for k in column_names(ACL_BINDING)[1:]))
+         for c, s in sorted(found.items()) for b in s.bindings], ACL_BINDING)
+    tables = [t for t in (conf.tables.acl_manifests or ()) if t != table or mode == "append"]
+    tables = [t for t in dict.fromkeys(tables) if table_exists(spark, TableRef(t))]
+    named = read_manifests(spark, tables, ACL_MANIFEST, ACL_DESIRED, ("cluster", "principal"),
+                           "ACL manifest").transform(with_acl_row_errors(tuple(conf.clusters)))
+    kept = unmanaged_bindings(live, named).localCheckpoint(eager=True)
+    rows = acl_manifest_rows(kept, owner)
+    with job_label(spark, f"import: write {table}"):
+        version = write_manifest_frame(rows, table, mode)
+    written = {r["cluster"]: (int(r["rows"]), int(r["bindings"])) for r in
+               rows.groupBy("cluster").agg(F.count(F.lit(1)).alias("rows"),
+                                           F.sum(F.size("operations")).alias("bindings"))
+               .collect()}
+    summary: list[dict[str, Any]] = []
+    for c in clusters:
+        state = found[c.name]
+        n_rows, n_bindings = written.get(c.name, (0, 0))
+        summary.append({"cluster": c.name, "rows_written": n_rows,
+                        "bindings_written": n_bindings,
+                        "left_out_managed": len(state.bindings) - n_bindings,
+                        "error_name": None if state.problem is None or state.bindings
+                        else state.problem[0],
+                        "error_message": None if state.problem is None or state.bindings
+                        else state.problem[1]})
+    record.outcome_counts = {"rows_written": sum(s["rows_written"] for s in summary),
+                             "table_version": version}
+    return {"table": table, "table_version": version, "clusters": summary}

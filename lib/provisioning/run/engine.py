@@ -74,6 +74,22 @@ class RunState:
     # Why the run stopped changing Kafka mid-phase (its lock was lost): the phases that
     # settle what was sent still run, then this is raised.
     halted: ProvisioningError | None = None
+    verified: DataFrame | None = None                   # verify's TOPIC_RESULT rows
+    # ACL bindings (only when the conf names ACL manifests; see run/acl_phases.py).
+    acl_desired: DataFrame | None = None                # ACL_DESIRED rows, validated
+    acl_live: DataFrame | None = None                   # ACL_BINDING rows, live
+    acl_plan: DataFrame | None = None                   # judged ACL_PLAN rows
+    acl_validated: DataFrame | None = None              # the authority check's ACL_RESULT
+    acl_applied: DataFrame | None = None                # CreateAcls / DeleteAcls ACL_RESULT
+    acl_audit_rows: list[DataFrame] = field(default_factory=list)  # their AUDIT rows
+    # ACL_PLAN rows per (cluster, action, plan outcome).
+    acl_counts: Mapping[tuple[str, str, str], int] | None = None
+    # Live bindings no ACL manifest names, and LITERAL TOPIC ones naming no live topic,
+    # per cluster.
+    acl_unmanaged: Mapping[str, int] | None = None
+    acl_orphaned: Mapping[str, int] | None = None
+    # Why the job may not change a cluster's ACLs (the snapshot's word), per cluster.
+    acl_problems: Mapping[str, tuple[str, str]] | None = None
 
 
 STATE_FIELDS = frozenset(f.name for f in fields(RunState))
@@ -289,7 +305,7 @@ class Phase:
 
 def check_order(phases: Sequence[Phase]) -> None:
     """Raise ValueError unless every phase reads only what an earlier phase writes."""
-    written: set[str] = {"audit_rows", "halted"}
+    written: set[str] = {"audit_rows", "acl_audit_rows", "halted"}
     for phase in phases:
         unknown = [f for f in (*phase.reads, *phase.writes) if f not in STATE_FIELDS]
         if unknown:

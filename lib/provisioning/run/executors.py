@@ -26,8 +26,9 @@ from provisioning.errors import ExecutorsUnfit, ProvisioningError
 from provisioning.kafka import snapshot, tasks
 from provisioning.kafka.client import ClusterState
 from provisioning.run import arrow
+from provisioning.transforms.acls.audit import acl_without_answer
 from provisioning.transforms.results import without_answer
-from schemas import CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
+from schemas import ACL_RESULT, BINDING_KEY, CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,39 @@ def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
     work = functools.partial(tasks.verify_results, clusters=_by_name(clusters),
                              credentials=dict(credentials), kafka=kafka)
     return _on_executors(requests, work, clusters, TOPIC_RESULT)
+
+
+def send_acls(requests: DataFrame, clusters: Sequence[ClusterConf],
+              credentials: Mapping[str, Credentials], kafka: KafkaConf, kind: str,
+              batch_size: int) -> DataFrame:
+    """The ACL work of `kind` (`kafka.tasks.acls`: authority, grant, revoke, verify) for
+    binding rows (cluster and the binding columns; `action` for verify): one ACL_RESULT row
+    per binding, `batch_size` bindings per CreateAcls / DeleteAcls request."""
+    by_name, creds = _by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return tasks.acl_results(rows, by_name, creds, kafka, kind, batch_size,
+                                 attempt=_task_attempt())
+
+    return _on_executors(requests, work, clusters, ACL_RESULT, order=BINDING_KEY)
+
+
+def acls_answered(results: DataFrame, requests: DataFrame, phase: str, lost: str
+                  ) -> DataFrame:
+    """`answered` for ACL_RESULT rows: materialized, or every request binding recorded
+    `lost` with the Spark job's error when the job itself failed."""
+    try:
+        return results.localCheckpoint(eager=True)
+    except ProvisioningError:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:1500]
+        log.error("the ACL job of phase %s failed (%s: %s); its bindings are recorded %s",
+                  phase, type(exc).__name__, first, lost)
+        return acl_without_answer(
+            requests, phase, lost, type(exc).__name__,
+            f"the Spark job sending this request failed, its answers lost with it: {first}",
+            attempts=0 if lost == names.FAILED else 1).localCheckpoint(eager=True)
 
 
 def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str) -> DataFrame:

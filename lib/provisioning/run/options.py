@@ -26,6 +26,8 @@ class _Pipeline:
 
     scope: Scope = Scope()
     on_plan: PlanHook | None = None
+    # The same for the judged ACL_PLAN rows (runs that manage ACLs).
+    on_acl_plan: PlanHook | None = None
     # Topics listed in the output (the rest are counted; `report --run-id` lists them all).
     listing_limit: int = 500
 
@@ -44,6 +46,8 @@ class ApplyOptions(_Pipeline):
 
     allow_deletes: bool = False
     allow_alter: bool = False
+    # Revoke the ACL bindings the plan revokes (`state: absent`, unlisted removals).
+    allow_revokes: bool = False
     command: str = "apply"
 
 

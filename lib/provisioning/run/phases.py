@@ -396,6 +396,7 @@ class Verify(Phase):
 
     name = "verify"
     reads = ("plan", "applied")
+    writes = ("verified",)
     runs_tasks = True
     settles = True
 
@@ -419,6 +420,7 @@ class Verify(Phase):
             ctx.commits.audit(names.VERIFY, rows)
             ctx.commits.side("verify-count", lambda: log_phase(names.VERIFY, started, verified))
             ctx.steps.done("audit write")
+        state.verified = verified
         state.audit_rows.append(rows)
 
 

@@ -11,6 +11,8 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.results import RunResult
+from provisioning.transforms.acls.audit import acl_final_rows, is_binding_row
+from provisioning.transforms.acls.plan import binding_text
 from provisioning.transforms.audit import final_rows
 
 # The columns of a listed topic (views.plan_text renders them).
@@ -40,7 +42,8 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
     final_counts: the final rows counted per cluster, action, phase and outcome (`n`),
       when the run knows them already (only its plan phase recorded rows).
     """
-    final = final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
+    every = functools.reduce(DataFrame.unionByName, audit_rows)
+    final = final_rows(every.where(~is_binding_row()))
     if final_counts is None:
         # Computed once (each phase's rows join its results with the plan): the counts
         # and the listing both read it.
@@ -77,3 +80,49 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         deletes_not_allowed=deletes_not_allowed,
         alters_not_allowed=alters_not_allowed,
     )
+
+
+# The columns of a listed binding (views.plan_text renders them).
+ACL_LISTED_COLUMNS = ("cluster", "action", "phase", "outcome", "error_name", "error_message",
+                      "policy_violations", "note", "owner", "source_table", "source_version")
+
+
+def summarize_acls(audit_rows: Sequence[DataFrame], listing_limit: int,
+                   revokes_allowed: bool) -> dict[str, Any]:
+    """What a run did with ACL bindings, from their AUDIT rows (`acl` set): outcome counts,
+    bindings per cluster and action, and the first `listing_limit` bindings that are not
+    simply settled (each with its one-line `binding` text).
+
+    revokes_allowed: False for an apply without --allow-revokes (its validated revokes are
+      counted as not made).
+    """
+    rows = functools.reduce(DataFrame.unionByName, audit_rows).where(is_binding_row())
+    final = acl_final_rows(rows).localCheckpoint(eager=True)
+    grouped = (final.groupBy("cluster", "action", "phase", "outcome")
+               .agg(F.count(F.lit(1)).alias("n")).collect())
+    counts: dict[str, int] = {}
+    actions: dict[tuple[Any, Any], int] = {}
+    revokes_not_allowed = 0
+    for r in grouped:
+        n = int(r["n"])
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
+        actions[(r["cluster"], r["action"])] = actions.get((r["cluster"], r["action"]), 0) + n
+        if (not revokes_allowed and r["phase"] == names.VALIDATE
+                and r["outcome"] == names.VALIDATED and r["action"] == names.REVOKE):
+            revokes_not_allowed += n
+    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
+    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
+              .select(*ACL_LISTED_COLUMNS, "acl.*")
+              .withColumn("binding", binding_text())
+              .orderBy("cluster", "binding").limit(listing_limit).collect()) if total else []
+    return {
+        "counts": counts,
+        "actions": [{"cluster": c, "action": a, "bindings": n} for (c, a), n in
+                    sorted(actions.items(), key=lambda i: (_nulls_first(i[0][0]),
+                                                           _nulls_first(i[0][1])))],
+        "bindings": [r.asDict(recursive=True) for r in listed],
+        "bindings_not_listed": max(0, total - len(listed)),
+        "revokes_not_allowed": revokes_not_allowed,
+        "unmanaged": {},
+        "orphaned": {},
+    }

@@ -80,6 +80,12 @@ def _before_and_ops(prefix: str = "") -> list[Column]:
     ]
 
 
+def _no_binding() -> list[Column]:
+    """The ACL columns of a topic row: null."""
+    return [F.lit(None).cast(AUDIT["acl"].dataType).alias("acl"),
+            F.lit(None).cast("string").alias("note")]
+
+
 def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
     """One AUDIT row per PLAN row, phase `plan`."""
     return plan.select(
@@ -107,6 +113,7 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
         "source_version",
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         *_before_and_ops(),
+        *_no_binding(),
     ).select(*column_names(AUDIT))
 
 
@@ -144,6 +151,7 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
         F.col("p.source_version").alias("source_version"),
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         *_before_and_ops("p."),
+        *_no_binding(),
     ).select(*column_names(AUDIT))
 
 

@@ -193,8 +193,58 @@ def render_run(result: RunResult, command: str, verbose: bool = False,
                      "--allow-deletes")
     summary = ", ".join(f"{k}={v}" for k, v in sorted(result.counts.items()))
     lines.append(f"outcomes: {summary or 'nothing to do'}")
+    if result.acls is not None:
+        lines += acl_lines(result.acls, result.run_id)
     if saved_plan is not None:
         path, digest = saved_plan
         lines.append(f"plan saved to {path} (digest {digest[:12]}); apply exactly this plan "
                      f"with: apply --plan {path}")
+    return lines
+
+
+_ACL_SIGNS = {"GRANT": "+", "REVOKE": "-", "NOOP": "="}
+
+
+def binding_line(b: Mapping[str, Any]) -> str:
+    """One binding of a run, as the plan shows it: "+ cluster ALLOW User:orders-app READ
+    TOPIC orders (LITERAL) host *  granted", then why, when it did not simply happen."""
+    sign = _ACL_SIGNS.get(b.get("action") or "", "?")
+    line = f"{sign} {b.get('cluster')} {b.get('binding')}  {b.get('outcome')}"
+    why = b.get("error_message") or (None if b.get("error_name") in (None, "NONE")
+                                     else b.get("error_name"))
+    if b.get("outcome") == n.VALIDATED and b.get("action") == n.REVOKE:
+        why = why or "made only by apply --allow-revokes"
+    if why:
+        line += f": {why}"
+    if b.get("note"):
+        line += f" ({b['note']})"
+    return line
+
+
+def acl_lines(acls: Mapping[str, Any], run_id: str) -> list[str]:
+    """The ACL part of a run's output: bindings per cluster and action, the bindings that
+    did not simply stay as they were, and what is left alone."""
+    lines = ["", "ACL bindings"]
+    per = [f"  {a['cluster']}: {a['action']} {a['bindings']}" for a in acls.get("actions", [])]
+    lines += per or ["  no ACL binding in scope"]
+    lines += [f"  {binding_line(b)}" for b in acls.get("bindings", [])]
+    if acls.get("bindings_not_listed"):
+        lines.append(f"  ... and {acls['bindings_not_listed']} more binding(s): report "
+                     f"--run-id {run_id} lists every one")
+    for cluster, why in sorted((acls.get("clusters_not_changeable") or {}).items()):
+        lines.append(f"  cluster {cluster}: ACLs not changed ({why['error_name']}): "
+                     f"{why['error_message']}")
+    for cluster, count in sorted((acls.get("unmanaged") or {}).items()):
+        if count:
+            lines.append(f"  cluster {cluster}: {count} unmanaged binding(s) (named by no ACL "
+                         "manifest row; left alone): report --unmanaged-acls lists them")
+    for cluster, count in sorted((acls.get("orphaned") or {}).items()):
+        if count:
+            lines.append(f"  cluster {cluster}: {count} orphaned binding(s) (LITERAL TOPIC, "
+                         "naming no live topic): report --orphaned-acls lists them")
+    if acls.get("revokes_not_allowed"):
+        lines.append(f"  {acls['revokes_not_allowed']} revoke(s) not made: run apply with "
+                     "--allow-revokes")
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(acls.get("counts", {}).items()))
+    lines.append(f"  ACL outcomes: {summary or 'nothing to do'}")
     return lines

@@ -40,6 +40,14 @@ CHANGE_FIELDS = (
 
 Key = tuple[str | None, str | None]
 
+# The fields of one saved ACL binding change (ACL_PLAN rows but clean NOOPs).
+ACL_CHANGE_FIELDS = (
+    "cluster", "principal", "host", "resource_type", "resource_name", "pattern_type",
+    "operation", "permission", "action", "state", "owner", "force", "violations",
+    "row_errors", "note", "source_table", "source_version",
+)
+_ACL_KEY = ACL_CHANGE_FIELDS[:8]
+
 
 class StalePlan(UsageError):
     """The saved plan no longer matches what a fresh plan says; nothing was applied."""
@@ -103,6 +111,36 @@ def change_entry(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def acl_changes(acl_plan: DataFrame) -> list[dict[str, Any]]:
+    """The ACL_PLAN rows a saved plan holds (all but clean NOOPs), as plain JSON values."""
+    nothing_to_do = ((F.col("action") == NOOP)
+                     & (F.coalesce(F.size("row_errors"), F.lit(0)) <= 0)
+                     & (F.coalesce(F.size("policy_violations"), F.lit(0)) <= 0))
+    rows = (acl_plan.where(~F.coalesce(nothing_to_do, F.lit(False)))
+            .withColumnRenamed("policy_violations", "violations")
+            .select(*ACL_CHANGE_FIELDS).collect())
+    return [acl_change_entry(r.asDict(recursive=True)) for r in rows]
+
+
+def acl_change_entry(row: Mapping[str, Any]) -> dict[str, Any]:
+    entry = {k: row.get(k) for k in ACL_CHANGE_FIELDS}
+    entry["violations"] = [{"policy": v["policy"], "message": v["message"]}
+                           for v in row.get("violations") or []]
+    entry["row_errors"] = list(row.get("row_errors") or [])
+    return entry
+
+
+def _acl_key(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(entry.get(k) or "") for k in _ACL_KEY)
+
+
+def _acl_label(entry: Mapping[str, Any]) -> str:
+    return (f"{entry.get('cluster')} ACL {entry.get('permission')} {entry.get('principal')} "
+            f"{entry.get('operation')} {entry.get('resource_type')} "
+            f"{entry.get('resource_name')} ({entry.get('pattern_type')}) host "
+            f"{entry.get('host')}")
+
+
 def canonical_json(value: Any) -> str:
     """The one spelling of a JSON value that digests and comparisons use."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -120,17 +158,25 @@ class PlanDocument:
     clusters: tuple[str, ...]
     topics: str | None
     changes: tuple[dict[str, Any], ...] = ()
+    # ACL binding changes (ACL_CHANGE_FIELDS); left out of the document when there are none.
+    acl_changes: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def build(cls, conf_digest: str, clusters: Sequence[str], topics: str | None,
-              changes: Sequence[Mapping[str, Any]]) -> PlanDocument:
+              changes: Sequence[Mapping[str, Any]],
+              acl_changes: Sequence[Mapping[str, Any]] = ()) -> PlanDocument:
         entries = sorted((change_entry(c) for c in changes), key=_sort_key)
-        return cls(conf_digest, tuple(sorted(clusters)), topics, tuple(entries))
+        acls = sorted((acl_change_entry(c) for c in acl_changes),
+                      key=lambda e: (_acl_key(e), canonical_json(e)))
+        return cls(conf_digest, tuple(sorted(clusters)), topics, tuple(entries), tuple(acls))
 
     def canonical(self) -> dict[str, Any]:
-        return {"conf_digest": self.conf_digest,
-                "scope": {"clusters": list(self.clusters), "topics": self.topics},
-                "changes": [dict(c) for c in self.changes]}
+        doc = {"conf_digest": self.conf_digest,
+               "scope": {"clusters": list(self.clusters), "topics": self.topics},
+               "changes": [dict(c) for c in self.changes]}
+        if self.acl_changes:
+            doc["acl_changes"] = [dict(c) for c in self.acl_changes]
+        return doc
 
     @property
     def digest(self) -> str:
@@ -193,8 +239,13 @@ def load_plan(path: str | Path) -> SavedPlan:
                    for k in CHANGE_FIELDS if k not in c]
         if missing:
             raise UsageError(f"the plan file {p} lacks {', '.join(missing[:5])}")
+        acls = plan.get("acl_changes") or []
+        missing = [f"acl_changes[{i}].{k}" for i, c in enumerate(acls)
+                   for k in ACL_CHANGE_FIELDS if k not in c]
+        if missing:
+            raise UsageError(f"the plan file {p} lacks {', '.join(missing[:5])}")
         document = PlanDocument.build(plan["conf_digest"], scope["clusters"], scope["topics"],
-                                      changes)
+                                      changes, acls)
     except (KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"the plan file {p} is malformed: missing or bad {exc}") from None
     if document.digest != data.get("digest"):
@@ -228,11 +279,16 @@ class PlanDiff:
     added: tuple[dict[str, Any], ...] = ()
     removed: tuple[dict[str, Any], ...] = ()
     changed: tuple[tuple[Key, tuple[str, ...]], ...] = field(default=())
+    # ACL binding changes in one plan and not the other, or changed ("field: a -> b").
+    acl_added: tuple[dict[str, Any], ...] = ()
+    acl_removed: tuple[dict[str, Any], ...] = ()
+    acl_changed: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (self.conf_digest or self.scope or self.added or self.removed
-                    or self.changed)
+                    or self.changed or self.acl_added or self.acl_removed
+                    or self.acl_changed)
 
     def lines(self, limit: int = 50) -> list[str]:
         """What an operator reads: the conf and scope, then one line per topic."""
@@ -247,12 +303,20 @@ class PlanDiff:
                    "not in the saved one" for c in self.added]
                   + [f"- {_label((c['cluster'], c['topic']))} {c['action']}: in the saved "
                      "plan, not in the fresh one" for c in self.removed]
-                  + [f"~ {_label(key)}: {'; '.join(diffs)}" for key, diffs in self.changed])
+                  + [f"~ {_label(key)}: {'; '.join(diffs)}" for key, diffs in self.changed]
+                  + [f"+ {_acl_label(c)} {c['action']}: in the fresh plan, not in the saved "
+                     "one" for c in self.acl_added]
+                  + [f"- {_acl_label(c)} {c['action']}: in the saved plan, not in the "
+                     "fresh one" for c in self.acl_removed]
+                  + [f"~ {label}: {'; '.join(diffs)}" for label, diffs in self.acl_changed])
         out += topics[:limit]
         if len(topics) > limit:
             out.append(f"... and {len(topics) - limit} more topic(s)")
         out.append(f"{len(self.added)} added, {len(self.removed)} removed, "
                    f"{len(self.changed)} changed")
+        if self.acl_added or self.acl_removed or self.acl_changed:
+            out.append(f"ACL bindings: {len(self.acl_added)} added, {len(self.acl_removed)} "
+                       f"removed, {len(self.acl_changed)} changed")
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -267,6 +331,10 @@ class PlanDiff:
                         for c in self.removed],
             "changed": [{"cluster": k[0], "topic": k[1], "differences": list(d)}
                         for k, d in self.changed],
+            "acl_added": [dict(c) for c in self.acl_added],
+            "acl_removed": [dict(c) for c in self.acl_removed],
+            "acl_changed": [{"binding": label, "differences": list(d)}
+                            for label, d in self.acl_changed],
         }
 
 
@@ -294,36 +362,68 @@ def diff_plans(saved: PlanDocument, fresh: PlanDocument) -> PlanDiff:
         else:
             changed.append((key, (f"{len(before)} manifest row(s) saved, {len(after)} in the "
                                   "fresh plan",)))
-    return PlanDiff(conf, scope, tuple(added), tuple(removed), tuple(changed))
+    acl_old = {_acl_key(c): c for c in saved.acl_changes}
+    acl_new = {_acl_key(c): c for c in fresh.acl_changes}
+    acl_changed = tuple(
+        (_acl_label(acl_new[k]), tuple(
+            f"{name}: {_short(acl_old[k].get(name))} -> {_short(acl_new[k].get(name))}"
+            for name in ACL_CHANGE_FIELDS if acl_old[k].get(name) != acl_new[k].get(name)))
+        for k in sorted(set(acl_old) & set(acl_new)) if acl_old[k] != acl_new[k])
+    return PlanDiff(conf, scope, tuple(added), tuple(removed), tuple(changed),
+                    tuple(acl_new[k] for k in sorted(set(acl_new) - set(acl_old))),
+                    tuple(acl_old[k] for k in sorted(set(acl_old) - set(acl_new))),
+                    acl_changed)
 
 
 def recorder(conf_digest: str, clusters: Sequence[str], topics: str | None
-             ) -> tuple[Callable[[DataFrame], None], Callable[[], PlanDocument]]:
-    """A plan hook that keeps the run's canonical document, and a getter for it."""
+             ) -> tuple[Callable[[DataFrame], None], Callable[[DataFrame], None],
+                        Callable[[], PlanDocument]]:
+    """Plan hooks (topics, ACL bindings) that keep the run's canonical document, and a
+    getter for it."""
     kept: list[PlanDocument] = []
+    acls: list[list[dict[str, Any]]] = []
 
     def keep(plan: DataFrame) -> None:
         kept.append(collect_document(plan, conf_digest, clusters, topics))
 
+    def keep_acls(acl_plan: DataFrame) -> None:
+        acls.append(acl_changes(acl_plan))
+
     def document() -> PlanDocument:
         if not kept:
             raise RuntimeError("the plan hook was never called")
-        return kept[-1]
+        doc = kept[-1]
+        if acls:
+            doc = PlanDocument.build(doc.conf_digest, doc.clusters, doc.topics, doc.changes,
+                                     acls[-1])
+        return doc
 
-    return keep, document
+    return keep, keep_acls, document
 
 
 def stale_check(saved: SavedPlan, conf_digest: str, clusters: Sequence[str],
-                topics: str | None) -> Callable[[DataFrame], None]:
-    """A plan hook that raises StalePlan unless the fresh plan equals `saved`."""
-
+                topics: str | None
+                ) -> tuple[Callable[[DataFrame], None], Callable[[DataFrame], None]]:
+    """Plan hooks (topics, then ACL bindings) that raise StalePlan unless the fresh plan
+    equals `saved`; both run before anything changes Kafka. A run without ACL bindings
+    never calls the second: a saved plan with ACL changes is then stale at the first."""
     def check(plan: DataFrame) -> None:
         fresh = collect_document(plan, conf_digest, clusters, topics)
+        diff = diff_plans(saved.document, PlanDocument(
+            fresh.conf_digest, fresh.clusters, fresh.topics, fresh.changes,
+            saved.document.acl_changes))
+        if not diff.empty:
+            raise StalePlan(saved.path, diff)
+
+    def check_acls(acl_plan: DataFrame) -> None:
+        fresh = PlanDocument.build(saved.document.conf_digest, saved.document.clusters,
+                                   saved.document.topics, saved.document.changes,
+                                   acl_changes(acl_plan))
         diff = diff_plans(saved.document, fresh)
         if not diff.empty:
             raise StalePlan(saved.path, diff)
 
-    return check
+    return check, check_acls
 
 
 def plan_meta(run_id: str, command: str, conf_source: str, counts: Mapping[str, int],

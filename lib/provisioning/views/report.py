@@ -20,25 +20,27 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.conf import Conf
-from provisioning.delta.manifests import conform_to_manifest
+from provisioning.delta.manifests import conform_to_manifest, read_manifests
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 from provisioning.results import utc_now
 from provisioning.session import job_label
+from provisioning.transforms.acls.plan import binding_text, orphaned_bindings, unmanaged_bindings
+from provisioning.transforms.acls.validation import with_acl_row_errors
 from provisioning.transforms.adopt import own_overrides, unmanaged
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.check.trend import check_runs, violation_spans, violations_per_day
 from provisioning.transforms.scope import topics_matching
 from provisioning.views.check import render_trend
 from provisioning.views.plan_text import drift_lines
-from schemas import MANIFEST, VIOLATIONS, column_names
+from schemas import ACL_DESIRED, ACL_MANIFEST, MANIFEST, VIOLATIONS, column_names
 
 _AUDIT_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "outcome",
                   "error_name", "error_message", "policy_violations", "drift",
                   "requested_partitions", "requested_replication_factor", "requested_configs",
                   "requested_assignment", "result_partitions", "result_replication_factor",
                   "result_configs", "owner", "source_table", "source_version", "recorded_at",
-                  "before_partitions", "before_configs", "config_ops")
+                  "before_partitions", "before_configs", "config_ops", "acl", "note")
 # Source tables that are not manifests (the prune pass's own rows).
 _NOT_A_MANIFEST = ("prune",)
 
@@ -142,6 +144,62 @@ def unmanaged_view(spark: SparkSession, conf: Conf, clusters: Sequence[str],
     return {"unmanaged": [{"cluster": c, "topics": per_cluster[c]} for c in sorted(per_cluster)]}
 
 
+def acl_view(spark: SparkSession, conf: Conf, clusters: Sequence[str], kind: str
+             ) -> dict[str, Any]:
+    """`kind` "unmanaged": the bindings of each cluster's latest ACL snapshot that no row of
+    the conf's ACL manifests, as they are now, names; "orphaned": its LITERAL TOPIC bindings
+    that name no topic of the cluster's latest topic snapshot."""
+    if conf.tables.acl_manifests is None:
+        raise UsageError("the conf manages no ACL (tables.acl_manifests is not set)")
+    ref = TableRef(conf.tables.acl_snapshots)
+    if not table_exists(spark, ref):
+        raise UsageError(f"no ACL snapshot taken yet: {conf.tables.acl_snapshots} does not "
+                         "exist (run plan or apply first)")
+    snapshot = latest_snapshot(read_table(spark, ref).transform(topics_matching(clusters,
+                                                                                None)))
+    live = snapshot.where(F.col("principal").isNotNull())
+    if kind == "unmanaged":
+        tables = [t for t in conf.tables.acl_manifests if table_exists(spark, TableRef(t))]
+        desired = read_manifests(spark, tables, ACL_MANIFEST, ACL_DESIRED,
+                                 ("cluster", "principal"), "ACL manifest").transform(
+            with_acl_row_errors(tuple(conf.clusters)))
+        found = unmanaged_bindings(live, desired)
+    else:
+        topics = TableRef(conf.tables.snapshots)
+        live_topics = (latest_snapshot(read_table(spark, topics)).where(
+            F.col("error_name").isNull()) if table_exists(spark, topics)
+            else spark.createDataFrame([], "cluster string, topic string"))
+        found = orphaned_bindings(live, live_topics)
+    when = snapshot.select("cluster", "run_id", "snapshot_at").distinct()
+    rows = _rows(found.join(when, on="cluster", how="left")
+                 .withColumn("binding", binding_text())
+                 .orderBy("cluster", "binding"))
+    per_cluster: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        per_cluster[r["cluster"]].append(r)
+    return {f"{kind}_acls": [{"cluster": c, "bindings": per_cluster[c]}
+                             for c in sorted(per_cluster)]}
+
+
+def render_acl_view(payload: Mapping[str, Any]) -> list[str]:
+    kind = "unmanaged" if "unmanaged_acls" in payload else "orphaned"
+    blocks = payload[f"{kind}_acls"]
+    what = ("named by no ACL manifest row" if kind == "unmanaged"
+            else "LITERAL TOPIC bindings naming no live topic")
+    lines = [f"{kind} ACL bindings (each cluster's latest ACL snapshot, {what})"]
+    if not blocks:
+        return [*lines, "  none"]
+    for block in blocks:
+        first = block["bindings"][0]
+        lines.append(f"cluster {block['cluster']}: {len(block['bindings'])} binding(s) "
+                     f"(snapshot {first['run_id']} at {first['snapshot_at']})")
+        lines += [f"  ? {b['binding']}" for b in block["bindings"]]
+    lines.append("adopt them with: import --acls --table TABLE" if kind == "unmanaged" else
+                 "revoke them with an ACL manifest row `state: absent` and apply "
+                 "--allow-revokes")
+    return lines
+
+
 def _checked(spark: SparkSession, conf: Conf, runs: DataFrame, clusters: Sequence[str],
              since_days: int | None, topics_glob: str | None
              ) -> tuple[DataFrame, DataFrame]:
@@ -185,20 +243,28 @@ def violations_trend(spark: SparkSession, conf: Conf, clusters: Sequence[str],
 def build_report(spark: SparkSession, conf: Conf, run_id: str | None, topic: str | None,
                  clusters: Sequence[str], limit: int, drift: bool = False,
                  topics_glob: str | None = None, unmanaged: bool = False,
-                 violations: bool = False, since_days: int | None = None) -> dict[str, Any]:
+                 violations: bool = False, since_days: int | None = None,
+                 unmanaged_acls: bool = False, orphaned_acls: bool = False
+                 ) -> dict[str, Any]:
     """The data behind the report, as plain values (rendered or printed as JSON)."""
     chosen = [name for name, on in (("--run-id", run_id), ("--topic", topic),
                                     ("--drift", drift), ("--unmanaged", unmanaged),
-                                    ("--violations", violations)) if on]
+                                    ("--violations", violations),
+                                    ("--unmanaged-acls", unmanaged_acls),
+                                    ("--orphaned-acls", orphaned_acls)) if on]
     if len(chosen) > 1:
         raise UsageError(f"report takes one of --run-id, --topic, --drift, --unmanaged, "
-                         f"--violations; got {' and '.join(chosen)}")
+                         f"--violations, --unmanaged-acls, --orphaned-acls; got "
+                         f"{' and '.join(chosen)}")
     if since_days is not None and not violations:
         raise UsageError("--since goes with --violations")
     view = chosen[0].lstrip("-") if chosen else "recent runs"
     with job_label(spark, f"report: {view}"):
         if unmanaged:
             return unmanaged_view(spark, conf, clusters, topics_glob)
+        if unmanaged_acls or orphaned_acls:
+            return acl_view(spark, conf, clusters,
+                            "unmanaged" if unmanaged_acls else "orphaned")
         if violations:
             return violations_trend(spark, conf, clusters, since_days, topics_glob)
         return _build(spark, conf, run_id, topic, clusters, limit, drift, topics_glob)
@@ -254,12 +320,20 @@ def _error(a: Mapping[str, Any]) -> str:
     return ""
 
 
+def _binding(acl: Mapping[str, Any]) -> str:
+    return (f"{acl['permission']} {acl['principal']} {acl['operation']} "
+            f"{acl['resource_type']} {acl['resource_name']} ({acl['pattern_type']}) host "
+            f"{acl['host']}")
+
+
 def _phase_chains(rows: Sequence[Mapping[str, Any]]
                   ) -> list[tuple[list[Mapping[str, Any]], str]]:
     """The rows of each (run, cluster, topic), in order, and "phase outcome -> ..."."""
     grouped: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in rows:
-        grouped.setdefault((r["run_id"], r["cluster"], r["topic"]), []).append(r)
+        acl = r.get("acl")
+        grouped.setdefault((r["run_id"], r["cluster"], r["topic"],
+                            tuple(sorted(acl.items())) if acl else None), []).append(r)
     return [(steps, " -> ".join(f"{s['phase']} {s['outcome']}{_error(s)}" for s in steps))
             for steps in grouped.values()]
 
@@ -403,6 +477,8 @@ def render_report(payload: Mapping[str, Any]) -> list[str]:
         return render_trend(payload["violations"]["days"], payload["violations"]["spans"])
     if "unmanaged" in payload:
         return render_unmanaged(payload)
+    if "unmanaged_acls" in payload or "orphaned_acls" in payload:
+        return render_acl_view(payload)
     if "history" in payload:
         return render_history(payload)
     if "drift" in payload:
@@ -415,8 +491,12 @@ def render_report(payload: Mapping[str, Any]) -> list[str]:
         if run.get("message"):
             lines.append(f"  message: {run['message']}")
         for steps, chain in _phase_chains(payload["audit"]):
-            lines.append(f"  {steps[-1]['cluster']}/{steps[-1]['topic']} "
-                         f"{steps[-1]['action']}: {chain}")
+            last = steps[-1]
+            acl = last.get("acl")
+            subject = (f"ACL {_binding(acl)}" if acl else f"{last['cluster']}/{last['topic']}")
+            if acl:
+                subject = f"{last['cluster']} {subject}"
+            lines.append(f"  {subject} {last['action']}: {chain}")
         return lines
     lines = ["recent runs (newest first)"]
     for r in payload["runs"]:

@@ -30,7 +30,7 @@ from provisioning.names import (
     SHORTHANDS,
     TOPIC_RESOURCE,
 )
-from schemas import ACL_BINDING, ACL_PLAN, BINDING_KEY, column_names
+from schemas import ACL_BINDING, ACL_MANIFEST, ACL_PLAN, BINDING_KEY, column_names
 
 KEY = list(BINDING_KEY)
 _ROW_COLUMNS = ("state", "owner", "force", "source_table", "source_version", "row_errors")
@@ -214,3 +214,17 @@ def deleted_topic_bindings(live_bindings: DataFrame, deleted_topics: DataFrame) 
     note = F.format_string("topic %s is deleted by this run; its literal bindings go with "
                            "it (acls.revoke_with_deleted_topics)", F.col("resource_name"))
     return revoke_rows(bindings, note)
+
+
+def acl_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:
+    """ACL_MANIFEST rows for live ACL_BINDING rows (`import --acls`): one row per principal,
+    host, resource pattern and permission, with its operations as a sorted array; state
+    present. A plan over them plans every binding NOOP."""
+    group = [c for c in column_names(ACL_BINDING) if c != "operation"]
+    return (live.groupBy(*group)
+            .agg(F.array_sort(F.collect_set("operation")).alias("operations"))
+            .select(*[F.col(c) for c in group[:6]], "operations", "permission",
+                    F.lit(PRESENT).alias("state"), F.lit(owner).cast("string").alias("owner"),
+                    F.lit(None).cast("boolean").alias("force"))
+            .select(*column_names(ACL_MANIFEST))
+            .orderBy("cluster", "resource_type", "resource_name", "principal", "permission"))

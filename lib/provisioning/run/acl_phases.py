@@ -1,0 +1,331 @@
+"""The ACL phases of `plan` and `apply`, beside the topic phases (see engine.py):
+
+    acl manifests -> acl snapshot -> acl plan -> acl validate -> acl apply -> acl verify
+
+They run only when the conf names ACL manifests (`tables.acl_manifests`) and the run is
+not narrowed to some topics (`--topics`): a run limited to some topics leaves ACLs alone.
+Their AUDIT rows carry the binding in `acl` (topic null) and go to the same audit table;
+the run's summary counts topics and bindings apart (`run.summary`).
+
+Kafka has no validateOnly for ACLs: the `validate` row of a binding is the job's own row
+validation (at plan) and the authority check (DescribeCluster's authorized operations,
+asked right before apply). Grants are made by `apply`; revokes only with
+`--allow-revokes`; the LITERAL TOPIC bindings of a topic this run deleted go with it once
+its deletion is verified (`--allow-deletes` covers them).
+"""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.delta.manifests import read_manifests
+from provisioning.delta.tables import TableRef, Transaction, append
+from provisioning.kafka.acls import acl_states
+from provisioning.kafka.tasks.acls import AUTHORITY, GRANT, REVOKE, VERIFY
+from provisioning.results import utc_now
+from provisioning.run import executors
+from provisioning.run.engine import Phase, RunContext, RunState, log_counts, require
+from provisioning.run.options import ApplyOptions
+from provisioning.run.planning import cut
+from provisioning.session import job_label
+from provisioning.transforms.acls.audit import (
+    acl_plan_audit,
+    acl_plan_outcome,
+    acl_result_audit,
+    acl_without_answer,
+)
+from provisioning.transforms.acls.plan import (
+    KEY,
+    deleted_topic_bindings,
+    orphaned_bindings,
+    plan_acls,
+    unmanaged_bindings,
+)
+from provisioning.transforms.acls.policies import AclPolicyContext, with_acl_policies
+from provisioning.transforms.acls.validation import with_acl_row_errors
+from schemas import ACL_BINDING, ACL_DESIRED, ACL_MANIFEST, ACL_SNAPSHOT, column_names
+
+
+def acls_managed(ctx: RunContext) -> bool:
+    """Whether this run manages ACL bindings: the conf names ACL manifests and the run is
+    not narrowed to some topics."""
+    scope = getattr(ctx.options, "scope", None)
+    return (ctx.conf.tables.acl_manifests is not None and scope is not None
+            and scope.topics_glob is None)
+
+
+def _clean(*actions: str) -> Column:
+    """ACL_PLAN rows of `actions` that are valid and no policy refused."""
+    return ((F.size("row_errors") == 0) & (F.size("policy_violations") == 0)
+            & F.col("action").isin(*actions))
+
+
+def acl_planned(state: RunState, *actions: str) -> int:
+    """Clean ACL_PLAN rows (outcome planned) of `actions`."""
+    return sum(n for (_, action, outcome), n in (state.acl_counts or {}).items()
+               if action in actions and outcome == names.PLANNED)
+
+
+class AclManifests(Phase):
+    """The ACL manifests' rows (ACL_DESIRED), validated as data, of the run's clusters (rows
+    naming no known cluster stay: they are rejected, whatever was selected)."""
+
+    name = "acl manifests"
+    writes = ("acl_desired",)
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return acls_managed(ctx)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        known = tuple(ctx.conf.clusters)
+        with job_label(ctx.spark, f"{ctx.command}: read ACL manifests"):
+            rows = read_manifests(ctx.spark, ctx.conf.tables.acl_manifests or (),
+                                  ACL_MANIFEST, ACL_DESIRED, ("cluster", "principal"),
+                                  "ACL manifest")
+            selected = (F.col("cluster").isNull() | ~F.col("cluster").isin(*known)
+                        | F.col("cluster").isin(*ctx.cluster_names))
+            state.acl_desired = (rows.transform(with_acl_row_errors(known)).where(selected)
+                                 .localCheckpoint(eager=True))
+        ctx.steps.done("ACL manifest read")
+
+
+class AclSnapshot(Phase):
+    """Every live binding of the run's clusters (DescribeAcls, from the driver), and whether
+    the job may change them; recorded in `tables.acl_snapshots` before anything changes."""
+
+    name = "acl snapshot"
+    reads = ("states", "acl_desired")
+    writes = ("acl_live", "acl_problems")
+    needs_lock = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return state.acl_desired is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        with job_label(ctx.spark, f"{ctx.command}: snapshot live ACLs"):
+            found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
+            rows = [(cluster, *(b[c] for c in column_names(ACL_BINDING)[1:]))
+                    for cluster, s in sorted(found.items()) for b in s.bindings]
+            live = ctx.spark.createDataFrame(rows, ACL_BINDING).localCheckpoint(eager=True)
+            # One marker row per cluster (binding columns null), so that a cluster whose
+            # bindings are all gone still has a newest snapshot of its own.
+            markers = ctx.spark.createDataFrame(
+                [(c, *([None] * (len(ACL_BINDING.fields) - 1))) for c in sorted(found)],
+                ACL_BINDING)
+            taken = utc_now()
+            recorded = live.unionByName(markers).select(
+                F.lit(ctx.run_id).alias("run_id"), "*",
+                F.lit(taken).cast("timestamp").alias("snapshot_at")
+            ).select(*column_names(ACL_SNAPSHOT))
+            table = TableRef(ctx.conf.tables.acl_snapshots)
+            txn = Transaction(f"topic-provisioning-acl-snapshots-{ctx.run_id}", 1)
+            ctx.commits.record("acl-snapshot-write", lambda: append(recorded, table, txn=txn))
+        state.acl_live = live
+        state.acl_problems = {c: s.problem for c, s in found.items() if s.problem is not None}
+        log_counts("acl snapshot", time.monotonic(), {c: len(s.bindings)
+                                                      for c, s in found.items()})
+        ctx.steps.done("ACL snapshot")
+
+
+class AclPlan(Phase):
+    """The ACL manifests' bindings joined with the live ones (`transforms.acls.plan`), the
+    bindings of the topics this run deletes revoked with them, judged by the ACL policies;
+    the plan's audit rows land before anything changes Kafka."""
+
+    name = "acl plan"
+    reads = ("desired", "live", "plan", "acl_desired", "acl_live")
+    writes = ("acl_plan", "acl_counts", "acl_unmanaged", "acl_orphaned")
+    records_view = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return state.acl_live is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        desired, live = require(state.acl_desired, "acl_desired"), require(state.acl_live,
+                                                                           "acl_live")
+        conf = ctx.conf
+        with job_label(ctx.spark, f"{ctx.command}: ACL plan, policies"):
+            plan = plan_acls(desired, live, conf.acls.remove_unlisted)
+            if conf.acls.revoke_with_deleted_topics:
+                deleting = require(state.plan, "plan").where(
+                    (F.size("row_errors") == 0) & (F.size("policy_violations") == 0)
+                    & (F.col("action") == names.DELETE))
+                gone = deleted_topic_bindings(live, deleting).join(
+                    plan.select(*KEY), on=KEY, how="left_anti")
+                plan = plan.unionByName(gone)
+            topics = require(state.desired, "desired")
+            context = AclPolicyContext(
+                topics=topics.select("cluster", "topic", "state", "owner"),
+                live_topics=require(state.live, "live"),
+                cluster_principals=conf.acls.cluster_principals,
+                max_changes_per_cluster=conf.acls.max_changes_per_cluster)
+            valid = F.size("row_errors") == 0
+            judged = (with_acl_policies(plan.where(valid), conf.acl_policies, context, cut)
+                      .unionByName(plan.where(~valid))).localCheckpoint(eager=True)
+            counts = {(r["cluster"], r["action"], r["outcome"]): int(r["n"]) for r in
+                      judged.groupBy("cluster", "action", acl_plan_outcome().alias("outcome"))
+                      .agg(F.count(F.lit(1)).alias("n")).collect()}
+            ctx.steps.done("ACL plan and policies")
+            rows = acl_plan_audit(judged, ctx.run_id, utc_now())
+            ctx.commits.audit(names.PLAN, rows)
+        by_outcome: dict[str, int] = {}
+        for (_, _, outcome), n in counts.items():
+            by_outcome[outcome] = by_outcome.get(outcome, 0) + n
+        log_counts("acl plan", started, by_outcome)
+
+        def count_loose() -> None:
+            with job_label(ctx.spark, f"{ctx.command}: count unmanaged and orphaned ACLs"):
+                state.acl_unmanaged = _per_cluster(unmanaged_bindings(live, desired))
+                state.acl_orphaned = _per_cluster(orphaned_bindings(
+                    live, require(state.live, "live").where(F.col("error_name").isNull())))
+
+        ctx.commits.side("acl-loose", count_loose)
+        state.acl_plan, state.acl_counts = judged, counts
+        state.acl_audit_rows.append(rows)
+        on_acl_plan = getattr(ctx.options, "on_acl_plan", None)
+        if on_acl_plan is not None:
+            with job_label(ctx.spark, f"{ctx.command}: saved plan (ACL bindings)"):
+                on_acl_plan(judged)
+
+
+def _per_cluster(df: DataFrame) -> dict[str, int]:
+    return {r["cluster"]: int(r["n"]) for r in
+            df.groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+
+class AclValidate(Phase):
+    """The authority check for every clean GRANT and REVOKE: each cluster is asked which
+    operations the job's principal may perform there (DescribeCluster, KIP-430); without
+    ALTER on the cluster, or with no authorizer, its bindings are `rejected` and nothing is
+    sent there. Topic work goes on either way."""
+
+    name = "acl validate"
+    reads = ("acl_plan",)
+    writes = ("acl_validated",)
+    runs_tasks = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return acl_planned(state, names.GRANT, names.REVOKE) > 0
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        plan = require(state.acl_plan, "acl_plan")
+        requests = plan.where(_clean(names.GRANT, names.REVOKE)).select(*KEY)
+        with job_label(ctx.spark, f"{ctx.command}: ACL authority check"):
+            validated = executors.acls_answered(
+                executors.send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                                    AUTHORITY, ctx.conf.acls.batch_size),
+                requests, names.VALIDATE, names.FAILED)
+            rows = acl_result_audit(validated, plan, ctx.run_id, utc_now())
+            ctx.commits.audit(names.VALIDATE, rows)
+        ctx.steps.done("ACL validate")
+        state.acl_validated = validated
+        state.acl_audit_rows.append(rows)
+
+
+class AclApply(Phase):
+    """CreateAcls for the grants the authority check passed; DeleteAcls for the revokes
+    (with --allow-revokes), and for the bindings of the topics this run deleted once their
+    deletion was verified (with --allow-deletes); batched per cluster, `acls.batch_size`
+    bindings per request."""
+
+    name = "acl apply"
+    reads = ("acl_plan", "acl_validated", "verified")
+    writes = ("acl_applied",)
+    changes_kafka = True
+    runs_tasks = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return (isinstance(ctx.options, ApplyOptions) and state.acl_validated is not None
+                and acl_planned(state, names.GRANT, names.REVOKE) > 0)
+
+    @staticmethod
+    def _requests(ctx: RunContext, state: RunState) -> tuple[DataFrame, DataFrame]:
+        """The grants and the revokes this apply sends (ACL_PLAN rows)."""
+        plan = require(state.acl_plan, "acl_plan")
+        options = ctx.options
+        assert isinstance(options, ApplyOptions)
+        passed = require(state.acl_validated, "acl_validated").where(
+            F.col("outcome") == names.VALIDATED).select(*KEY)
+        ok = plan.join(passed, on=KEY, how="left_semi")
+        grants = ok.where(_clean(names.GRANT))
+        revokes = ok.where(_clean(names.REVOKE))
+        # The bindings of topics this run deleted (and verified gone) go with them under
+        # --allow-deletes; every other revoke needs --allow-revokes.
+        verified = state.verified
+        gone = (verified.where((F.col("phase") == names.VERIFY)
+                               & (F.col("outcome") == names.DELETED))
+                .select("cluster", F.col("topic").alias("resource_name"),
+                        F.lit(True).alias("_deleted"))
+                if verified is not None and options.allow_deletes else
+                ctx.spark.createDataFrame([], "cluster string, resource_name string, "
+                                              "_deleted boolean"))
+        literal_topic = ((F.col("resource_type") == names.TOPIC_RESOURCE)
+                         & (F.col("pattern_type") == names.LITERAL))
+        revokes = revokes.join(gone, on=["cluster", "resource_name"], how="left")
+        allowed = ((literal_topic & F.coalesce(F.col("_deleted"), F.lit(False)))
+                   | F.lit(options.allow_revokes))
+        return grants, revokes.where(allowed).drop("_deleted")
+
+    def unreached(self, ctx: RunContext, state: RunState, error_name: str,
+                  reason: str) -> DataFrame:
+        grants, revokes = self._requests(ctx, state)
+        every = grants.unionByName(revokes)
+        return acl_result_audit(
+            acl_without_answer(every, names.APPLY, names.FAILED, error_name, reason),
+            require(state.acl_plan, "acl_plan"), ctx.run_id, utc_now())
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        plan = require(state.acl_plan, "acl_plan")
+        grants, revokes = self._requests(ctx, state)
+        size, kafka = ctx.conf.acls.batch_size, ctx.conf.kafka
+        with job_label(ctx.spark, "apply: CreateAcls, DeleteAcls"):
+            sent = executors.send_acls(grants.select(*KEY), ctx.clusters, ctx.credentials,
+                                       kafka, GRANT, size).unionByName(
+                executors.send_acls(revokes.select(*KEY), ctx.clusters, ctx.credentials,
+                                    kafka, REVOKE, size))
+            applied = executors.acls_answered(
+                sent, grants.select(*KEY).unionByName(revokes.select(*KEY)), names.APPLY,
+                names.UNKNOWN)
+            rows = acl_result_audit(applied, plan, ctx.run_id, utc_now())
+            ctx.commits.audit(names.APPLY, rows)
+        state.acl_applied = applied
+        state.acl_audit_rows.append(rows)
+        ctx.commits.side("acl-apply-count", lambda: log_counts(
+            "acl apply", started, {r["outcome"]: int(r["n"]) for r in applied.groupBy(
+                "outcome").agg(F.count(F.lit(1)).alias("n")).collect()}))
+        ctx.steps.done("ACL apply")
+
+
+class AclVerify(Phase):
+    """Every granted binding shows in DescribeAcls, every revoked one is gone; settles the
+    `unknown` outcomes."""
+
+    name = "acl verify"
+    reads = ("acl_plan", "acl_applied")
+    runs_tasks = True
+    settles = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return state.acl_applied is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        plan = require(state.acl_plan, "acl_plan")
+        applied = require(state.acl_applied, "acl_applied")
+        requests = (applied.where(F.col("outcome").isin(names.GRANTED, names.REVOKED,
+                                                        names.UNKNOWN))
+                    .select(*KEY).join(plan.select(*KEY, "action"), on=KEY, how="inner"))
+        with job_label(ctx.spark, "apply: verify ACLs"):
+            verified = executors.acls_answered(
+                executors.send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                                    VERIFY, ctx.conf.acls.batch_size),
+                requests.select(*KEY), names.VERIFY, names.UNKNOWN)
+            rows = acl_result_audit(verified, plan, ctx.run_id, utc_now())
+            ctx.commits.audit(names.VERIFY, rows)
+        state.acl_audit_rows.append(rows)
+        ctx.steps.done("ACL verify")

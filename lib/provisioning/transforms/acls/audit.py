@@ -1,0 +1,135 @@
+"""AUDIT rows of ACL bindings: the plan's verdict per binding, and every admin result joined
+back to its plan row. A binding's row has `acl` (the binding) set and `topic` null.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.transforms.audit import phase_order
+from schemas import ACL_BINDING_STRUCT, ACL_RESULT, AUDIT, BINDING_KEY, column_names
+
+_BINDING = column_names(ACL_BINDING_STRUCT)
+# Audit columns a binding's row never fills.
+_TOPIC_ONLY = ("topic", "topic_id", "drift", "requested_partitions",
+               "requested_replication_factor", "requested_configs", "requested_assignment",
+               "result_partitions", "result_replication_factor", "result_configs",
+               "topic_config_error_code", "before_partitions", "before_configs",
+               "config_ops")
+
+
+def acl_struct(prefix: str = "") -> Column:
+    """The binding columns of an ACL_PLAN / ACL_RESULT row as the audit's `acl` struct."""
+    return F.struct(*[F.col(f"{prefix}{c}").alias(c) for c in _BINDING]).alias("acl")
+
+
+def acl_plan_outcome() -> Column:
+    """The plan phase's outcome of an ACL_PLAN row; every row matches exactly one case."""
+    invalid = F.coalesce(F.size("row_errors") > 0, F.lit(False))
+    blocked = ~invalid & (F.size("policy_violations") > 0)
+    clean = ~invalid & ~blocked
+    action = F.col("action")
+    return (F.when(invalid, names.REJECTED)
+            .when(blocked, names.BLOCKED)
+            .when(clean & action.isin(names.GRANT, names.REVOKE), names.PLANNED)
+            .when(clean & (action == names.NOOP) & (F.col("state") == names.ABSENT),
+                  names.ALREADY_ABSENT)
+            .otherwise(names.ALREADY_PRESENT))
+
+
+def _error_name() -> Column:
+    return (F.when(F.size("row_errors") > 0, F.lit(names.INVALID_MANIFEST_ROW))
+            .when(F.size("policy_violations") > 0, F.lit(names.POLICY_VIOLATION)))
+
+
+def _error_message() -> Column:
+    violations = F.transform("policy_violations",
+                             lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))
+    return (F.when(F.size("row_errors") > 0, F.array_join("row_errors", "; "))
+            .when(F.size("policy_violations") > 0, F.array_join(violations, "; ")))
+
+
+def _nulls(present: set[str]) -> list[Column]:
+    return [F.lit(None).cast(AUDIT[c].dataType).alias(c) for c in _TOPIC_ONLY
+            if c not in present]
+
+
+def acl_plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
+    """One AUDIT row per ACL_PLAN row, phase `plan`."""
+    return plan.select(
+        F.lit(run_id).alias("run_id"),
+        "cluster",
+        "action",
+        F.lit(names.PLAN).alias("phase"),
+        acl_plan_outcome().alias("outcome"),
+        F.lit(None).cast("int").alias("error_code"),
+        _error_name().alias("error_name"),
+        _error_message().alias("error_message"),
+        "policy_violations",
+        F.lit(None).cast("int").alias("attempts"),
+        "owner",
+        "source_table",
+        "source_version",
+        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+        acl_struct(),
+        "note",
+        *_nulls(set()),
+    ).select(*column_names(AUDIT))
+
+
+def acl_result_audit(results: DataFrame, plan: DataFrame, run_id: str,
+                     recorded_at: dt.datetime) -> DataFrame:
+    """AUDIT rows for ACL_RESULT rows, with the action, owner and source of their plan row."""
+    r, p = results.alias("r"), plan.alias("p")
+    on = [F.col(f"r.{c}").eqNullSafe(F.col(f"p.{c}")) for c in ("cluster", *_BINDING)]
+    return r.join(p, on=on, how="left").select(
+        F.lit(run_id).alias("run_id"),
+        F.col("r.cluster").alias("cluster"),
+        F.col("p.action").alias("action"),
+        F.col("r.phase").alias("phase"),
+        F.col("r.outcome").alias("outcome"),
+        F.col("r.error_code").alias("error_code"),
+        F.col("r.error_name").alias("error_name"),
+        F.col("r.error_message").alias("error_message"),
+        F.col("p.policy_violations").alias("policy_violations"),
+        F.col("r.attempts").alias("attempts"),
+        F.col("p.owner").alias("owner"),
+        F.col("p.source_table").alias("source_table"),
+        F.col("p.source_version").alias("source_version"),
+        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+        acl_struct("r."),
+        F.col("p.note").alias("note"),
+        *_nulls(set()),
+    ).select(*column_names(AUDIT))
+
+
+def acl_final_rows(rows: DataFrame) -> DataFrame:
+    """The AUDIT rows of one run's bindings that hold each binding's final outcome: the
+    rows of the last phase that recorded it (as `transforms.audit.final_rows` for topics)."""
+    return (rows.withColumn("_phase", phase_order())
+            .withColumn("_last", F.max("_phase").over(Window.partitionBy("cluster", "acl")))
+            .where(F.col("_phase") == F.col("_last"))
+            .select(*column_names(AUDIT)))
+
+
+def is_binding_row() -> Column:
+    """AUDIT rows about an ACL binding (topic rows have no `acl`)."""
+    return F.col("acl").isNotNull()
+
+
+def acl_without_answer(targets: DataFrame, phase: str, outcome: str, error_name: str,
+                       message: str, attempts: int = 0) -> DataFrame:
+    """ACL_RESULT rows of `phase` for the bindings of `targets` (ACL_PLAN or ACL_BINDING
+    rows) that no broker answer settled: `outcome` with `error_name` and `message` (bindings
+    a phase never sent, `failed`; those whose answers a failed Spark job lost, `unknown`)."""
+    given = {"phase": F.lit(phase), "outcome": F.lit(outcome),
+             "error_name": F.lit(error_name), "error_message": F.lit(message),
+             "attempts": F.lit(attempts)}
+    return targets.select(*[
+        F.col(c) if c in BINDING_KEY
+        else given.get(c, F.lit(None)).cast(ACL_RESULT[c].dataType).alias(c)
+        for c in column_names(ACL_RESULT)])
