@@ -1,0 +1,333 @@
+"""ACL bindings as desired state, through the job's CLI, against a real broker with SASL and
+the StandardAuthorizer: grants, an idempotent rerun, revokes only when allowed, unlisted
+bindings kept unless the conf removes them, policies, invalid rows, the authority check,
+a deleted topic's bindings, saved plans, report and import.
+
+The CLI runs in this process on the tests' SparkSession (`run_cli_in_process`): the same
+command `spark-submit.sh` runs. Every stage reads the broker's whole ACL state back.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kafka import KafkaAdminClient
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
+from provisioning.kafka.acls import describe_acls
+from provisioning.kafka.client import ClusterAdmin
+from schemas import ACL_MANIFEST, column_names
+from tests.helpers import (
+    Completed,
+    grant,
+    run_cli_in_process,
+    write_conf,
+    write_manifest_table,
+)
+from tests.support.devkafka import KafkaCluster, SaslUsers
+
+pytestmark = pytest.mark.integration
+
+CLUSTER = "acl"
+ADMIN_PASSWORD = f"adminpw{secrets.token_hex(8)}"
+LIMITED_PASSWORD = f"limitedpw{secrets.token_hex(8)}"
+USERS = SaslUsers(admin_password=ADMIN_PASSWORD, plain={"limited": LIMITED_PASSWORD})
+ADMIN = {"ACL_USER": "admin", "ACL_PASSWORD": ADMIN_PASSWORD}
+LIMITED = {"ACL_USER": "limited", "ACL_PASSWORD": LIMITED_PASSWORD}
+
+Key = tuple[str, str, str, str, str, str, str]
+
+
+def k(principal: str, operation: str, resource_type: str, resource_name: str,
+      pattern_type: str = "LITERAL", permission: str = "ALLOW", host: str = "*") -> Key:
+    return (principal, host, resource_type, resource_name, pattern_type, operation,
+            permission)
+
+
+# Bindings the fixture makes before any run: `limited`'s own (the job runs as it in one
+# test), one a manifest row asks absent, one no manifest names (on a topic that does not
+# exist: orphaned too), and one on a topic the manifest deletes.
+LIMITED_OWN = [k("User:limited", "DESCRIBE", "CLUSTER", "kafka-cluster"),
+               k("User:limited", "CREATE", "TOPIC", "acl.lim.", "PREFIXED"),
+               k("User:limited", "DESCRIBE", "TOPIC", "acl.lim.", "PREFIXED"),
+               k("User:limited", "DESCRIBE_CONFIGS", "TOPIC", "acl.lim.", "PREFIXED")]
+OLD = k("User:old", "READ", "TOPIC", "acl.orders")
+LEGACY = k("User:legacy", "DESCRIBE", "TOPIC", "acl.legacy")
+DOOMED = k("User:doomed-reader", "READ", "TOPIC", "acl.doomed")
+
+ACL_ROWS: list[dict[str, Any]] = [
+    {"principal": "User:orders-app", "resource_type": "TOPIC", "resource_name": "acl.orders",
+     "operations": ["PRODUCE"], "owner": "orders"},
+    {"principal": "User:readers", "resource_type": "TOPIC", "resource_name": "acl.orders.",
+     "pattern_type": "PREFIXED", "operations": ["CONSUME"]},
+    {"principal": "User:readers", "resource_type": "GROUP", "resource_name": "readers-",
+     "pattern_type": "PREFIXED", "operations": ["READ"]},
+    {"principal": "User:intruder", "host": "10.0.0.7", "resource_type": "TOPIC",
+     "resource_name": "acl.orders", "operations": ["READ"], "permission": "DENY"},
+    {"principal": "User:*", "resource_type": "TOPIC", "resource_name": "acl.public",
+     "operations": ["READ"]},
+    {"principal": "User:bad", "resource_type": "GROUP", "resource_name": "g1",
+     "operations": ["WRITE", "READ"]},
+    {"principal": "User:old", "resource_type": "TOPIC", "resource_name": "acl.orders",
+     "operations": ["READ"], "state": "absent"},
+]
+GRANTED = [k("User:orders-app", "WRITE", "TOPIC", "acl.orders"),
+           k("User:orders-app", "DESCRIBE", "TOPIC", "acl.orders"),
+           k("User:readers", "READ", "TOPIC", "acl.orders.", "PREFIXED"),
+           k("User:readers", "DESCRIBE", "TOPIC", "acl.orders.", "PREFIXED"),
+           k("User:readers", "READ", "GROUP", "readers-", "PREFIXED"),
+           k("User:intruder", "READ", "TOPIC", "acl.orders", permission="DENY",
+             host="10.0.0.7")]
+WILDCARD = k("User:*", "READ", "TOPIC", "acl.public")
+BAD = [k("User:bad", "WRITE", "GROUP", "g1"), k("User:bad", "READ", "GROUP", "g1")]
+TOPICS = [{"topic": "acl.orders", "partitions": 1, "replication_factor": 1},
+          {"topic": "acl.doomed", "state": "absent"}]
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-acl-cli"), nodes=1, sasl=USERS,
+                           heap_mb=384)
+    cluster.start()
+    try:
+        settings = cluster.client_settings()
+        admin = KafkaAdminClient(**settings)
+        admin.create_topics([_new_topic("acl.doomed")])
+        admin.close()
+        grant(settings, "User:limited", [
+            ("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE"]),
+            ("TOPIC", "acl.lim.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"])])
+        grant(settings, "User:old", [("TOPIC", "acl.orders", "LITERAL", ["READ"])])
+        grant(settings, "User:legacy", [("TOPIC", "acl.legacy", "LITERAL", ["DESCRIBE"])])
+        grant(settings, "User:doomed-reader", [("TOPIC", "acl.doomed", "LITERAL", ["READ"])])
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _new_topic(name: str) -> Any:
+    from kafka.admin import NewTopic
+
+    return NewTopic(name, 1, 1)
+
+
+def bindings(cluster: KafkaCluster) -> list[Key]:
+    """Every binding of the cluster, sorted."""
+    conf = ClusterConf(CLUSTER, cluster.bootstrap_servers, "SASL_PLAINTEXT", "PLAIN")
+    with ClusterAdmin(conf, Credentials(Secret("admin"), Secret(ADMIN_PASSWORD)),
+                      KafkaConf()) as admin:
+        found = describe_acls(admin)
+    assert found is not None
+    return sorted(tuple(b[c] for c in ("principal", "host", "resource_type", "resource_name",
+                                        "pattern_type", "operation", "permission"))
+                  for b in found)  # type: ignore[misc]
+
+
+def topics(cluster: KafkaCluster) -> list[str]:
+    admin = KafkaAdminClient(**cluster.client_settings())
+    try:
+        return sorted(t for t in admin.list_topics() if not t.startswith("__"))
+    finally:
+        admin.close()
+
+
+def write_acl_table(spark: Any, path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    cols = column_names(ACL_MANIFEST)
+    data = [tuple({"cluster": CLUSTER, **r}.get(c) for c in cols) for r in rows]
+    (spark.createDataFrame(data, ACL_MANIFEST).write.format("delta").mode("overwrite")
+     .option("overwriteSchema", "true").save(str(path)))
+
+
+def conf_for(work: Path, cluster: KafkaCluster, name: str,
+             acls: Mapping[str, Any] | None = None, acl_tables: Sequence[Path] = ()) -> Path:
+    warehouse = work / "wh"
+    path = write_conf(work / f"{name}.yaml", cluster.bootstrap_servers, warehouse,
+                      cluster=CLUSTER, cluster_extra={
+                          "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                          "sasl_username_env": "ACL_USER", "sasl_password_env": "ACL_PASSWORD"},
+                      extra={"acls": dict(acls)} if acls else None)
+    data = yaml.safe_load(path.read_text())
+    data["tables"]["acl_manifests"] = [str(t) for t in acl_tables] or [str(warehouse / "acls")]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def run(args: Sequence[str], env: Mapping[str, str] = ADMIN) -> Completed:
+    return run_cli_in_process([*args, "--json"], env=env)
+
+
+def acl_audit(spark: Any, work: Path, run_id: str) -> set[tuple[Any, ...]]:
+    """(binding, action, phase, outcome, error_name) of every ACL audit row of a run."""
+    rows = (spark.read.format("delta").load(str(work / "wh" / "topic_audit"))
+            .where(f"run_id = '{run_id}' AND acl IS NOT NULL").collect())
+    return {(tuple(r["acl"][c] for c in ("principal", "host", "resource_type",
+                                          "resource_name", "pattern_type", "operation",
+                                          "permission")),
+             r["action"], r["phase"], r["outcome"], r["error_name"]) for r in rows}
+
+
+def chain(key: Key, action: str, *steps: tuple[str, str, str | None]
+          ) -> set[tuple[Any, ...]]:
+    return {(key, action, phase, outcome, error) for phase, outcome, error in steps}
+
+
+PLANNED = ("plan", "planned", None)
+VALIDATED = ("validate", "validated", "NONE")
+
+
+@pytest.fixture(scope="module")
+def work(secured: KafkaCluster, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("acl-cli")
+    write_manifest_table(spark, work / "wh" / "desired_topics",
+                         [{"cluster": CLUSTER, **t} for t in TOPICS])
+    write_acl_table(spark, work / "wh" / "acls", ACL_ROWS)
+    return work
+
+
+def test_grants_reruns_revokes_deleted_topics_and_unlisted_bindings(
+        secured: KafkaCluster, spark: Any, work: Path) -> None:
+    before = bindings(secured)
+    assert before == sorted([*LIMITED_OWN, OLD, LEGACY, DOOMED])
+    conf = conf_for(work, secured, "main")
+
+    # 1. apply: the grants are made; the wildcard is blocked, the bad row rejected, the
+    # absent row's revoke and the doomed topic's binding are planned only.
+    first = run(["apply", "--conf", str(conf)])
+    assert first.returncode == 1, first.output
+    doc = first.json()
+    assert bindings(secured) == sorted([*before, *GRANTED])
+    acls = doc["acls"]
+    assert acls["counts"] == {"granted": 6, "blocked": 1, "rejected": 2, "validated": 2}
+    # The absent row's, and the binding of the topic the plan deletes (not deleted here).
+    assert acls["revokes_not_allowed"] == 2
+    assert acls["unmanaged"] == {CLUSTER: 6}   # limited's 4, legacy, doomed-reader
+    assert acls["orphaned"] == {CLUSTER: 2}    # old and legacy: acl.orders did not exist yet
+    expected = set()
+    for key in GRANTED:
+        expected |= chain(key, "GRANT", PLANNED, VALIDATED, ("apply", "granted", "NONE"),
+                          ("verify", "granted", "NONE"))
+    expected |= chain(WILDCARD, "GRANT", ("plan", "blocked", "POLICY_VIOLATION"))
+    for key in BAD:
+        expected |= chain(key, "GRANT", ("plan", "rejected", "INVALID_MANIFEST_ROW"))
+    expected |= chain(OLD, "REVOKE", PLANNED, VALIDATED)
+    expected |= chain(DOOMED, "REVOKE", PLANNED, VALIDATED)
+    assert acl_audit(spark, work, doc["run_id"]) == expected
+    assert topics(secured) == ["acl.doomed", "acl.orders"]
+
+    # 2. A second apply changes nothing.
+    second = run(["apply", "--conf", str(conf)])
+    assert second.returncode == 1, second.output
+    assert second.json()["acls"]["counts"] == {"already_present": 6, "blocked": 1,
+                                               "rejected": 2, "validated": 2}
+    assert bindings(secured) == sorted([*before, *GRANTED])
+
+    # 3. report: unmanaged and orphaned bindings of the latest ACL snapshot.
+    unmanaged = run(["report", "--conf", str(conf), "--unmanaged-acls"]).json()
+    assert [(b["principal"], b["operation"], b["resource_name"])
+            for block in unmanaged["unmanaged_acls"] for b in block["bindings"]] == [
+        ("User:doomed-reader", "READ", "acl.doomed"),
+        ("User:legacy", "DESCRIBE", "acl.legacy"),
+        ("User:limited", "CREATE", "acl.lim."),
+        ("User:limited", "DESCRIBE", "kafka-cluster"),
+        ("User:limited", "DESCRIBE", "acl.lim."),
+        ("User:limited", "DESCRIBE_CONFIGS", "acl.lim."),
+    ]
+    orphaned = run(["report", "--conf", str(conf), "--orphaned-acls"]).json()
+    assert [b["binding"] for block in orphaned["orphaned_acls"] for b in block["bindings"]] == [
+        "ALLOW User:legacy DESCRIBE TOPIC acl.legacy (LITERAL) host *"]
+
+    # 4. --allow-revokes --allow-deletes: the absent row's binding is revoked; the doomed
+    # topic is deleted and its literal binding goes with it; legacy (unlisted) stays.
+    third = run(["apply", "--conf", str(conf), "--allow-revokes", "--allow-deletes"])
+    assert third.returncode == 1, third.output
+    assert bindings(secured) == sorted([*LIMITED_OWN, LEGACY, *GRANTED])
+    assert topics(secured) == ["acl.orders"]
+    audit = acl_audit(spark, work, third.json()["run_id"])
+    assert chain(OLD, "REVOKE", PLANNED, VALIDATED, ("apply", "revoked", "NONE"),
+                 ("verify", "revoked", "NONE")) <= audit
+    assert chain(DOOMED, "REVOKE", PLANNED, VALIDATED, ("apply", "revoked", "NONE"),
+                 ("verify", "revoked", "NONE")) <= audit
+
+    # 5. acls.remove_unlisted: legacy and limited's own bindings are planned REVOKE, made
+    # only with --allow-revokes (limited's are restored after).
+    unlisted = conf_for(work, secured, "unlisted", acls={"remove_unlisted": True})
+    planned = run(["apply", "--conf", str(unlisted)])
+    assert bindings(secured) == sorted([*LIMITED_OWN, LEGACY, *GRANTED])
+    assert planned.json()["acls"]["revokes_not_allowed"] == 5
+    removed = run(["apply", "--conf", str(unlisted), "--allow-revokes"])
+    assert removed.json()["acls"]["counts"]["revoked"] == 5
+    assert bindings(secured) == sorted(GRANTED)
+    grant(secured.client_settings(), "User:limited", [
+        ("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE"]),
+        ("TOPIC", "acl.lim.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"])])
+
+    # 6. force lifts the wildcard policy.
+    forced = [dict(r, force=True) if r["principal"] == "User:*" else r for r in ACL_ROWS]
+    write_acl_table(spark, work / "wh" / "acls", forced)
+    run(["apply", "--conf", str(conf)])
+    assert bindings(secured) == sorted([*LIMITED_OWN, *GRANTED, WILDCARD])
+    write_acl_table(spark, work / "wh" / "acls", ACL_ROWS)
+
+
+def test_a_principal_without_alter_on_the_cluster_gets_rejections_and_its_topic_work(
+        secured: KafkaCluster, spark: Any, tmp_path: Path) -> None:
+    write_manifest_table(spark, tmp_path / "wh" / "desired_topics",
+                         [{"cluster": CLUSTER, "topic": "acl.lim.new", "partitions": 1,
+                           "replication_factor": 1}])
+    write_acl_table(spark, tmp_path / "wh" / "acls", [
+        {"principal": "User:lim-app", "resource_type": "TOPIC", "resource_name": "acl.lim.new",
+         "operations": ["CONSUME"]}])
+    before = bindings(secured)
+    done = run(["apply", "--conf", str(conf_for(tmp_path, secured, "limited"))], env=LIMITED)
+    assert done.returncode == 1, done.output
+    doc = done.json()
+    assert bindings(secured) == before
+    assert "acl.lim.new" in topics(secured)
+    assert doc["counts"] == {"created": 1}
+    assert doc["acls"]["counts"] == {"rejected": 2}
+    assert {(b["operation"], b["outcome"], b["error_name"]) for b in doc["acls"]["bindings"]} \
+        == {("READ", "rejected", "CLUSTER_AUTHORIZATION_FAILED"),
+            ("DESCRIBE", "rejected", "CLUSTER_AUTHORIZATION_FAILED")}
+    assert all("User:limited may not change ACLs on cluster acl" in b["error_message"]
+               for b in doc["acls"]["bindings"])
+
+
+def test_import_round_trip_and_a_saved_plan_covers_bindings(
+        secured: KafkaCluster, spark: Any, tmp_path: Path) -> None:
+    imported = tmp_path / "wh" / "imported_acls"
+    write_manifest_table(spark, tmp_path / "wh" / "desired_topics", [])
+    conf = conf_for(tmp_path, secured, "import", acl_tables=[imported])
+    done = run(["import", "--conf", str(conf), "--acls", "--table", str(imported)])
+    assert done.returncode == 0, done.output
+    live = bindings(secured)
+    assert done.json()["clusters"][0]["bindings_written"] == len(live)
+    table = spark.read.format("delta").load(str(imported))
+    assert sorted((r["principal"], r["resource_name"], tuple(r["operations"]))
+                  for r in table.where("principal = 'User:limited'").collect()) == [
+        ("User:limited", "acl.lim.", ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")),
+        ("User:limited", "kafka-cluster", ("DESCRIBE",)),
+    ]
+    plan = run(["plan", "--conf", str(conf), "--out", str(tmp_path / "plan.json")])
+    assert plan.returncode == 0, plan.output
+    assert plan.json()["acls"]["counts"] == {"already_present": len(live)}
+
+    # A saved plan holds the ACL changes; a binding added since makes it stale.
+    with_grant = conf_for(tmp_path, secured, "saved", acl_tables=[tmp_path / "wh" / "more"])
+    write_acl_table(spark, tmp_path / "wh" / "more", [
+        {"principal": "User:saved", "resource_type": "GROUP", "resource_name": "saved",
+         "operations": ["READ"]}])
+    saved = run(["plan", "--conf", str(with_grant), "--out", str(tmp_path / "saved.json")])
+    document = json.loads((tmp_path / "saved.json").read_text())
+    assert [(c["principal"], c["action"]) for c in document["plan"]["acl_changes"]] == [
+        ("User:saved", "GRANT")]
+    assert saved.returncode == 0, saved.output
+    grant(secured.client_settings(), "User:saved", [("GROUP", "saved", "LITERAL", ["READ"])])
+    stale = run(["apply", "--conf", str(with_grant), "--plan", str(tmp_path / "saved.json")])
+    assert stale.returncode == 2, stale.output
+    assert "ACL bindings: 0 added, 1 removed, 0 changed" in stale.output
