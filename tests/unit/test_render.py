@@ -350,8 +350,8 @@ def test_report_violations_payload_renders_as_the_trend() -> None:
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"drift": True, "violations": True},
-     "report takes one of --run-id, --topic, --drift, --unmanaged, --violations; got --drift "
-     "and --violations"),
+     "report takes one of --run-id, --topic, --drift, --unmanaged, --violations, "
+     "--unmanaged-acls, --orphaned-acls; got --drift and --violations"),
     ({"since_days": 7}, "--since goes with --violations"),
 ])
 def test_report_refuses_two_views_and_since_without_violations(

@@ -331,10 +331,12 @@ class PlanDiff:
                         for c in self.removed],
             "changed": [{"cluster": k[0], "topic": k[1], "differences": list(d)}
                         for k, d in self.changed],
-            "acl_added": [dict(c) for c in self.acl_added],
-            "acl_removed": [dict(c) for c in self.acl_removed],
-            "acl_changed": [{"binding": label, "differences": list(d)}
-                            for label, d in self.acl_changed],
+            # Only when ACL bindings differ (topic-only documents keep their shape).
+            **({"acl_added": [dict(c) for c in self.acl_added],
+                "acl_removed": [dict(c) for c in self.acl_removed],
+                "acl_changed": [{"binding": label, "differences": list(d)}
+                                for label, d in self.acl_changed]}
+               if self.acl_added or self.acl_removed or self.acl_changed else {}),
         }
 
 
