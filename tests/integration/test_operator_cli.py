@@ -1,6 +1,12 @@
 """The operator's loop through spark-submit.sh: read a plan, save it, apply only that plan,
-and come back later for a topic's history and the drift across clusters; in both modes
-(classic spark-submit, and a thin client of a Spark Connect server), each on a fresh broker.
+and come back later for a topic's history and the drift across clusters; each command a
+thin client of the session's Spark Connect server, on the session's shared broker.
+
+The mode does not matter to this loop (the plan file, its staleness check and the reports
+are the driver's own Python); the classic spark-submit path is proved by
+test_provision_e2e[classic] (plan, apply, apply again, report), and classic `plan --out`
+then `apply --plan` by test_airflow_dag, `report --topic` by test_alter and
+test_catalog_tables.
 
 Two cluster names point at the one test broker (`local` and `mirror`): each has its own
 manifest rows and its own plan, which is all `report --drift` needs to show drift per
@@ -9,17 +15,17 @@ cluster. Every topic of this module starts with `op.`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient
 
-from tests.helpers import Completed, broker_state, write_conf, write_manifest_table
+from tests.helpers import broker_state, run_cli, write_conf, write_manifest_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -90,21 +96,10 @@ def _change(cluster: str, topic: str, action: str, table: str, version: int,
             "source_version": version, **cols}
 
 
-@pytest.fixture(scope="module")
-def broker(mode: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.support.devkafka import KafkaCluster
-
-    cluster = KafkaCluster(tmp_path_factory.mktemp(f"kafka-operator-{mode}"), nodes=1)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
 def test_plan_save_stale_apply_fresh_apply_history_and_drift(
-        broker: Any, spark: Any, tmp_path: Path, cli: Callable[..., Completed]) -> None:
-    bootstrap = broker.bootstrap_servers
+        kafka: Any, connect_server: Any, spark: Any, tmp_path: Path) -> None:
+    cli = functools.partial(run_cli, remote=connect_server.address)
+    bootstrap = kafka.bootstrap_servers
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.create_topics({"op.drift": {"num_partitions": 2, "replication_factor": 1,
