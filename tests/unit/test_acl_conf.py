@@ -61,8 +61,8 @@ def test_every_bad_acl_key_is_reported_at_once() -> None:
         "max_changes_per_cluster": -1, "batch_size": 0, "revoke_with_deleted_topics": 1,
         "owner_scope": None, "owners": True})
     assert _problems(data) == [
-        "tables.acl_snapshot: unknown key (allowed: manifests, audit, runs, snapshots, locks, violations, "
-        "acl_manifests, acl_snapshots)",
+        "tables.acl_snapshot: unknown key (allowed: manifests, audit, runs, snapshots, locks, "
+        "violations, acl_manifests, acl_snapshots)",
         "tables.acl_manifests: expected a table path or name, or a non-empty list of them",
         "acls.owners: unknown key (allowed: remove_unlisted, cluster_principals, "
         "max_changes_per_cluster, batch_size, revoke_with_deleted_topics, owner_scope)",
