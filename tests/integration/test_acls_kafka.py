@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,6 +109,12 @@ def admin(secured: KafkaCluster) -> Iterator[ClusterAdmin]:
                 {key(y) for y in BASELINE}]
         if left:
             delete_acls(connected, left, 100)
+        # DeleteAcls is answered once the controller committed it; the broker's own view
+        # (DescribeAcls) follows the metadata log a moment later.
+        deadline = time.monotonic() + 15
+        while (state(connected) != sorted(key(x) for x in BASELINE)
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
         assert state(connected) == sorted(key(x) for x in BASELINE)
 
 
