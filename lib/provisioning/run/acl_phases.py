@@ -106,6 +106,7 @@ class AclSnapshot(Phase):
         return state.acl_desired is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
         with job_label(ctx.spark, f"{ctx.command}: snapshot live ACLs"):
             found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
             rows = [(cluster, *(b[c] for c in column_names(ACL_BINDING)[1:]))
@@ -126,8 +127,7 @@ class AclSnapshot(Phase):
             ctx.commits.record("acl-snapshot-write", lambda: append(recorded, table, txn=txn))
         state.acl_live = live
         state.acl_problems = {c: s.problem for c, s in found.items() if s.problem is not None}
-        log_counts("acl snapshot", time.monotonic(), {c: len(s.bindings)
-                                                      for c, s in found.items()})
+        log_counts("acl snapshot", started, {c: len(s.bindings) for c, s in found.items()})
         ctx.steps.done("ACL snapshot")
 
 
@@ -216,10 +216,10 @@ class AclValidate(Phase):
         plan = require(state.acl_plan, "acl_plan")
         requests = plan.where(_clean(names.GRANT, names.REVOKE)).select(*KEY)
         with job_label(ctx.spark, f"{ctx.command}: ACL authority check"):
-            validated = executors.acls_answered(
+            validated = executors.answered(
                 executors.send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
                                     AUTHORITY, ctx.conf.acls.batch_size),
-                requests, names.VALIDATE, names.FAILED)
+                requests, names.VALIDATE, names.FAILED, acl_without_answer)
             rows = acl_result_audit(validated, plan, ctx.run_id, utc_now())
             ctx.commits.audit(names.VALIDATE, rows)
         ctx.steps.done("ACL validate")
@@ -289,9 +289,9 @@ class AclApply(Phase):
                                        kafka, GRANT, size).unionByName(
                 executors.send_acls(revokes.select(*KEY), ctx.clusters, ctx.credentials,
                                     kafka, REVOKE, size))
-            applied = executors.acls_answered(
+            applied = executors.answered(
                 sent, grants.select(*KEY).unionByName(revokes.select(*KEY)), names.APPLY,
-                names.UNKNOWN)
+                names.UNKNOWN, acl_without_answer)
             rows = acl_result_audit(applied, plan, ctx.run_id, utc_now())
             ctx.commits.audit(names.APPLY, rows)
         state.acl_applied = applied
@@ -321,10 +321,10 @@ class AclVerify(Phase):
                                                         names.UNKNOWN))
                     .select(*KEY).join(plan.select(*KEY, "action"), on=KEY, how="inner"))
         with job_label(ctx.spark, "apply: verify ACLs"):
-            verified = executors.acls_answered(
+            verified = executors.answered(
                 executors.send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
                                     VERIFY, ctx.conf.acls.batch_size),
-                requests.select(*KEY), names.VERIFY, names.UNKNOWN)
+                requests.select(*KEY), names.VERIFY, names.UNKNOWN, acl_without_answer)
             rows = acl_result_audit(verified, plan, ctx.run_id, utc_now())
             ctx.commits.audit(names.VERIFY, rows)
         state.acl_audit_rows.append(rows)

@@ -26,7 +26,6 @@ from provisioning.errors import ExecutorsUnfit, ProvisioningError
 from provisioning.kafka import snapshot, tasks
 from provisioning.kafka.client import ClusterState
 from provisioning.run import arrow
-from provisioning.transforms.acls.audit import acl_without_answer
 from provisioning.transforms.results import without_answer
 from schemas import ACL_RESULT, BINDING_KEY, CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
 
@@ -189,32 +188,19 @@ def send_acls(requests: DataFrame, clusters: Sequence[ClusterConf],
     return _on_executors(requests, work, clusters, ACL_RESULT, order=BINDING_KEY)
 
 
-def acls_answered(results: DataFrame, requests: DataFrame, phase: str, lost: str
-                  ) -> DataFrame:
-    """`answered` for ACL_RESULT rows: materialized, or every request binding recorded
-    `lost` with the Spark job's error when the job itself failed."""
-    try:
-        return results.localCheckpoint(eager=True)
-    except ProvisioningError:
-        raise
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:1500]
-        log.error("the ACL job of phase %s failed (%s: %s); its bindings are recorded %s",
-                  phase, type(exc).__name__, first, lost)
-        return acl_without_answer(
-            requests, phase, lost, type(exc).__name__,
-            f"the Spark job sending this request failed, its answers lost with it: {first}",
-            attempts=0 if lost == names.FAILED else 1).localCheckpoint(eager=True)
-
-
-def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str) -> DataFrame:
-    """The admin job's TOPIC_RESULT rows, materialized (Kafka is asked once).
+def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str,
+             unanswered: Callable[..., DataFrame] | None = None) -> DataFrame:
+    """The admin job's result rows (TOPIC_RESULT, or ACL_RESULT), materialized (Kafka is
+    asked once).
 
     When the job itself fails (a task died: in local mode at once, on a cluster once Spark
     gave up retrying it), the answers it got are lost with it: every request row
     (`requests`: cluster, topic) is then recorded with the outcome `lost` and the job's
     error: `unknown` for requests that may have changed Kafka (and for verify), which
     `verify` and the next run's snapshot settle; `failed` for validateOnly requests.
+
+    unanswered: how those rows are made (default: topic rows, `without_answer`; ACL
+      bindings: `acl_without_answer`, with `requests` the binding rows).
     """
     try:
         return results.localCheckpoint(eager=True)
@@ -222,10 +208,11 @@ def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str) -> 
         raise
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:1500]
-        log.error("the admin job of phase %s failed (%s: %s); its topics are recorded %s",
+        log.error("the admin job of phase %s failed (%s: %s); its rows are recorded %s",
                   phase, type(exc).__name__, first, lost)
-        return without_answer(
-            requests.select("cluster", "topic"), phase, lost, type(exc).__name__,
+        targets = (requests.select("cluster", "topic") if unanswered is None else requests)
+        return (unanswered or without_answer)(
+            targets, phase, lost, type(exc).__name__,
             f"the Spark job sending this request failed, its answers lost with it: {first}",
             attempts=0 if lost == names.FAILED else 1).localCheckpoint(eager=True)
 

@@ -39,23 +39,29 @@ def plan_outcome_counts(plan: DataFrame) -> DataFrame:
             .select("cluster", "action", "outcome", "n"))
 
 
-def _plan_error_message() -> Column:
+def plan_error_message(seen_check: bool = True) -> Column:
+    """Why a plan row is not simply planned: its row errors, that the job may not see the
+    topic (`live_error`, unless `seen_check` is off: ACL_PLAN rows have none), its policy
+    violations."""
     violations = F.transform("policy_violations",
                              lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))
-    unseen = F.format_string(
-        "the job may not see topic %s on cluster %s (%s): it may or may not exist, so it "
-        "was neither created, deleted nor compared; grant the job's principal Describe "
-        "and DescribeConfigs on it (README: Least privilege)",
-        F.col("topic"), F.col("cluster"), F.col("live_error"))
-    return (F.when(F.size("row_errors") > 0, F.array_join("row_errors", "; "))
-            .when(F.col("live_error").isNotNull(), unseen)
-            .when(F.size("policy_violations") > 0, F.array_join(violations, "; ")))
+    invalid = F.when(F.size("row_errors") > 0, F.array_join("row_errors", "; "))
+    if seen_check:
+        unseen = F.format_string(
+            "the job may not see topic %s on cluster %s (%s): it may or may not exist, so "
+            "it was neither created, deleted nor compared; grant the job's principal "
+            "Describe and DescribeConfigs on it (README: Least privilege)",
+            F.col("topic"), F.col("cluster"), F.col("live_error"))
+        invalid = invalid.when(F.col("live_error").isNotNull(), unseen)
+    return invalid.when(F.size("policy_violations") > 0, F.array_join(violations, "; "))
 
 
-def _plan_error_name() -> Column:
-    return (F.when(F.size("row_errors") > 0, F.lit(names.INVALID_MANIFEST_ROW))
-            .when(F.col("live_error").isNotNull(), F.col("live_error"))
-            .when(F.size("policy_violations") > 0, F.lit(names.POLICY_VIOLATION)))
+def plan_error_name(seen_check: bool = True) -> Column:
+    """The error name of `plan_error_message`'s reason."""
+    name = F.when(F.size("row_errors") > 0, F.lit(names.INVALID_MANIFEST_ROW))
+    if seen_check:
+        name = name.when(F.col("live_error").isNotNull(), F.col("live_error"))
+    return name.when(F.size("policy_violations") > 0, F.lit(names.POLICY_VIOLATION))
 
 
 def _requested() -> list[Column]:
@@ -97,8 +103,8 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
         F.lit(names.PLAN).alias("phase"),
         plan_outcome().alias("outcome"),
         F.lit(None).cast("int").alias("error_code"),
-        _plan_error_name().alias("error_name"),
-        _plan_error_message().alias("error_message"),
+        plan_error_name().alias("error_name"),
+        plan_error_message().alias("error_message"),
         "policy_violations",
         "drift",
         *_requested(),

@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.transforms.audit import phase_order
+from provisioning.transforms.audit import phase_order, plan_error_message, plan_error_name
 from schemas import ACL_BINDING_STRUCT, ACL_RESULT, AUDIT, BINDING_KEY, column_names
 
 _BINDING = column_names(ACL_BINDING_STRUCT)
@@ -41,21 +41,8 @@ def acl_plan_outcome() -> Column:
             .otherwise(names.ALREADY_PRESENT))
 
 
-def _error_name() -> Column:
-    return (F.when(F.size("row_errors") > 0, F.lit(names.INVALID_MANIFEST_ROW))
-            .when(F.size("policy_violations") > 0, F.lit(names.POLICY_VIOLATION)))
-
-
-def _error_message() -> Column:
-    violations = F.transform("policy_violations",
-                             lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))
-    return (F.when(F.size("row_errors") > 0, F.array_join("row_errors", "; "))
-            .when(F.size("policy_violations") > 0, F.array_join(violations, "; ")))
-
-
-def _nulls(present: set[str]) -> list[Column]:
-    return [F.lit(None).cast(AUDIT[c].dataType).alias(c) for c in _TOPIC_ONLY
-            if c not in present]
+def _nulls() -> list[Column]:
+    return [F.lit(None).cast(AUDIT[c].dataType).alias(c) for c in _TOPIC_ONLY]
 
 
 def acl_plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
@@ -67,8 +54,8 @@ def acl_plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> Da
         F.lit(names.PLAN).alias("phase"),
         acl_plan_outcome().alias("outcome"),
         F.lit(None).cast("int").alias("error_code"),
-        _error_name().alias("error_name"),
-        _error_message().alias("error_message"),
+        plan_error_name(seen_check=False).alias("error_name"),
+        plan_error_message(seen_check=False).alias("error_message"),
         "policy_violations",
         F.lit(None).cast("int").alias("attempts"),
         "owner",
@@ -77,7 +64,7 @@ def acl_plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> Da
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         acl_struct(),
         "note",
-        *_nulls(set()),
+        *_nulls(),
     ).select(*column_names(AUDIT))
 
 
@@ -103,7 +90,7 @@ def acl_result_audit(results: DataFrame, plan: DataFrame, run_id: str,
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         acl_struct("r."),
         F.col("p.note").alias("note"),
-        *_nulls(set()),
+        *_nulls(),
     ).select(*column_names(AUDIT))
 
 
