@@ -98,7 +98,7 @@ def test_unknown_option_and_unknown_cluster_exit_2(tmp_path: Path) -> None:
     unknown_option = run_cli(["apply", "--conf", str(conf), "--allow-delete"])
     assert unknown_option.returncode == 2
     assert ("Error: No such option '--allow-delete'. (Did you mean one of: '--allow-alter', "
-            "'--allow-deletes'?)" in unknown_option.output)
+            "'--allow-deletes', '--allow-revokes'?)" in unknown_option.output)
     unknown_cluster = run_cli(["plan", "--conf", str(conf), "--cluster", "prod"])
     assert unknown_cluster.returncode == 2
     assert "error: unknown cluster(s) prod; the conf defines local" in unknown_cluster.output
