@@ -1,7 +1,9 @@
 """ACL bindings as desired state, through the job's CLI, against a real broker with SASL and
 the StandardAuthorizer: grants, an idempotent rerun, revokes only when allowed, unlisted
 bindings kept unless the conf removes them, policies, invalid rows, the authority check,
-a deleted topic's bindings, saved plans, report and import.
+a deleted topic's bindings, saved plans, report and import; and a batch of 1,000
+bindings granted and revoked through `spark-submit.sh` as a thin client of the session's
+Spark Connect server, its requests counted by a loopback proxy the broker advertises.
 
 The CLI runs in this process on the tests' SparkSession (`run_cli_in_process`): the same
 command `spark-submit.sh` runs. Every stage reads the broker's whole ACL state back.
@@ -26,11 +28,13 @@ from schemas import ACL_MANIFEST, column_names
 from tests.helpers import (
     Completed,
     grant,
+    run_cli,
     run_cli_in_process,
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import KafkaCluster, SaslUsers
+from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, free_ports
+from tests.support.tcpproxy import KafkaProxy
 
 pytestmark = pytest.mark.integration
 
@@ -90,11 +94,29 @@ TOPICS = [{"topic": "acl.orders", "partitions": 1, "replication_factor": 1},
           {"topic": "acl.doomed", "state": "absent"}]
 
 
+# Kafka's API keys of the ACL requests.
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+
+
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+def proxied() -> KafkaProxy:
+    """A loopback proxy the broker's second SASL listener advertises: clients that bootstrap
+    through it reach the broker only through it, so it counts their requests by API key."""
+    (port,) = free_ports(1)
+    return KafkaProxy(port)
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory, proxied: KafkaProxy
+            ) -> Iterator[KafkaCluster]:
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-acl-cli"), nodes=1, sasl=USERS,
-                           heap_mb=384)
+                           heap_mb=384, listeners=(
+                               ListenerSpec("SASL", "SASL_PLAINTEXT"),
+                               ListenerSpec("PROXIED", "SASL_PLAINTEXT",
+                                            advertised_port=proxied.port)))
     cluster.start()
+    proxied.upstream_port = int(cluster.bootstrap_servers_for("PROXIED").split(":")[1])
+    proxied.start()
     try:
         settings = cluster.client_settings()
         admin = KafkaAdminClient(**settings)
@@ -108,6 +130,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
         grant(settings, "User:doomed-reader", [("TOPIC", "acl.doomed", "LITERAL", ["READ"])])
         yield cluster
     finally:
+        proxied.stop()
         cluster.stop()
 
 
@@ -145,9 +168,10 @@ def write_acl_table(spark: Any, path: Path, rows: Sequence[Mapping[str, Any]]) -
 
 
 def conf_for(work: Path, cluster: KafkaCluster, name: str,
-             acls: Mapping[str, Any] | None = None, acl_tables: Sequence[Path] = ()) -> Path:
+             acls: Mapping[str, Any] | None = None, acl_tables: Sequence[Path] = (),
+             bootstrap: str | None = None) -> Path:
     warehouse = work / "wh"
-    path = write_conf(work / f"{name}.yaml", cluster.bootstrap_servers, warehouse,
+    path = write_conf(work / f"{name}.yaml", bootstrap or cluster.bootstrap_servers, warehouse,
                       cluster=CLUSTER, cluster_extra={
                           "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
                           "sasl_username_env": "ACL_USER", "sasl_password_env": "ACL_PASSWORD"},
@@ -331,3 +355,57 @@ def test_import_round_trip_and_a_saved_plan_covers_bindings(
     stale = run(["apply", "--conf", str(with_grant), "--plan", str(tmp_path / "saved.json")])
     assert stale.returncode == 2, stale.output
     assert "ACL bindings: 0 added, 1 removed, 0 changed" in stale.output
+
+
+BULK = 500   # rows of two operations each: 1,000 bindings
+
+
+def test_a_thousand_bindings_in_a_handful_of_requests_through_spark_connect(
+        secured: KafkaCluster, proxied: KafkaProxy, connect_server: Any, spark: Any,
+        tmp_path: Path) -> None:
+    rows = [{"principal": f"User:bulk-{i:03d}", "resource_type": "TOPIC",
+             "resource_name": f"bulk.{i:03d}", "operations": ["READ", "WRITE"]}
+            for i in range(BULK)]
+    keys = [k(r["principal"], op, "TOPIC", r["resource_name"])
+            for r in rows for op in ("READ", "WRITE")]
+    write_manifest_table(spark, tmp_path / "wh" / "desired_topics", [])
+    write_acl_table(spark, tmp_path / "wh" / "acls", rows)
+    bootstrap = f"127.0.0.1:{proxied.port}"
+    # The cap raised to fit the batch; one CreateAcls carries up to batch_size bindings.
+    conf = conf_for(tmp_path, secured, "bulk", acls={"max_changes_per_cluster": 1000},
+                    bootstrap=bootstrap)
+    before = bindings(secured)
+
+    def apply(conf_path: Path, *flags: str) -> tuple[dict[str, Any], dict[int, int]]:
+        sent = dict(proxied.requests)
+        done = run_cli(["apply", "--conf", str(conf_path), *flags, "--json"], env=ADMIN,
+                       remote=connect_server.address)
+        assert done.returncode == 0, done.output
+        counts = {key: proxied.requests[key] - sent.get(key, 0)
+                  for key in (CREATE_ACLS, DELETE_ACLS)}
+        return done.json(), counts
+
+    granted, requests = apply(conf)
+    assert requests == {CREATE_ACLS: 1, DELETE_ACLS: 0}
+    assert granted["acls"]["counts"] == {"granted": 1000}
+    assert bindings(secured) == sorted([*before, *keys])
+    expected: set[tuple[Any, ...]] = set()
+    for key in keys:
+        expected |= chain(key, "GRANT", PLANNED, VALIDATED, ("apply", "granted", "NONE"),
+                          ("verify", "granted", "NONE"))
+    assert acl_audit(spark, tmp_path, granted["run_id"]) == expected
+
+    # Every row absent, 400 bindings per request: three DeleteAcls revoke the thousand.
+    write_acl_table(spark, tmp_path / "wh" / "acls", [dict(r, state="absent") for r in rows])
+    smaller = conf_for(tmp_path, secured, "bulk-revoke",
+                       acls={"max_changes_per_cluster": 1000, "batch_size": 400},
+                       bootstrap=bootstrap)
+    revoked, requests = apply(smaller, "--allow-revokes")
+    assert requests == {CREATE_ACLS: 0, DELETE_ACLS: 3}
+    assert revoked["acls"]["counts"] == {"revoked": 1000}
+    assert bindings(secured) == before
+    expected = set()
+    for key in keys:
+        expected |= chain(key, "REVOKE", PLANNED, VALIDATED, ("apply", "revoked", "NONE"),
+                          ("verify", "revoked", "NONE"))
+    assert acl_audit(spark, tmp_path, revoked["run_id"]) == expected
