@@ -46,6 +46,18 @@ def test_error_names_come_from_the_protocol() -> None:
         "TOPIC_DELETION_DISABLED"]
 
 
+@pytest.mark.parametrize(("code", "name"), [
+    (6, "NOT_LEADER_OR_FOLLOWER"), (10, "MESSAGE_TOO_LARGE"), (17, "INVALID_TOPIC_EXCEPTION"),
+    (39, "INVALID_REPLICA_ASSIGNMENT"), (133, "SHARE_SESSION_LIMIT_REACHED")])
+def test_error_names_are_kafkas_where_kafka_python_spells_them_otherwise(code: int,
+                                                                        name: str) -> None:
+    assert error_name(code) == name
+
+
+def test_an_invalid_name_or_assignment_is_a_rejection() -> None:
+    assert [create_outcome(error_name(c), False) for c in (17, 39)] == ["rejected"] * 2
+
+
 def test_topic_ids_print_as_kafka_does() -> None:
     u = uuid.UUID("0f5d8a2c-6f3e-4b7a-9c1d-2e3f4a5b6c7d")
     text = topic_id_text(u)

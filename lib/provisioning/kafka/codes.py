@@ -24,9 +24,28 @@ CONFIG_SOURCES = {
 NON_DEFAULT_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "UNKNOWN"}
 
 
+# The codes kafka-python names otherwise than Kafka's Errors enum (kafka-clients 4.3), or
+# does not know: kafka-python says NOT_LEADER_FOR_PARTITION, MESSAGE_SIZE_TOO_LARGE,
+# INVALID_TOPIC and INVALID_REPLICATION_ASSIGNMENT for the first four, UNKNOWN for the rest.
+_KAFKA_NAMES = {
+    6: "NOT_LEADER_OR_FOLLOWER",
+    10: "MESSAGE_TOO_LARGE",
+    17: "INVALID_TOPIC_EXCEPTION",
+    39: "INVALID_REPLICA_ASSIGNMENT",
+    128: "INVALID_REGULAR_EXPRESSION",
+    129: "REBOOTSTRAP_REQUIRED",
+    130: "STREAMS_INVALID_TOPOLOGY",
+    131: "STREAMS_INVALID_TOPOLOGY_EPOCH",
+    132: "STREAMS_TOPOLOGY_FENCED",
+    133: "SHARE_SESSION_LIMIT_REACHED",
+}
+
+
 def error_name(code: int) -> str:
     """The name Kafka's Errors enum gives a code (0 -> NONE, 36 -> TOPIC_ALREADY_EXISTS)."""
-    return "NONE" if code == 0 else str(Errors.for_code(code).message)
+    if code == 0:
+        return "NONE"
+    return _KAFKA_NAMES.get(code) or str(Errors.for_code(code).message)
 
 
 def topic_id_text(value: Any) -> str | None:
