@@ -137,7 +137,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     callspec = getattr(item, "callspec", None)
     server = _CONNECT.get("server")
-    if server is not None and callspec is not None and callspec.params.get("mode") == "connect":
+    in_connect_mode = callspec is not None and callspec.params.get("mode") == "connect"
+    if server is not None and (in_connect_mode
+                               or "connect_server" in getattr(item, "funcargs", {})):
         report.sections.append((f"spark connect server log ({server.log_file})",
                                 server.log_tail(60)))
     for name in ("kafka",):

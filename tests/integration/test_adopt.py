@@ -1,8 +1,13 @@
 """Adopting a cluster through spark-submit.sh: `import` writes the live topics as a
-manifest, a plan over it is all NOOP, and the topics no manifest names are reported."""
+manifest, a plan over it is all NOOP, and the topics no manifest names are reported.
+
+Each command is a thin client of the session's Spark Connect server: the mode does not
+matter to this flow (classic `import` is run by test_open_tables[classic], classic `plan`
+by test_provision_e2e[classic])."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +56,9 @@ def _create(bootstrap: str) -> None:
     consumer.close()
 
 
-def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_path: Path
-                                                  ) -> None:
+def test_import_round_trip_unmanaged_and_markdown(kafka: Any, connect_server: Any,
+                                                  spark: Any, tmp_path: Path) -> None:
+    cli = functools.partial(run_cli, remote=connect_server.address)
     _create(kafka.bootstrap_servers)
     wh = tmp_path / "wh"
     managed, imported = wh / "team_topics", wh / "imported"
@@ -64,8 +70,8 @@ def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_pa
                       extra={"deletes": {"protected": ["adopt.keep.*"]}})
     before = broker_state(kafka.bootstrap_servers)
 
-    done = run_cli(["import", "--conf", str(conf), "--table", str(imported),
-                    "--topics", "adopt.*", "--owner", "platform", "--json"])
+    done = cli(["import", "--conf", str(conf), "--table", str(imported),
+                "--topics", "adopt.*", "--owner", "platform", "--json"])
     assert done.returncode == 0, done.output[-3000:]
     report = done.json()
     assert report == {"command": "import", "exit_code": 0,
@@ -88,14 +94,14 @@ def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_pa
         "import", "succeeded", 0, {"rows_written": 4, "table_version": 0})
 
     # A second import into the same table is refused before any cluster is read.
-    again = run_cli(["import", "--conf", str(conf), "--table", str(imported),
-                     "--topics", "adopt.*"])
+    again = cli(["import", "--conf", str(conf), "--table", str(imported),
+                 "--topics", "adopt.*"])
     assert again.returncode == 2
     assert (f"error: table {imported} exists: import writes a new table unless given "
             "--mode append or --mode overwrite") in again.output
 
     # The round trip: every imported topic (and the managed one) plans as NOOP.
-    planned = run_cli(["plan", "--conf", str(conf), "--topics", "adopt.*", "--json"])
+    planned = cli(["plan", "--conf", str(conf), "--topics", "adopt.*", "--json"])
     assert planned.returncode == 0, planned.output[-3000:]
     plan = planned.json()
     assert (plan["counts"], plan["actions"], plan["topics"], plan["unmanaged"]) == (
@@ -106,8 +112,8 @@ def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_pa
         ("adopt.default-equal", "adopt.ledger", "adopt.managed", "adopt.orders",
          "adopt.plain")]
 
-    unmanaged = run_cli(["report", "--conf", str(conf), "--unmanaged", "--topics", "adopt.*",
-                         "--json"])
+    unmanaged = cli(["report", "--conf", str(conf), "--unmanaged", "--topics", "adopt.*",
+                     "--json"])
     assert unmanaged.returncode == 0, unmanaged.output[-3000:]
     listed = unmanaged.json()["unmanaged"]
     assert [(b["cluster"], [(t["topic"], t["partitions"], t["replication_factor"],
@@ -116,8 +122,8 @@ def test_import_round_trip_unmanaged_and_markdown(kafka: Any, spark: Any, tmp_pa
         ("local", [("adopt.keep.audit", 2, 1, {"retention.ms": "-1"}, ["adopt-auditors"],
                     plan["run_id"])])]
 
-    text = run_cli(["plan", "--conf", str(conf), "--topics", "adopt.*",
-                    "--format", "markdown"])
+    text = cli(["plan", "--conf", str(conf), "--topics", "adopt.*",
+                "--format", "markdown"])
     assert text.returncode == 0, text.output[-3000:]
     assert ("| cluster | create | delete | alter | drift | unchanged | unmanaged |\n"
             "|---|---:|---:|---:|---:|---:|---:|\n"

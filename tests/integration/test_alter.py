@@ -1,8 +1,13 @@
 """Changing live topics through spark-submit.sh: ALTER rows are validated by the broker
-first, applied only with --allow-alter, guarded by the alter policies, verified, audited."""
+first, applied only with --allow-alter, guarded by the alter policies, verified, audited.
+
+Each command is a thin client of the session's Spark Connect server: the mode does not
+matter to this flow (the classic path is proved by test_provision_e2e[classic], and ALTERs
+through classic spark-submit by the soak's spark-submit runs in test_cluster_faults)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +52,9 @@ def _shape(state: dict[str, Any]) -> dict[str, tuple[int, dict[str, str]]]:
             if t.startswith("alt.")}
 
 
-def test_alter_is_validated_then_applied_only_when_allowed(kafka: Any, spark: Any,
-                                                          tmp_path: Path) -> None:
+def test_alter_is_validated_then_applied_only_when_allowed(
+        kafka: Any, connect_server: Any, spark: Any, tmp_path: Path) -> None:
+    run = functools.partial(run_cli, remote=connect_server.address)
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
     try:
         admin.create_topics(LIVE, raise_errors=True, wait_for_metadata=True)
@@ -60,15 +66,15 @@ def test_alter_is_validated_then_applied_only_when_allowed(kafka: Any, spark: An
     before = _shape(broker_state(kafka.bootstrap_servers))
 
     # Without --allow-alter: planned and validated, nothing changed.
-    held = run_cli(["apply", "--conf", str(conf), "--topics", "alt.*", "--json"])
+    held = run(["apply", "--conf", str(conf), "--topics", "alt.*", "--json"])
     assert held.returncode == 1, held.output[-3000:]
     report = held.json()
     assert (report["alters_not_allowed"], report["counts"]) == (
         2, {"validated": 2, "blocked": 2, "rejected": 1})
     assert _shape(broker_state(kafka.bootstrap_servers)) == before
 
-    done = run_cli(["apply", "--conf", str(conf), "--topics", "alt.*", "--allow-alter",
-                    "--json"])
+    done = run(["apply", "--conf", str(conf), "--topics", "alt.*", "--allow-alter",
+                "--json"])
     assert done.returncode == 1, done.output[-3000:]
     run_id = done.json()["run_id"]
     assert _shape(broker_state(kafka.bootstrap_servers)) == {
@@ -114,11 +120,11 @@ def test_alter_is_validated_then_applied_only_when_allowed(kafka: Any, spark: An
         "anyway"]
 
     # The next plan has nothing left to alter on what was altered; segment.ms stays drift.
-    again = run_cli(["plan", "--conf", str(conf), "--topics", "alt.grow", "--json"])
+    again = run(["plan", "--conf", str(conf), "--topics", "alt.grow", "--json"])
     assert again.returncode == 0, again.output[-3000:]
     assert (again.json()["actions"], again.json()["counts"]) == (
         [{"cluster": "local", "action": "DRIFT", "topics": 1}], {"drift": 1})
-    history = run_cli(["report", "--conf", str(conf), "--topic", "alt.grow"])
+    history = run(["report", "--conf", str(conf), "--topic", "alt.grow"])
     assert ("before: partitions 1, topic configs retention.ms=86400000, segment.ms=600000; "
             "operations SET max.message.bytes=2097152, SET retention.ms=172800000"
             ) in history.stdout

@@ -8,9 +8,9 @@ changed partitions, retention and replication factor, invalid rows, duplicates, 
 deleted or created behind the job's back, protected topics marked absent. From the
 second mutation on, every kind of change (KINDS) the runs so far have not made is made as
 soon as it can be, so the soak covers each of them in its 8 runs whatever the seed (it
-asserts so). A model of the cluster predicts, before each run, every audit row the run
-must write, its exit code and what the broker must hold after it; each run is checked
-against it exactly.
+asserts so); the last run (spark-submit.sh, classic) always has an ALTER to apply. A
+model of the cluster predicts, before each run, every audit row the run must write, its
+exit code and what the broker must hold after it; each run is checked against it exactly.
 """
 
 from __future__ import annotations
@@ -161,9 +161,10 @@ class Model:
             self.rows[f"soak.keep.{i}"] = Row(Shape(1, 1, RETENTIONS[1]))
         self.log.append("start: 14 topics")
 
-    def mutate(self, admin: KafkaAdminClient) -> None:
+    def mutate(self, admin: KafkaAdminClient, alter: bool = False) -> None:
         """Change the manifest (and the cluster behind the job's back) at random; from
-        mutation FORCE_FROM on, each kind of change not made yet is made if it can be."""
+        mutation FORCE_FROM on, each kind of change not made yet is made if it can be;
+        with `alter`, one present topic gets more partitions (an ALTER the run applies)."""
         self.mutations += 1
         self.extra, self.duplicated = [], set()
         settled = self._settled()
@@ -187,7 +188,14 @@ class Model:
                           ("revive", "created behind the back (wanted absent)"))
         absent = take(2, max(int(self._due("absent")), wanted_gone - len(self._gone())))
         shrunk = forced("partitions down", lambda s: s.partitions > 1)
-        grown = forced("partitions up")
+        grown = forced("partitions up") or (take(1, 1) if alter else [])
+        if alter and not grown:  # no settled topic left: one back to its live shape first
+            present = sorted(t for t, r in self.rows.items() if not r.absent and t in self.live
+                             and self.live[t].retention != -1 and t not in touched
+                             and not t.startswith("soak.keep."))
+            grown = self.rng.sample(present, 1)
+            touched.update(grown)
+            self.rows[grown[0]] = Row(self.live[grown[0]])
         lowered = forced("retention down", lambda s: s.retention > RETENTIONS[0])
         raised = forced("retention up", lambda s: s.retention < RETENTIONS[-1])
         replicated = forced("replication factor")
@@ -218,9 +226,11 @@ class Model:
             rf = self.rng.choice([r for r in range(1, NODES + 1) if r != s.rf])
             self.rows[t] = Row(replace(s, rf=rf))
             self._note("replication factor", f"replication factor {t} {s.rf}->{rf}")
-        # Back to what the broker holds: a drifted or blocked topic settles again.
+        # Back to what the broker holds: a drifted or blocked topic settles again (not one
+        # this mutation changed to make a kind still due, or the ALTER asked for).
+        chosen = {*shrunk, *grown, *lowered, *raised, *replicated}
         unsettled = sorted(t for t, r in self.rows.items() if t in self.live
-                           and not r.absent and r.shape != self.live[t])
+                           and not r.absent and r.shape != self.live[t] and t not in chosen)
         for t in self._pick(unsettled, 2, int(self._due("revert"))):
             self.rows[t] = Row(self.live[t])
             self._note("revert", f"revert {t}")
@@ -385,7 +395,8 @@ def test_soak_eight_runs_against_a_model(three_nodes: KafkaCluster, spark: Any,
             if run == 0:
                 model.start()
             else:
-                model.mutate(admin)
+                # the last run (spark-submit.sh) always has an ALTER to apply
+                model.mutate(admin, alter=run == SOAK_RUNS - 1)
             context = f"seed {seed}, run {run}:\n  " + "\n  ".join(model.log)
             # foreign topics are known by id once they exist
             _, foreign_ids = _soak_state(three_nodes)

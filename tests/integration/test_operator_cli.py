@@ -5,8 +5,7 @@ thin client of the session's Spark Connect server, on the session's shared broke
 The mode does not matter to this loop (the plan file, its staleness check and the reports
 are the driver's own Python); the classic spark-submit path is proved by
 test_provision_e2e[classic] (plan, apply, apply again, report), and classic `plan --out`
-then `apply --plan` by test_airflow_dag, `report --topic` by test_alter and
-test_catalog_tables.
+then `apply --plan` by test_airflow_dag, `report --topic` by test_catalog_tables.
 
 Two cluster names point at the one test broker (`local` and `mirror`): each has its own
 manifest rows and its own plan, which is all `report --drift` needs to show drift per

@@ -32,6 +32,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[Any]:
+    """A broker of the test's own, for the tests that stop it, set a quota on it or assert
+    every topic it holds; the others share the session's, each with a prefix of its own."""
     from tests.support.devkafka import KafkaCluster
 
     cluster = KafkaCluster(tmp_path / "kafka", nodes=1)
@@ -55,19 +57,29 @@ def _present_rows(names: list[str]) -> list[tuple[Any, ...]]:
     return sorted(("local", n, "NOOP", "plan", "already_present") for n in names)
 
 
-def test_killed_driver_rerun_records_each_topic_once(fresh_broker: Any, spark: Any,
+def _split(broker: Any, prefix: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The whole broker (the session's) in two: its topics named `prefix`..., sorted, and
+    every other topic as it reports it (id, partitions, replication factor, configs)."""
+    state = broker_state(broker.bootstrap_servers)
+    return (sorted(t for t in state if t.startswith(prefix)),
+            {t: s for t, s in state.items() if not t.startswith(prefix)})
+
+
+def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
                                                      tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("kill.", 12, 3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
-    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    mine, others = _split(kafka, "kill.")
+    assert mine == []
 
     killed = run_cli(["apply", "--conf", str(conf)],
                      env=fault_env("kill-driver-before-audit:apply"))
     assert killed.returncode != 0
     # the creates happened; the apply audit commit never did
-    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+    assert _split(kafka, "kill.") == (names, others)
     audit = spark.read.format("delta").load(str(warehouse / "topic_audit")).collect()
     first_run = {r["run_id"] for r in audit}
     assert len(first_run) == 1
@@ -82,15 +94,19 @@ def test_killed_driver_rerun_records_each_topic_once(fresh_broker: Any, spark: A
     per_topic = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
         .where(f"run_id = '{second}'").groupBy("topic").count().collect()
     assert {r["topic"]: r["count"] for r in per_topic} == dict.fromkeys(names, 1)
+    assert _split(kafka, "kill.") == (names, others)
 
 
 def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
-        fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
+        kafka: Any, spark: Any, tmp_path: Path) -> None:
     from provisioning.delta.lock import RunLock
 
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics", topic_rows("lock.", 3, 3))
-    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    before = broker_state(kafka.bootstrap_servers)
+    mine, others = _split(kafka, "lock.")
+    assert mine == []
     holder = RunLock(spark, str(warehouse / "provision_runs_locks"), ["local"],
                      "20260101T000000Z-holder", "apply", ttl_seconds=600)
     holder.acquire()
@@ -101,7 +117,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
     assert refused.returncode == 4, refused.output[-3000:]
     assert ("another run holds the lock: cluster local is locked by apply run "
             "20260101T000000Z-holder") in refused.output
-    assert broker_state(fresh_broker.bootstrap_servers) == {}
+    assert broker_state(kafka.bootstrap_servers) == before
     assert not (warehouse / "topic_audit").exists()
     runs = list(runs_rows(spark, warehouse).values())
     assert [(r["command"], r["status"], r["exit_code"]) for r in runs] == [
@@ -109,8 +125,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
 
     after = run_cli(["apply", "--conf", str(conf)])
     assert after.returncode == 0, after.output[-3000:]
-    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == [
-        "lock.000", "lock.001", "lock.002"]
+    assert _split(kafka, "lock.") == (["lock.000", "lock.001", "lock.002"], others)
 
 
 def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
@@ -250,30 +265,33 @@ def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark:
 
 
 def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
-        fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
+        kafka: Any, spark: Any, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("slow.", 30, 3, partitions=3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     # KIP-4: a timeout of 0 starts the creation and returns at once with REQUEST_TIMED_OUT,
     # so the job cannot know from the response whether the topic exists.
-    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse,
                       extra={"kafka": {"operation_timeout_ms": 0, "verify_timeout_ms": 5000}})
+    mine, others = _split(kafka, "slow.")
+    assert mine == []
     done = run_cli(["apply", "--conf", str(conf), "--json"])
     run_id = done.json()["run_id"]
     rows_seen = audit_rows(spark, warehouse, run_id)
     assert {o for _, _, _, phase, o in rows_seen if phase == "apply"} == {"unknown"}
-    exists = set(broker_state(fresh_broker.bootstrap_servers))
+    mine, rest = _split(kafka, "slow.")
+    assert rest == others
+    exists = set(mine)
     # verify says exactly what the broker has: created where it exists, failed where not
     assert {t: o for _, t, _, phase, o in rows_seen if phase == "verify"} == {
         n: "created" if n in exists else "failed" for n in names}
     assert done.returncode == (0 if exists == set(names) else 1)
 
-    conf_normal = write_conf(tmp_path / "conf2.yaml", fresh_broker.bootstrap_servers,
-                             warehouse)
+    conf_normal = write_conf(tmp_path / "conf2.yaml", kafka.bootstrap_servers, warehouse)
     rerun = run_cli(["apply", "--conf", str(conf_normal), "--json"])
     assert rerun.returncode == 0, rerun.output[-3000:]
-    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+    assert _split(kafka, "slow.") == (names, others)
 
 
 def test_controller_mutation_quota_is_retried_after_the_throttle(
@@ -358,13 +376,15 @@ def test_delete_of_a_recreated_topic_deletes_nothing(fresh_broker: Any, spark: A
     assert broker_state(fresh_broker.bootstrap_servers) == {"again": recreated["again"]}
 
 
-def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark: Any,
+def test_task_retry_after_creates_keeps_outcomes_right(kafka: Any, spark: Any,
                                                        tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("retry.", 8, 3)
     names = [r["topic"] for r in rows]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
-    conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse)
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    mine, others = _split(kafka, "retry.")
+    assert mine == []
     done = run_cli(["apply", "--conf", str(conf), "--json"],
                    env=fault_env("fail-task-after:create_topics"),
                    spark_args=["--master", "local[2,3]"])
@@ -374,4 +394,4 @@ def test_task_retry_after_creates_keeps_outcomes_right(fresh_broker: Any, spark:
                 spark.read.format("delta").load(str(warehouse / "topic_audit"))
                 .where("phase = 'apply'").collect()}
     assert messages == {"created by an earlier attempt of this Spark task"}
-    assert sorted(broker_state(fresh_broker.bootstrap_servers)) == names
+    assert _split(kafka, "retry.") == (names, others)
