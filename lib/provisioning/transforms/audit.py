@@ -123,6 +123,27 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
     ).select(*column_names(AUDIT))
 
 
+def result_columns(run_id: str, recorded_at: dt.datetime) -> list[Column]:
+    """The AUDIT columns every admin result row takes alike, topic or ACL binding: from the
+    result (aliased `r`) and the plan row it was joined to (aliased `p`)."""
+    return [
+        F.lit(run_id).alias("run_id"),
+        F.col("r.cluster").alias("cluster"),
+        F.col("p.action").alias("action"),
+        F.col("r.phase").alias("phase"),
+        F.col("r.outcome").alias("outcome"),
+        F.col("r.error_code").alias("error_code"),
+        F.col("r.error_name").alias("error_name"),
+        F.col("r.error_message").alias("error_message"),
+        F.col("p.policy_violations").alias("policy_violations"),
+        F.col("r.attempts").alias("attempts"),
+        F.col("p.owner").alias("owner"),
+        F.col("p.source_table").alias("source_table"),
+        F.col("p.source_version").alias("source_version"),
+        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+    ]
+
+
 def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: dt.datetime
                  ) -> DataFrame:
     """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row."""
@@ -131,17 +152,9 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
     joined = r.join(p, on=[F.col("r.cluster") == F.col("p.cluster"),
                            F.col("r.topic") == F.col("p.topic")], how="left")
     return joined.select(
-        F.lit(run_id).alias("run_id"),
-        F.col("r.cluster").alias("cluster"),
+        *result_columns(run_id, recorded_at),
         F.col("r.topic").alias("topic"),
         F.coalesce("r.topic_id", "p.live_topic_id").alias("topic_id"),
-        F.col("p.action").alias("action"),
-        F.col("r.phase").alias("phase"),
-        F.col("r.outcome").alias("outcome"),
-        F.col("r.error_code").alias("error_code"),
-        F.col("r.error_name").alias("error_name"),
-        F.col("r.error_message").alias("error_message"),
-        F.col("p.policy_violations").alias("policy_violations"),
         F.col("p.drift").alias("drift"),
         F.col("p.partitions").alias("requested_partitions"),
         F.col("p.replication_factor").alias("requested_replication_factor"),
@@ -151,11 +164,6 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
         F.col("r.result_replication_factor").alias("result_replication_factor"),
         F.col("r.result_configs").alias("result_configs"),
         F.col("r.topic_config_error_code").alias("topic_config_error_code"),
-        F.col("r.attempts").alias("attempts"),
-        F.col("p.owner").alias("owner"),
-        F.col("p.source_table").alias("source_table"),
-        F.col("p.source_version").alias("source_version"),
-        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         *_before_and_ops("p."),
         *_no_binding(),
     ).select(*column_names(AUDIT))

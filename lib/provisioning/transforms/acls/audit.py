@@ -10,7 +10,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.transforms.audit import phase_order, plan_error_message, plan_error_name
+from provisioning.transforms.audit import (
+    phase_order,
+    plan_error_message,
+    plan_error_name,
+    result_columns,
+)
 from schemas import ACL_BINDING_STRUCT, ACL_RESULT, AUDIT, BINDING_KEY, column_names
 
 _BINDING = column_names(ACL_BINDING_STRUCT)
@@ -74,20 +79,7 @@ def acl_result_audit(results: DataFrame, plan: DataFrame, run_id: str,
     r, p = results.alias("r"), plan.alias("p")
     on = [F.col(f"r.{c}").eqNullSafe(F.col(f"p.{c}")) for c in ("cluster", *_BINDING)]
     return r.join(p, on=on, how="left").select(
-        F.lit(run_id).alias("run_id"),
-        F.col("r.cluster").alias("cluster"),
-        F.col("p.action").alias("action"),
-        F.col("r.phase").alias("phase"),
-        F.col("r.outcome").alias("outcome"),
-        F.col("r.error_code").alias("error_code"),
-        F.col("r.error_name").alias("error_name"),
-        F.col("r.error_message").alias("error_message"),
-        F.col("p.policy_violations").alias("policy_violations"),
-        F.col("r.attempts").alias("attempts"),
-        F.col("p.owner").alias("owner"),
-        F.col("p.source_table").alias("source_table"),
-        F.col("p.source_version").alias("source_version"),
-        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
+        *result_columns(run_id, recorded_at),
         acl_struct("r."),
         F.col("p.note").alias("note"),
         *_nulls(),
