@@ -99,6 +99,28 @@ def test_three_node_cluster_replicates_and_survives_a_node_restart(tmp_path: Pat
     assert not any(cluster.is_running(n) for n in cluster.node_ids)
 
 
+def test_racks_set_broker_rack_on_the_nodes_they_name(tmp_path: Path) -> None:
+    with KafkaCluster(tmp_path, 1, racks={1: "a"}) as cluster:
+        admin = _admin(cluster)
+        try:
+            brokers = admin.describe_cluster()["brokers"]
+        finally:
+            admin.close()
+        assert [(b["broker_id"], b["rack"]) for b in brokers] == [(1, "a")]
+        assert cluster.server_properties(1)["broker.rack"] == "a"
+
+
+def test_racks_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"racks name nodes \[4\]; nodes are 1..3"):
+        KafkaCluster(tmp_path, 3, racks={1: "a", 4: "d"})
+    with pytest.raises(ValueError, match="racks must be non-empty strings"):
+        KafkaCluster(tmp_path, 3, racks={1: " "})
+    with pytest.raises(ValueError, match="not both"):
+        KafkaCluster(tmp_path, 3, racks={1: "a"}, broker_properties={"broker.rack": "x"})
+    # Nodes a mapping leaves out have no rack.
+    assert KafkaCluster(tmp_path, 3, racks={2: "b"}).racks == {2: "b"}
+
+
 def test_cli_up_is_idempotent_and_down_stops_the_nodes(tmp_path: Path) -> None:
     pythonpath = os.pathsep.join(filter(None, [str(LIB_DIR), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": pythonpath}

@@ -467,9 +467,18 @@ class KafkaCluster:
         listeners: Sequence[ListenerSpec] = DEFAULT_LISTENERS,
         detached: bool = False,
         sasl: SaslUsers | None = None,
+        racks: Mapping[int, str] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
+        racks = dict(racks or {})
+        strays = sorted(set(racks) - set(range(1, nodes + 1)))
+        if strays:
+            raise ValueError(f"racks name nodes {strays}; nodes are 1..{nodes}")
+        if any(not isinstance(rack, str) or not rack.strip() for rack in racks.values()):
+            raise ValueError(f"racks must be non-empty strings, got {racks}")
+        if racks and "broker.rack" in (broker_properties or {}):
+            raise ValueError("set broker.rack through `racks` or broker_properties, not both")
         if not listeners:
             raise ValueError("at least one client listener is needed")
         if sasl is not None:
@@ -495,6 +504,8 @@ class KafkaCluster:
         self.heap_mb = heap_mb
         self.listeners = tuple(listeners)
         self.sasl = sasl
+        # node id -> broker.rack (KIP-36); nodes not named have no rack.
+        self.racks = racks
         # Detached nodes outlive this Python process (the CLI's `up`): no atexit stop and
         # no parent-death signal.
         self.detached = detached
@@ -735,6 +746,8 @@ class KafkaCluster:
             "broker.heartbeat.interval.ms": "1000",
             "broker.session.timeout.ms": "6000",
         }
+        if node.node_id in self.racks:
+            props["broker.rack"] = self.racks[node.node_id]
         if self.sasl is not None:
             props.update(self._sasl_properties())
         for spec in self.listeners:
