@@ -93,6 +93,11 @@ CLUSTER_STATE = _fields(
     ("default_partitions", IntegerType()),
     ("default_replication_factor", IntegerType()),
     ("error", StringType()),
+    # broker id -> broker.rack of the live brokers that have one (`broker_ids` are the live,
+    # unfenced brokers); the brokers registered but fenced (DescribeCluster v2), never a
+    # replica's target.
+    ("racks", MapType(IntegerType(), StringType(), True)),
+    ("fenced_broker_ids", ArrayType(IntegerType(), True)),
 )
 
 # One partition of a live topic as the metadata reports it: `leader` null when the

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import kafka.errors as Errors
@@ -57,11 +57,21 @@ _AUTH_ERRORS: tuple[type[BaseException], ...] = (
 
 @dataclass(frozen=True)
 class ClusterState:
+    """What DescribeCluster says of one cluster.
+
+    broker_ids: the live brokers (registered and not fenced): the only targets of a replica.
+    racks: broker id -> `broker.rack`, for the live brokers that have one (KIP-36).
+    fenced_broker_ids: brokers registered but fenced (DescribeCluster v2, KIP-1073: Kafka
+      3.9+ lists them when asked; older brokers leave them out, so this stays empty).
+    """
+
     cluster_id: str | None
     controller_id: int | None
     broker_ids: tuple[int, ...]
     default_partitions: int | None = None
     default_replication_factor: int | None = None
+    racks: Mapping[int, str] = field(default_factory=dict, hash=False)
+    fenced_broker_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,7 +216,7 @@ class ClusterAdmin:
     # -- cluster and topic metadata -------------------------------------------
 
     def cluster_state(self) -> ClusterState:
-        """Cluster id, controller and the live brokers."""
+        """Cluster id, controller, the live brokers with their racks, and the fenced ones."""
         try:
             meta = self.client.describe_cluster()
         except _AUTH_ERRORS as exc:
@@ -217,7 +227,13 @@ class ClusterAdmin:
             raise ClusterUnreachable(
                 f"cluster {self.cluster.name}: describe cluster failed ({type(exc).__name__})"
             ) from None
-        brokers = tuple(sorted(int(b["broker_id"]) for b in meta.get("brokers", [])))
+        # kafka-python asks with include_fenced_brokers (DescribeCluster v2): a fenced
+        # broker is listed with is_fenced; before v2 it is not listed at all.
+        listed = meta.get("brokers", [])
+        fenced = tuple(sorted(int(b["broker_id"]) for b in listed if b.get("is_fenced")))
+        brokers = tuple(sorted(int(b["broker_id"]) for b in listed if not b.get("is_fenced")))
+        racks = {int(b["broker_id"]): str(b["rack"]) for b in listed
+                 if not b.get("is_fenced") and b.get("rack")}
         controller = meta.get("controller_id")
         defaults = self._broker_defaults(brokers[0]) if brokers else {}
         return ClusterState(
@@ -226,6 +242,8 @@ class ClusterAdmin:
             broker_ids=brokers,
             default_partitions=defaults.get("num.partitions"),
             default_replication_factor=defaults.get("default.replication.factor"),
+            racks=dict(sorted(racks.items())),
+            fenced_broker_ids=fenced,
         )
 
     def _broker_defaults(self, broker_id: int) -> dict[str, int]:

@@ -259,6 +259,6 @@ def snapshot_topics(
 def cluster_states_frame(spark: SparkSession, states: Mapping[str, ClusterState]) -> DataFrame:
     """The preflight result as a small DataFrame (CLUSTER_STATE)."""
     rows = [(name, s.cluster_id, s.controller_id, list(s.broker_ids), s.default_partitions,
-             s.default_replication_factor, None)
+             s.default_replication_factor, None, dict(s.racks), list(s.fenced_broker_ids))
             for name, s in sorted(states.items())]
     return spark.createDataFrame(rows, CLUSTER_STATE)
