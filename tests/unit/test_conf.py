@@ -88,8 +88,8 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "extra": 1,
     }
     assert _problems(data) == [
-        "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, alters, policies, "
-            "run, maintenance, checks, acls)",
+        "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, alters, reassign, "
+            "policies, run, maintenance, checks, acls)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "

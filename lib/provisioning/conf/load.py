@@ -24,6 +24,7 @@ from provisioning.conf.model import (
     KafkaConf,
     MaintenanceConf,
     PolicySpec,
+    ReassignConf,
     RunConf,
     Secret,
     SparkConf,
@@ -157,8 +158,8 @@ def _string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
     return tuple(raw)
 
 
-_TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "alters", "policies", "run",
-             "maintenance", "checks", "acls")
+_TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "alters", "reassign",
+             "policies", "run", "maintenance", "checks", "acls")
 
 
 def parse_conf(data: Any, source: str, digest: str = "",
@@ -175,7 +176,9 @@ def parse_conf(data: Any, source: str, digest: str = "",
     spark = _read_spark(r, r.section(top, "spark"))
     deletes = _read_deletes(r, r.section(top, "deletes"))
     alters = _read_alters(r, r.section(top, "alters"))
-    create_policies, delete_policies, alter_policies, acl_policies = _read_policy_sections(
+    reassign = _read_reassign(r, r.section(top, "reassign"))
+    (create_policies, delete_policies, alter_policies, reassign_policies,
+     acl_policies) = _read_policy_sections(
         r, r.section(top, "policies"))
     acls = _read_acls(r, r.section(top, "acls"))
     acl_policies = _with_owner_scope(r, acls, acl_policies)
@@ -198,6 +201,8 @@ def parse_conf(data: Any, source: str, digest: str = "",
         delete_policies=delete_policies,
         alters=alters,
         alter_policies=alter_policies,
+        reassign=reassign,
+        reassign_policies=reassign_policies,
         checks=checks,
         acls=acls,
         acl_policies=acl_policies,
@@ -320,7 +325,26 @@ def _read_alters(r: Reader, body: Mapping[str, Any] | None) -> AltersConf:
     )
 
 
-_POLICY_KINDS = ("create", "delete", "alter", "acl")
+def _read_reassign(r: Reader, body: Mapping[str, Any] | None) -> ReassignConf:
+    reassign = ReassignConf()
+    if body is None:
+        return reassign
+    r.no_unknown(body, "reassign", tuple(ReassignConf.__dataclass_fields__))
+    # An explicit null turns the throttle off; a missing key keeps the default.
+    throttle = (None if "throttle_bytes_per_second" in body
+                and body["throttle_bytes_per_second"] is None
+                else r.value(body, "reassign", "throttle_bytes_per_second", int,
+                             reassign.throttle_bytes_per_second, positive))
+    return ReassignConf(
+        max_partitions_per_cluster=r.value(body, "reassign", "max_partitions_per_cluster", int,
+                                           reassign.max_partitions_per_cluster, at_least_zero),
+        throttle_bytes_per_second=throttle,
+        wait_seconds=r.value(body, "reassign", "wait_seconds", int, reassign.wait_seconds,
+                             at_least_zero),
+    )
+
+
+_POLICY_KINDS = ("create", "delete", "alter", "reassign", "acl")
 
 
 def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None

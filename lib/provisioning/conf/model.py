@@ -111,6 +111,19 @@ class AltersConf:
 
 
 @dataclass(frozen=True)
+class ReassignConf:
+    # Over this many partitions to move on one cluster in one run, none of that cluster's
+    # moves start.
+    max_partitions_per_cluster: int = 500
+    # The replication throttle of a move, bytes per second on each broker involved (its
+    # leader and follower rates); None: moves are not throttled.
+    throttle_bytes_per_second: int | None = 52428800
+    # How long `verify` waits for moves to complete; the partitions still moving then are
+    # recorded `reassigning` and finished by a later run.
+    wait_seconds: int = 300
+
+
+@dataclass(frozen=True)
 class AclsConf:
     # Revoke live bindings no ACL manifest names (planned as REVOKE; made with revokes).
     remove_unlisted: bool = False
@@ -173,6 +186,8 @@ class Conf:
     delete_policies: tuple[PolicySpec, ...] = ()
     alters: AltersConf = AltersConf()
     alter_policies: tuple[PolicySpec, ...] = ()
+    reassign: ReassignConf = ReassignConf()
+    reassign_policies: tuple[PolicySpec, ...] = ()
     run: RunConf = RunConf()
     maintenance: MaintenanceConf = MaintenanceConf()
     checks: ChecksConf = ChecksConf()

@@ -287,6 +287,11 @@ PARAMETER_CHECKS["alter"] = {
 }
 
 
+# Reassign policies: the always-on ones (transforms.reassign.policies) take no conf; a team
+# adds its own with custom.
+PARAMETER_CHECKS["reassign"] = {"custom": check_custom}
+
+
 # -- ACL policies (`policies.acl`; transforms.acls.policies builds them) ------------------
 
 def check_owner_scope(params: Mapping[str, Any]) -> list[str]:

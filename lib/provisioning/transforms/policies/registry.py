@@ -51,5 +51,11 @@ ALWAYS_ON_CREATE: tuple[tuple[str, PolicyFactory], ...] = create.ALWAYS_ON
 ALWAYS_ON_DELETE: tuple[tuple[str, PolicyFactory], ...] = delete.ALWAYS_ON
 ALWAYS_ON_ALTER: tuple[tuple[str, PolicyFactory], ...] = alter.ALWAYS_ON
 
-POLICIES = {"create": CREATE_POLICIES, "delete": DELETE_POLICIES, "alter": ALTER_POLICIES}
+# Reassign policies a conf may name; the always-on ones are
+# `provisioning.transforms.reassign.policies.ALWAYS_ON` (which imports this module, so it
+# hands them to `with_policies` itself).
+REASSIGN_POLICIES: dict[str, PolicyFactory] = {"custom": make_custom("reassign")}
+
+POLICIES = {"create": CREATE_POLICIES, "delete": DELETE_POLICIES, "alter": ALTER_POLICIES,
+            "reassign": REASSIGN_POLICIES}
 ALWAYS_ON = {"create": ALWAYS_ON_CREATE, "delete": ALWAYS_ON_DELETE, "alter": ALWAYS_ON_ALTER}
