@@ -59,6 +59,38 @@ CONFIG_OP = _fields(
     ("value", StringType()),
 )
 
+# One partition of a reassignment (KIP-455): its replicas before and after, the first replica
+# the preferred leader. in_flight: a move toward `after` already under way (started by an
+# earlier run, seen in ListPartitionReassignments): nothing new is sent for it.
+REPLICA_MOVE = _fields(
+    ("partition", IntegerType()),
+    ("before", ArrayType(IntegerType(), True)),
+    ("after", ArrayType(IntegerType(), True)),
+    ("in_flight", BooleanType()),
+)
+
+# What became of one partition's move: outcome reassigning (started or still moving),
+# reassigned (done), rejected, failed or unknown, with the broker's error if any.
+REPLICA_MOVE_RESULT = _fields(
+    ("partition", IntegerType()),
+    ("before", ArrayType(IntegerType(), True)),
+    ("after", ArrayType(IntegerType(), True)),
+    ("outcome", StringType()),
+    ("error_name", StringType()),
+    ("error_message", StringType()),
+)
+
+# One partition being reassigned, as ListPartitionReassignments reports it: `replicas` is the
+# target followed by the replicas being removed; `adding` and `removing` the difference.
+REASSIGNMENT_IN_FLIGHT = _fields(
+    ("cluster", StringType()),
+    ("topic", StringType()),
+    ("partition", IntegerType()),
+    ("replicas", ArrayType(IntegerType(), True)),
+    ("adding", ArrayType(IntegerType(), True)),
+    ("removing", ArrayType(IntegerType(), True)),
+)
+
 # What a manifest table holds: one desired topic per row.
 MANIFEST = _fields(
     ("cluster", StringType()),
@@ -165,6 +197,12 @@ PLAN = _fields(
     # ALTER rows: the config operations to send (empty otherwise); the partition count to
     # reach is `partitions` (more than live_partitions) or the assignment's size.
     ("config_ops", ArrayType(CONFIG_OP, True)),
+    # REASSIGN rows (and ALTER rows that also move replicas): each partition whose replicas
+    # change, before -> after, by partition; null on other rows.
+    ("reassignment", ArrayType(REPLICA_MOVE, True)),
+    # Why the job will not send that reassignment (its checks before sending); the row is
+    # then rejected. Null or empty: nothing against it.
+    ("reassign_problems", ArrayType(StringType(), True)),
 )
 
 # What one admin request said about one topic (validate, apply and verify phases).
@@ -185,6 +223,12 @@ TOPIC_RESULT = _fields(
     # The live assignment of a topic the broker said already exists (compared with the
     # request for drift); null otherwise.
     ("result_assignment", ASSIGNMENT),
+    # Reassignments: what became of each partition's move; the replication throttle used
+    # (bytes per second, null for none) and the brokers whose throttle rates this request
+    # set (the job removes only those, once no move in flight uses them).
+    ("result_reassignment", ArrayType(REPLICA_MOVE_RESULT, True)),
+    ("throttle_rate", LongType()),
+    ("throttled_brokers", ArrayType(IntegerType(), True)),
 )
 
 # One row per topic per phase per run.

@@ -17,9 +17,12 @@ PHASES = (PLAN, VALIDATE, APPLY, VERIFY)
 CREATE = "CREATE"
 DELETE = "DELETE"
 ALTER = "ALTER"     # change a live topic in place: configs, more partitions
+# Move a live topic's replicas (KIP-455): another replication factor or placement. A row
+# that also needs an ALTER stays ALTER and carries its moves in `reassignment`.
+REASSIGN = "REASSIGN"
 DRIFT = "DRIFT"     # differs in what cannot be changed in place: reported only
 NOOP = "NOOP"
-ACTIONS = (CREATE, DELETE, ALTER, DRIFT, NOOP)
+ACTIONS = (CREATE, DELETE, ALTER, REASSIGN, DRIFT, NOOP)
 # ACL bindings: GRANT (wanted, missing), REVOKE (`state: absent`, or unlisted with
 # `acls.remove_unlisted`, and present), NOOP.
 GRANT = "GRANT"
@@ -34,13 +37,16 @@ REJECTED = "rejected"
 CREATED = "created"
 DELETED = "deleted"
 ALTERED = "altered"
+# A partition's move is complete (its replicas are the target) / still under way.
+REASSIGNED = "reassigned"
+REASSIGNING = "reassigning"
 ALREADY_PRESENT = "already_present"
 ALREADY_ABSENT = "already_absent"
 DRIFTED = "drift"
 FAILED = "failed"
 UNKNOWN = "unknown"
-OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED,
-            ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
+OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED, REASSIGNED,
+            REASSIGNING, ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
 # What an ACL binding may end as: granted / revoked are the broker's word (CreateAcls,
 # DeleteAcls, read back by DescribeAcls); already_absent is a revoke whose binding was gone.
 GRANTED = "granted"
@@ -65,6 +71,10 @@ POLICY_VIOLATION = "POLICY_VIOLATION"
 # A request the run never sent: a signal stopped it first, or another part of the same
 # change did not succeed.
 NOT_SENT = "NOT_SENT"
+# A reassignment the job's own checks refused before sending it (AlterPartitionReassignments
+# has no validateOnly): a target broker not live, replicas not distinct, a partition being
+# moved by another reassignment. Its reasons are the error message.
+INVALID_REASSIGNMENT = "INVALID_REASSIGNMENT"
 # A topic a phase never reached: the run lost its lock first.
 LOCK_LOST = "LOCK_LOST"
 # `verify` saw no final answer before `kafka.verify_timeout_ms`.
@@ -77,7 +87,22 @@ CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED"
 # -- IncrementalAlterConfigs operations (KIP-339) -----------------------------------------
 SET = "SET"
 DELETE_CONFIG = "DELETE"
-CONFIG_OPS = {SET: 0, DELETE_CONFIG: 1}
+# APPEND / SUBTRACT: add values to or remove them from a LIST config (the throttled replicas).
+APPEND = "APPEND"
+SUBTRACT = "SUBTRACT"
+CONFIG_OPS = {SET: 0, DELETE_CONFIG: 1, APPEND: 2, SUBTRACT: 3}
+
+# -- replication throttles of a reassignment (what kafka-reassign-partitions sets) ---------
+# Topic configs, lists of `partition:broker`: the replicas whose replication traffic is
+# throttled on the leader side (the current replicas of a moving partition) and on the
+# follower side (the replicas being added).
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+THROTTLED_REPLICAS_CONFIGS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
+# Broker configs, bytes per second: the rate throttled traffic may use on that broker.
+LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
+FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
+THROTTLED_RATE_CONFIGS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
 
 # -- manifest states --------------------------------------------------------------------
 PRESENT = "present"

@@ -80,6 +80,10 @@ def build_plan(desired: DataFrame, live: DataFrame, remove_unlisted: bool = Fals
         .withColumn("policy_violations", F.array().cast(PLAN["policy_violations"].dataType))
         .withColumn("config_ops", F.when(F.col("action") == ALTER, config_ops(F.col("drift")))
                     .otherwise(F.array().cast(PLAN["config_ops"].dataType)))
+        # Filled by transforms.reassign.plan.with_reassignments, which needs the cluster's
+        # whole live assignment and its moves in flight.
+        .withColumn("reassignment", F.lit(None).cast(PLAN["reassignment"].dataType))
+        .withColumn("reassign_problems", F.lit(None).cast(PLAN["reassign_problems"].dataType))
         .select(*column_names(PLAN))
     )
 
@@ -113,6 +117,8 @@ def prune_candidates(live: DataFrame, desired: DataFrame, created_by_job: DataFr
         F.array().cast(PLAN["drift"].dataType).alias("drift"),
         F.array().cast(PLAN["policy_violations"].dataType).alias("policy_violations"),
         F.array().cast(PLAN["config_ops"].dataType).alias("config_ops"),
+        F.lit(None).cast(PLAN["reassignment"].dataType).alias("reassignment"),
+        F.lit(None).cast(PLAN["reassign_problems"].dataType).alias("reassign_problems"),
     ).select(*column_names(PLAN))
 
 
