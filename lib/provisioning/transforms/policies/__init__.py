@@ -15,7 +15,12 @@ from pyspark.sql import DataFrame
 
 from provisioning.conf import PolicySpec
 from provisioning.errors import PolicyError
-from provisioning.transforms.policies.base import PolicyContext, Transform, check_plan_schema
+from provisioning.transforms.policies.base import (
+    PolicyContext,
+    PolicyFactory,
+    Transform,
+    check_plan_schema,
+)
 from provisioning.transforms.policies.registry import ALWAYS_ON, POLICIES
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "with_alter_policies",
     "with_create_policies",
     "with_delete_policies",
+    "with_policies",
 ]
 
 
@@ -45,7 +51,7 @@ def with_create_policies(plan: DataFrame, specs: Sequence[PolicySpec],
     always_on: the always-on checks to run, by name (None: all of them); `check` runs the
       configured policies alone on live topics (provisioning.transforms.check.live).
     """
-    return _with_policies(plan, specs, context, "create", cut, always_on)
+    return with_policies(plan, specs, context, "create", cut, only=always_on)
 
 
 def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
@@ -55,7 +61,7 @@ def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
     specs: the conf's `policies.delete`, applied in order after the always-on checks.
     cut: as for `with_create_policies`.
     """
-    return _with_policies(plan, specs, context, "delete", cut)
+    return with_policies(plan, specs, context, "delete", cut)
 
 
 def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
@@ -65,18 +71,26 @@ def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
     specs: the conf's `policies.alter`, applied in order after the always-on checks.
     cut: as for `with_create_policies`.
     """
-    return _with_policies(plan, specs, context, "alter", cut)
+    return with_policies(plan, specs, context, "alter", cut)
 
 
-def _with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
-                   kind: str, cut: Cut | None, always_on: Collection[str] | None = None
-                   ) -> DataFrame:
+def with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
+                  kind: str, cut: Cut | None = None,
+                  always_on: Sequence[tuple[str, PolicyFactory]] | None = None,
+                  only: Collection[str] | None = None) -> DataFrame:
+    """Append the violations of `kind`'s always-on policies (`always_on`, else the
+    registry's), then of the configured ones (`specs`, named in `registry.POLICIES[kind]`).
+
+    cut: as for `with_create_policies`.
+    only: the always-on policies to run, by name (None: all of them).
+    """
     check_plan_schema(plan, f"the plan given to the {kind} policies")
     registry = POLICIES[kind]
+    fixed = ALWAYS_ON.get(kind, ()) if always_on is None else always_on
     # (where it comes from, transform); `where` prefixes any PolicyError it raises.
     steps: list[tuple[str, Transform]] = [
-        (f"always-on {kind} policy {name}", make({}, context)) for name, make in ALWAYS_ON[kind]
-        if always_on is None or name in always_on]
+        (f"always-on {kind} policy {name}", make({}, context)) for name, make in fixed
+        if only is None or name in only]
     for spec in specs:
         make = registry.get(spec.name)
         if make is None:

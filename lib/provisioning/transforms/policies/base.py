@@ -30,11 +30,14 @@ class PolicyContext:
     """The live cluster facts a policy may use (KIP-170's cluster-aware policies).
 
     clusters: CLUSTER_STATE rows (cluster, cluster_id, controller_id, broker_ids,
-      default_partitions, default_replication_factor, error), one per cluster in the run.
+      default_partitions, default_replication_factor, error, racks, fenced_broker_ids), one
+      per cluster in the run.
     live: SNAPSHOT rows, every live topic of every cluster in the run.
     protected, deny_list: globs of topics no deletion may touch (DeletesConf).
     max_deletes_per_cluster: the per-run cap on deletions of one cluster.
     max_alters_per_cluster: the per-run cap on alters of one cluster.
+    max_reassign_partitions_per_cluster: the per-run cap on partitions moved on one cluster
+      (`reassign.max_partitions_per_cluster`).
     """
 
     clusters: DataFrame
@@ -43,6 +46,7 @@ class PolicyContext:
     deny_list: tuple[str, ...] = ()
     max_deletes_per_cluster: int = 10
     max_alters_per_cluster: int = 50
+    max_reassign_partitions_per_cluster: int = 500
 
 
 PolicyFactory = Callable[[Mapping[str, Any], PolicyContext], Transform]
