@@ -6,6 +6,7 @@
   operations the job's principal may perform on the cluster (DescribeCluster, KIP-430);
 - `batching`: requests sized by the broker's per-request caps;
 - `outcomes`: per-topic error codes mapped to audit outcomes;
+- `reassign`: replica moves (KIP-455), their throttles and their progress;
 - `tasks`, `snapshot`: the work one Spark task does for its clusters, rows in and
   TOPIC_RESULT / ACL_RESULT / SNAPSHOT rows out (no Spark here: the run room feeds them);
 - `sasl`: a direct login probe, to tell a refused login from an unreachable cluster;

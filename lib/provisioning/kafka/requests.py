@@ -245,6 +245,10 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
         delay = min(delay * 2, 2.0)
 
 
+# The controller routing with its resends, for the other request modules of this room.
+to_controller = _to_controller
+
+
 def _lost(admin: ClusterAdmin, exc: BaseException) -> None:
     """The controller went away: forget it so the next send asks the cluster again, or
     raise `exc` once the admin's lost deadline has passed."""

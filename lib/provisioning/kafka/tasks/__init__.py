@@ -5,6 +5,7 @@ out.
 - `create`: CreateTopics (validateOnly or for real);
 - `delete`: DeleteTopics by topic id;
 - `alter`: IncrementalAlterConfigs and CreatePartitions;
+- `reassign`: replica moves (AlterPartitionReassignments, throttled) and their progress;
 - `verify`: reading back what the others did;
 - `acls`: ACL bindings (the authority check, CreateAcls, DeleteAcls, the read-back), one
   ACL_RESULT row per binding.
@@ -17,6 +18,8 @@ from provisioning.kafka.tasks.acls import acl_results
 from provisioning.kafka.tasks.alter import alter_results
 from provisioning.kafka.tasks.create import create_results
 from provisioning.kafka.tasks.delete import delete_results
+from provisioning.kafka.tasks.reassign import reassign_results, reassign_verify_results
 from provisioning.kafka.tasks.verify import verify_results
 
-__all__ = ["acl_results", "alter_results", "create_results", "delete_results", "verify_results"]
+__all__ = ["acl_results", "alter_results", "create_results", "delete_results",
+           "reassign_results", "reassign_verify_results", "verify_results"]

@@ -1,0 +1,306 @@
+"""Replica moves against a real three-node KRaft cluster with one rack per node (a, b, c):
+kafka.reassign's requests and throttles, and the reassign task functions, checked against
+what the brokers hold."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from provisioning import names
+from provisioning.conf import ClusterConf, KafkaConf
+from provisioning.kafka import reassign
+from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.tasks.reassign import (
+    reassign_progress,
+    reassign_results,
+    reassign_verify_results,
+)
+from provisioning.transforms.reassign.placement import PartitionSpec, place
+from schemas import TOPIC_RESULT, column_names
+from tests.support.devkafka import KafkaCluster
+
+pytestmark = pytest.mark.integration
+
+RACKS = {1: "a", 2: "b", 3: "c"}
+KAFKA = KafkaConf(request_timeout_ms=30000, batch_size=4)
+RECORDS = 10_000
+RECORD_BYTES = 2_000
+SLOW = 100_000           # bytes per second: a move of a few MB per partition takes minutes
+FAST = 1_000_000_000
+LEADER, FOLLOWER = names.LEADER_THROTTLED_REPLICAS, names.FOLLOWER_THROTTLED_REPLICAS
+NONE = {"error_code": 0, "error_name": "NONE", "error_message": None, "attempts": 1}
+
+
+@pytest.fixture(scope="module")
+def racked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-racks"), nodes=3, racks=RACKS)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def conf(racked: KafkaCluster) -> ClusterConf:
+    return ClusterConf(name="racked", bootstrap_servers=racked.bootstrap_servers)
+
+
+@pytest.fixture
+def admin(conf: ClusterConf) -> Iterator[ClusterAdmin]:
+    with ClusterAdmin(conf, None, KAFKA) as opened:
+        yield opened
+
+
+def create(cluster: KafkaCluster, topic: str, assignment: dict[int, list[int]]) -> None:
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        client.create_topics([NewTopic(topic, replica_assignments=assignment)],
+                             raise_errors=True, wait_for_metadata=True)
+    finally:
+        client.close()
+
+
+def produce(cluster: KafkaCluster, topic: str, partitions: int, records: int, size: int
+            ) -> None:
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1,
+                             linger_ms=20, batch_size=512 * 1024)
+    try:
+        for i in range(records):
+            producer.send(topic, value=i.to_bytes(4, "big") + b"x" * (size - 4),
+                          partition=i % partitions)
+        producer.flush(timeout=120)
+    finally:
+        producer.close()
+
+
+def read_all(cluster: KafkaCluster, topic: str, partitions: int, expected: int
+             ) -> list[int]:
+    """The record numbers every partition holds, read from the start."""
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                             enable_auto_commit=False, consumer_timeout_ms=2000)
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        consumer.seek_to_beginning()
+        seen: list[int] = []
+        deadline = time.monotonic() + 120
+        while len(seen) < expected and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=1000).values():
+                seen.extend(int.from_bytes(r.value[:4], "big") for r in batch)
+        return sorted(seen)
+    finally:
+        consumer.close()
+
+
+def described(cluster: KafkaCluster, topic: str) -> dict[int, tuple[int, list[int]]]:
+    """partition -> (leader, replicas)."""
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        (t,) = client.describe_topics([topic])
+    finally:
+        client.close()
+    return {p["partition_index"]: (p["leader_id"], list(p["replica_nodes"]))
+            for p in t["partitions"]}
+
+
+def throttle_configs(admin: ClusterAdmin, topic: str) -> dict[str, set[str]]:
+    """The topic's throttled-replicas overrides, as sets of partition:broker."""
+    configs = admin.topic_configs([topic]).get(topic, [])
+    return {c["name"]: set(filter(None, (c["value"] or "").split(",")))
+            for c in configs if c["name"] in names.THROTTLED_REPLICAS_CONFIGS}
+
+
+def wait_settled(admin: ClusterAdmin, targets: dict[tuple[str, int], list[int]],
+                 timeout_s: float = 180) -> dict[tuple[str, int], str]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states, _ = reassign_progress(admin, targets)
+        if names.REASSIGNING not in states.values() or time.monotonic() > deadline:
+            return states
+        time.sleep(1)
+
+
+def eventually(check: Callable[[], bool], timeout_s: float = 30) -> None:
+    """Wait for `check` (a broker applies a config change once the controller's metadata
+    reaches it, a moment after the request was answered)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "not seen in time"
+        time.sleep(0.2)
+
+
+def as_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(column_names(TOPIC_RESULT), row, strict=True))
+
+
+def test_the_cluster_state_has_each_live_broker_rack(admin: ClusterAdmin,
+                                                     racked: KafkaCluster) -> None:
+    state = admin.cluster_state()
+    assert (state.cluster_id, state.broker_ids, state.racks, state.fenced_broker_ids) == (
+        racked.cluster_id, (1, 2, 3), {1: "a", 2: "b", 3: "c"}, ())
+
+
+def test_rf_1_to_3_throttled_in_flight_then_done_and_unthrottled(
+        admin: ClusterAdmin, racked: KafkaCluster, conf: ClusterConf) -> None:
+    topic = "rf.up"
+    create(racked, topic, {p: [p % 3 + 1] for p in range(6)})
+    produce(racked, topic, 6, RECORDS, RECORD_BYTES)
+    # Every partition to all three brokers (one per rack), its leader first.
+    targets = {p: [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1] for p in range(6)}
+    moves = [reassign.Move(topic, p, tuple(t)) for p, t in targets.items()]
+
+    assert reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}}
+    assert reassign.set_broker_rates(admin, [1, 2, 3], SLOW) == {b: NONE for b in (1, 2, 3)}
+    entries = reassign.throttled_replicas(
+        (topic, p, [p % 3 + 1], t) for p, t in targets.items())
+    assert entries == {topic: reassign.Throttle(
+        leader=("0:1", "1:2", "2:3", "3:1", "4:2", "5:3"),
+        follower=("0:2", "0:3", "1:1", "1:3", "2:1", "2:2", "3:2", "3:3", "4:1", "4:3",
+                  "5:1", "5:2"))}
+    assert reassign.throttle_topics(admin, entries, names.APPEND) == {
+        topic: {**NONE, "topic": topic}}
+
+    answers = reassign.alter_reassignments(admin, moves, batch=4)
+    assert answers == [{**NONE, "topic": topic, "partition": p} for p in range(6)]
+
+    # In flight: the target, what is being added, nothing removed.
+    assert reassign.list_reassignments(admin, [topic]) == {
+        (topic, p): reassign.Ongoing(replicas=tuple(t), adding=tuple(sorted(t[1:])),
+                                     removing=())
+        for p, t in targets.items()}
+    assert reassign.list_reassignments(admin, ["no.such.topic"]) == {}
+    eventually(lambda: throttle_configs(admin, topic) == {
+        LEADER: set(entries[topic].leader), FOLLOWER: set(entries[topic].follower)})
+    slow = reassign.RateSetting(str(SLOW), "DYNAMIC_BROKER_CONFIG")
+    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {
+        b: {names.LEADER_THROTTLED_RATE: slow, names.FOLLOWER_THROTTLED_RATE: slow}
+        for b in (1, 2, 3)})
+    left = reassign.bytes_left(admin, reassign.list_reassignments(admin, [topic]))
+    assert sorted(left) == [(topic, p) for p in range(6)]
+    assert all(v is not None and v >= 0 for v in left.values())
+    assert sum(v or 0 for v in left.values()) > 0
+
+    # A second start of the same moves sends nothing: they are under way.
+    rows = [{"cluster": "racked", "topic": topic, "reassignment": [
+        {"partition": p, "before": [p % 3 + 1], "after": t, "in_flight": False}
+        for p, t in targets.items()]}]
+    (again,) = [as_dict(r) for r in reassign_results(rows, {"racked": conf}, {}, KAFKA, SLOW)]
+    assert (again["outcome"], again["throttle_rate"], again["throttled_brokers"]) == (
+        names.REASSIGNING, None, [])
+    assert {(p["partition"], p["outcome"], p["error_message"])
+            for p in again["result_reassignment"]} == {
+        (p, names.REASSIGNING, "already under way") for p in range(6)}
+
+    # Somebody raises the rate: the job's value is gone, so it removes nothing.
+    reassign.set_broker_rates(admin, [1, 2, 3], FAST)
+    fast = reassign.RateSetting(str(FAST), "DYNAMIC_BROKER_CONFIG")
+    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {
+        b: {names.LEADER_THROTTLED_RATE: fast, names.FOLLOWER_THROTTLED_RATE: fast}
+        for b in (1, 2, 3)})
+    removed = reassign.remove_broker_rates(admin, [1, 2, 3], only_value=SLOW)
+    assert {b: a["removed"] for b, a in removed.items()} == {1: [], 2: [], 3: []}
+    keyed = {(topic, p): t for p, t in targets.items()}
+    assert wait_settled(admin, keyed) == {k: names.REASSIGNED for k in keyed}
+
+    assert reassign.throttle_topics(admin, entries, names.SUBTRACT) == {
+        topic: {**NONE, "topic": topic}}
+    eventually(lambda: throttle_configs(admin, topic) == {})
+    removed = reassign.remove_broker_rates(admin, [1, 2, 3], only_value=FAST)
+    assert {b: a["removed"] for b, a in removed.items()} == {
+        b: [names.LEADER_THROTTLED_RATE, names.FOLLOWER_THROTTLED_RATE] for b in (1, 2, 3)}
+    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}})
+
+    after = described(racked, topic)
+    assert {p: replicas for p, (_, replicas) in after.items()} == targets
+    assert all(sorted(RACKS[b] for b in replicas) == ["a", "b", "c"]
+               for _, replicas in after.values())
+    assert read_all(racked, topic, 6, RECORDS) == list(range(RECORDS))
+
+
+def test_rf_3_to_2_through_the_tasks_keeps_the_leaders_and_clears_its_throttles(
+        admin: ClusterAdmin, racked: KafkaCluster, conf: ClusterConf) -> None:
+    topic = "rf.down"
+    live = {p: [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1] for p in range(6)}
+    create(racked, topic, live)
+    produce(racked, topic, 6, 600, 100)
+    leaders = {p: leader for p, (leader, _) in described(racked, topic).items()}
+    assert leaders == {p: r[0] for p, r in live.items()}
+    targets = place([PartitionSpec(topic, p, tuple(r), replication_factor=2)
+                     for p, r in live.items()], [1, 2, 3], RACKS)
+    rows = [{"cluster": "racked", "topic": topic, "live_topic_id": None, "reassignment": [
+        {"partition": p, "before": live[p], "after": targets[(topic, p)], "in_flight": False}
+        for p in range(6)]}]
+
+    (started,) = [as_dict(r) for r in reassign_results(rows, {"racked": conf}, {}, KAFKA,
+                                                        10_000_000)]
+    assert (started["outcome"], started["error_name"], started["throttle_rate"],
+            started["throttled_brokers"]) == (names.REASSIGNING, "NONE", 10_000_000, [1, 2, 3])
+    assert started["result_reassignment"] == [
+        {"partition": p, "before": live[p], "after": targets[(topic, p)],
+         "outcome": names.REASSIGNING, "error_name": "NONE", "error_message": None}
+        for p in range(6)]
+
+    (verified,) = [as_dict(r) for r in reassign_verify_results(
+        rows, {"racked": conf}, {}, KAFKA, wait_seconds=120, throttle_rate=10_000_000,
+        owned_brokers={"racked": [1, 2, 3]})]
+    assert (verified["phase"], verified["outcome"], verified["result_replication_factor"],
+            verified["result_assignment"]) == (
+        names.VERIFY, names.REASSIGNED, 2, {p: targets[(topic, p)] for p in range(6)})
+    assert [p["outcome"] for p in verified["result_reassignment"]] == [names.REASSIGNED] * 6
+    after = described(racked, topic)
+    assert {p: leader for p, (leader, _) in after.items()} == leaders
+    assert {p: replicas for p, (_, replicas) in after.items()} == {
+        p: targets[(topic, p)] for p in range(6)}
+    assert all(r[0] == live[p][0] and len(r) == 2 for (_, p), r in targets.items())
+    eventually(lambda: throttle_configs(admin, topic) == {})
+    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}})
+
+
+def test_per_partition_errors_for_a_bad_target(admin: ClusterAdmin, racked: KafkaCluster,
+                                               conf: ClusterConf) -> None:
+    topic = "bad.target"
+    create(racked, topic, {0: [1], 1: [2]})
+    answers = reassign.alter_reassignments(admin, [
+        reassign.Move(topic, 0, (1, 9)), reassign.Move(topic, 1, (2, 3)),
+        reassign.Move("no.such.topic", 0, (1,))])
+    assert [(a["topic"], a["partition"], a["error_name"]) for a in answers] == [
+        (topic, 0, "INVALID_REPLICA_ASSIGNMENT"), (topic, 1, "NONE"),
+        ("no.such.topic", 0, "UNKNOWN_TOPIC_OR_PARTITION")]
+    assert answers[0]["error_message"]
+
+    rows = [{"cluster": "racked", "topic": topic, "reassignment": [
+        {"partition": 0, "before": [1], "after": [1, 9], "in_flight": False},
+        {"partition": 1, "before": [2], "after": [2, 3], "in_flight": True}]}]
+    (started,) = [as_dict(r) for r in reassign_results(rows, {"racked": conf}, {}, KAFKA, None)]
+    first, second = started["result_reassignment"]
+    assert (first["outcome"], first["error_name"]) == (names.REJECTED,
+                                                       "INVALID_REPLICA_ASSIGNMENT")
+    assert (second["outcome"], second["error_message"]) == (
+        names.REASSIGNING, "under way since an earlier run")
+    # Part started, part refused: the topic is half moved.
+    assert (started["outcome"], started["error_name"]) == (
+        names.FAILED, "INVALID_REPLICA_ASSIGNMENT")
+    assert wait_settled(admin, {(topic, 0): [1, 9], (topic, 1): [2, 3]}) == {
+        (topic, 0): names.FAILED, (topic, 1): names.REASSIGNED}
+
+
+def test_a_fenced_broker_is_listed_apart_and_takes_no_replica(
+        admin: ClusterAdmin, racked: KafkaCluster) -> None:
+    create(racked, "to.fenced", {0: [1]})
+    racked.stop_node(3)
+    try:
+        deadline = time.monotonic() + 60
+        while (state := admin.cluster_state()).fenced_broker_ids != (3,):
+            assert time.monotonic() < deadline, state
+            time.sleep(0.5)
+        assert (state.broker_ids, state.racks) == ((1, 2), {1: "a", 2: "b"})
+        (answer,) = reassign.alter_reassignments(admin, [reassign.Move("to.fenced", 0, (1, 3))])
+        assert answer["error_name"] != "NONE", answer
+    finally:
+        racked.start_node(3)
