@@ -159,6 +159,8 @@ def as_created(live: DataFrame, filled: Sequence[str], owners: DataFrame | None 
         empty("drift"),
         empty("policy_violations"),
         empty("config_ops"),
+        typed_null("reassignment"),
+        typed_null("reassign_problems"),
     ).select(*column_names(PLAN))
 
 
