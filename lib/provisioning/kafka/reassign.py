@@ -128,12 +128,15 @@ def alter_reassignments(admin: ClusterAdmin, moves: Sequence[Move], batch: int =
         by_topic: dict[str, list[Move]] = {}
         for m in chunk:
             by_topic.setdefault(m.topic, []).append(m)
-        request = AlterPartitionReassignmentsRequest(timeout_ms=timeout, topics=[
-            topic_cls(name=topic, partitions=[
-                partition_cls(partition_index=m.partition,
-                              replicas=None if m.replicas is None else list(m.replicas))
-                for m in ms])
-            for topic, ms in by_topic.items()])
+        # A replication factor change is what these moves are for (KIP-860: v1 refuses
+        # one unless asked; v0 never refuses it).
+        request = AlterPartitionReassignmentsRequest(
+            timeout_ms=timeout, allow_replication_factor_change=True, topics=[
+                topic_cls(name=topic, partitions=[
+                    partition_cls(partition_index=m.partition,
+                                  replicas=None if m.replicas is None else list(m.replicas))
+                    for m in ms])
+                for topic, ms in by_topic.items()])
         resent: list[BaseException] = []
         response = requests.to_controller(
             admin, request,

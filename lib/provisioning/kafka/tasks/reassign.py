@@ -175,7 +175,8 @@ def reassign_batches(admin: ClusterAdmin, rows: list[Row], throttle_rate: int | 
 
 def reassign_progress(admin: ClusterAdmin, moves: Mapping[Partition, Sequence[int]]
                       ) -> tuple[dict[Partition, str], dict[str, dict[int, list[int]]]]:
-    """Where each move is: (topic, partition) -> reassigned (not moving, at its target),
+    """Where each move is: (topic, partition) -> reassigned (not moving, its replicas the
+    target in the target's order: the first is the preferred leader),
     reassigning (still moving) or failed (not moving, not at its target: refused, cancelled
     or changed by somebody else); and the live replicas of the topics read."""
     ongoing = reassign.list_reassignments(admin, {t for t, _ in moves})
@@ -187,7 +188,7 @@ def reassign_progress(admin: ClusterAdmin, moves: Mapping[Partition, Sequence[in
         replicas = live.get(topic, {}).get(partition)
         if (topic, partition) in ongoing:
             states[(topic, partition)] = names.REASSIGNING
-        elif replicas is not None and sorted(replicas) == sorted(after):
+        elif replicas is not None and list(replicas) == list(after):
             states[(topic, partition)] = names.REASSIGNED
         else:
             states[(topic, partition)] = names.FAILED
