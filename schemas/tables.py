@@ -280,6 +280,14 @@ AUDIT = _fields(
     # deleted topic's binding revoked). Null on topic rows.
     ("acl", ACL_BINDING_STRUCT),
     ("note", StringType()),
+    # Replica moves (action REASSIGN; the plan row of an ALTER that also moves replicas
+    # carries them too): each partition's replicas before -> after (plan), what became of
+    # each partition's move (validate, apply, verify), the replication throttle used (bytes
+    # per second; null: none) and the brokers whose throttle rates the job set for it.
+    ("reassignment", ArrayType(REPLICA_MOVE, True)),
+    ("result_reassignment", ArrayType(REPLICA_MOVE_RESULT, True)),
+    ("throttle_rate", LongType()),
+    ("throttled_brokers", ArrayType(IntegerType(), True)),
 )
 
 CLUSTER_SUMMARY = _fields(

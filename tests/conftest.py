@@ -78,6 +78,17 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     yield from _cluster(tmp_path_factory.mktemp("kafka-1"), 1)
 
 
+# The racks of the three-node cluster of replica moves: one per node.
+RACKS = {1: "a", 2: "b", 3: "c"}
+
+
+@pytest.fixture(scope="session")
+def racked_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real three-node KRaft cluster with one rack per node (RACKS), for the replica-move
+    tests (the job's CLI flows, then kafka.reassign's requests)."""
+    yield from _cluster(tmp_path_factory.mktemp("kafka-racks"), 3, racks=RACKS)
+
+
 _CONNECT: dict[str, object] = {}
 
 

@@ -79,6 +79,9 @@ class RunResult:
     topics_not_listed: int = 0
     deletes_not_allowed: int = 0
     alters_not_allowed: int = 0
+    # Topics whose replica moves were checked but not started (apply without
+    # --allow-reassign, or an ALTER whose alter was not made).
+    reassigns_not_allowed: int = 0
     # Live topics (not internal) that no manifest row names, per cluster: never changed.
     unmanaged: dict[str, int] = field(default_factory=dict)
     # What the run did with ACL bindings (run.summary.summarize_acls): counts, actions,

@@ -24,11 +24,11 @@ from provisioning.kafka.tasks.reassign import (
 )
 from provisioning.transforms.reassign.placement import PartitionSpec, place
 from schemas import TOPIC_RESULT, column_names
+from tests.conftest import RACKS
 from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
-RACKS = {1: "a", 2: "b", 3: "c"}
 KAFKA = KafkaConf(request_timeout_ms=30000, batch_size=4)
 RECORDS = 10_000
 RECORD_BYTES = 2_000
@@ -38,14 +38,9 @@ LEADER, FOLLOWER = names.LEADER_THROTTLED_REPLICAS, names.FOLLOWER_THROTTLED_REP
 NONE = {"error_code": 0, "error_name": "NONE", "error_message": None, "attempts": 1}
 
 
-@pytest.fixture(scope="module")
-def racked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-racks"), nodes=3, racks=RACKS)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+@pytest.fixture
+def racked(racked_kafka: KafkaCluster) -> KafkaCluster:
+    return racked_kafka
 
 
 @pytest.fixture
@@ -248,8 +243,8 @@ def test_rf_3_to_2_through_the_tasks_keeps_the_leaders_and_clears_its_throttles(
         for p in range(6)]
 
     (verified,) = [as_dict(r) for r in reassign_verify_results(
-        rows, {"racked": conf}, {}, KAFKA, wait_seconds=120, throttle_rate=10_000_000,
-        owned_brokers={"racked": [1, 2, 3]})]
+        rows, {"racked": conf}, {}, KAFKA, wait_seconds=120,
+        owned_brokers={"racked": dict.fromkeys((1, 2, 3), 10_000_000)})]
     assert (verified["phase"], verified["outcome"], verified["result_replication_factor"],
             verified["result_assignment"]) == (
         names.VERIFY, names.REASSIGNED, 2, {p: targets[(topic, p)] for p in range(6)})

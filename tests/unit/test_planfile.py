@@ -28,7 +28,7 @@ def change(topic: str, action: str = "CREATE", **cols: Any) -> dict[str, Any]:
             "replication_factor": None, "replica_assignment": None, "configs": None,
             "owner": None, "force": None, "drift": [], "violations": [], "row_errors": [],
             "live_topic_id": None, "live_error": None, "source_table": "m",
-            "source_version": 4, **cols}
+            "source_version": 4, "reassignment": None, **cols}
 
 
 def doc(*changes: dict[str, Any], conf: str = "c1", clusters: tuple[str, ...] = ("local",),
@@ -56,15 +56,15 @@ def test_plan_changes_keep_everything_but_clean_noops(spark: SparkSession) -> No
     ]])
     expected = spark.createDataFrame(
         [("local", "new", "CREATE", 3, None, None, {"a": "b"}, None, None, [], [], [], None,
-          None, "m", 4),
+          None, "m", 4, None),
          ("local", "hidden", "NOOP", None, None, None, None, None, None, [], [], [], None,
-          "TOPIC_AUTHORIZATION_FAILED", "m", 4),
+          "TOPIC_AUTHORIZATION_FAILED", "m", 4, None),
          ("local", "big", "CREATE", None, None, None, None, None, None, [], [v], [], None,
-          None, "m", 4),
+          None, "m", 4, None),
          (None, "lost", None, None, None, None, None, None, None, [], [], ["cluster: missing"],
-          None, None, "m", 4),
+          None, None, "m", 4, None),
          ("local", "old", "DELETE", None, None, None, None, None, True, [], [], [], "id-old",
-          None, "m", 4)],
+          None, "m", 4, None)],
         plan_changes(plan).schema)
     assert_df_equality(plan_changes(plan), expected, ignore_row_order=True)
 

@@ -18,13 +18,14 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 topics_glob: str | None, as_json: bool, verbose: bool,
                 out_path: str | None = None, plan_path: str | None = None,
                 validate: bool = True, allow_deletes: bool = False, allow_alter: bool = False,
-                output_format: str = "text", allow_revokes: bool = False) -> None:
+                output_format: str = "text", allow_revokes: bool = False,
+                allow_reassign: bool = False) -> None:
     """Run `plan` or `apply` through the command skeleton (`common.execute`)."""
     arguments: dict[str, Any] = {"clusters": list(clusters), "topics": topics_glob,
                                  "out": out_path, "plan": plan_path, "validate": validate}
     if command == "apply":
         arguments.update(apply=True, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                         allow_revokes=allow_revokes)
+                         allow_revokes=allow_revokes, allow_reassign=allow_reassign)
 
     def work(cmd: Command) -> Outcome:
         from provisioning.run.commands import run_plan
@@ -45,7 +46,8 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
         scope = Scope(names, scope_topics)
         options: RunOptions = (
             ApplyOptions(scope=scope, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                         allow_revokes=allow_revokes, on_plan=on_plan,
+                         allow_revokes=allow_revokes, allow_reassign=allow_reassign,
+                         on_plan=on_plan,
                          on_acl_plan=on_acl_plan)
             if command == "apply" else
             PlanOptions(scope=scope, validate=validate, on_plan=on_plan,
@@ -107,15 +109,20 @@ def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_
               help="Also revoke the ACL bindings the ACL manifests mark `absent` (and, with "
                    "acls.remove_unlisted, those no manifest names); off by default: planned "
                    "and counted only.")
+@click.option("--allow-reassign", is_flag=True,
+              help="Also move replicas as the manifests ask (replication factor, "
+                   "replica_assignment), throttled, and finish the moves under way; off by "
+                   "default: planned and checked only.")
 @click.option("--plan", "plan_path", default=None,
               type=click.Path(dir_okay=False),
               help="Apply only if a fresh plan equals this saved plan (`plan --out`); "
                    "otherwise exit 2 before any request reaches Kafka.")
 def apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
           verbose: bool, allow_deletes: bool, allow_alter: bool, allow_revokes: bool,
-          plan_path: str | None) -> None:
+          allow_reassign: bool, plan_path: str | None) -> None:
     """Plan, validate, then create and grant (with --allow-deletes, delete; with
-    --allow-alter, alter; with --allow-revokes, revoke)."""
+    --allow-alter, alter; with --allow-revokes, revoke; with --allow-reassign, move
+    replicas)."""
     run_command("apply", conf_path, clusters, topics_glob, as_json, verbose,
                 plan_path=plan_path, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                allow_revokes=allow_revokes)
+                allow_revokes=allow_revokes, allow_reassign=allow_reassign)

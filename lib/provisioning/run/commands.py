@@ -54,6 +54,7 @@ from provisioning.run.phases import (
     Validate,
     Verify,
 )
+from provisioning.run.reassign_phases import ReassignApply, ReassignValidate, ReassignVerify
 from provisioning.run.summary import summarize, summarize_acls
 from provisioning.session import Stop, helper, job_label, succeeded
 from provisioning.transforms.acls.plan import acl_manifest_rows, unmanaged_bindings
@@ -62,12 +63,12 @@ from provisioning.transforms.summaries import summarize_snapshot
 from schemas import ACL_BINDING, ACL_DESIRED, ACL_MANIFEST, column_names
 
 PLAN_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnapshot(), Plan(),
-               AclPlan(), Validate(), AclValidate())
+               AclPlan(), Validate(), ReassignValidate(), AclValidate())
 PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(),
                            AclSnapshot(), Plan(), AclPlan())
 APPLY_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnapshot(), Plan(),
-                AclPlan(), Validate(), AclValidate(), Apply(), Verify(), AclApply(),
-                AclVerify())
+                AclPlan(), Validate(), ReassignValidate(), AclValidate(), Apply(), Verify(),
+                AclApply(), AclVerify(), ReassignApply(), ReassignVerify())
 IMPORT_RUN = Run(Preflight(), Import())
 SNAPSHOT_RUN = Run(Preflight(), RecordSnapshot())
 CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Check())
@@ -148,6 +149,7 @@ def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
             made.append(summarize(ctx.run_id, state.audit_rows, options.listing_limit,
                                   deletes_allowed=apply is None or apply.allow_deletes,
                                   alters_allowed=apply is None or apply.allow_alter,
+                                  reassigns_allowed=apply is None or apply.allow_reassign,
                                   final_counts=known))
             if state.acl_plan is not None:
                 made[0].acls = summarize_acls(

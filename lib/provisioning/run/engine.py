@@ -75,6 +75,15 @@ class RunState:
     # settle what was sent still run, then this is raised.
     halted: ProvisioningError | None = None
     verified: DataFrame | None = None                   # verify's TOPIC_RESULT rows
+    # Replica moves (see run/reassign_phases.py): the partitions being reassigned on each
+    # cluster (REASSIGNMENT_IN_FLIGHT rows, as dicts) and the clusters where they could not
+    # be listed (cluster -> why); PLAN rows with moves per (cluster, plan outcome); their
+    # checks' and their requests' TOPIC_RESULT rows.
+    in_flight: Sequence[Mapping[str, Any]] | None = None
+    unlisted: Mapping[str, str] | None = None
+    move_counts: Mapping[tuple[str, str], int] | None = None
+    moves_validated: DataFrame | None = None
+    moves_applied: DataFrame | None = None
     # ACL bindings (only when the conf names ACL manifests; see run/acl_phases.py).
     acl_desired: DataFrame | None = None                # ACL_DESIRED rows, validated
     acl_live: DataFrame | None = None                   # ACL_BINDING rows, live

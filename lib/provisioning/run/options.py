@@ -48,6 +48,8 @@ class ApplyOptions(_Pipeline):
     allow_alter: bool = False
     # Revoke the ACL bindings the plan revokes (`state: absent`, unlisted removals).
     allow_revokes: bool = False
+    # Start (and finish) the replica moves the plan has (REASSIGN, and an ALTER's moves).
+    allow_reassign: bool = False
     command: str = "apply"
 
 

@@ -29,6 +29,7 @@ from provisioning.delta.tables import (
     table_exists,
 )
 from provisioning.errors import LockUnavailable
+from provisioning.kafka import reassign
 from provisioning.kafka.snapshot import preflight
 from provisioning.results import ImportSummary, utc_now
 from provisioning.run import executors
@@ -45,9 +46,10 @@ from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, R
 from provisioning.run.planning import cut, planned_plan, policy_context, read_desired
 from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
-from provisioning.transforms.audit import plan_audit, result_audit
+from provisioning.transforms.audit import plan_audit, plan_outcome, result_audit
 from provisioning.transforms.check import violations
 from provisioning.transforms.plan import change_columns
+from provisioning.transforms.reassign.plan import moves_planned
 from provisioning.transforms.results import settle_existing, without_answer
 from provisioning.transforms.scope import in_scope, topics_matching
 from schemas import TOPIC_RESULT
@@ -128,17 +130,21 @@ def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> Dat
 class Snapshot(Phase):
     """Every live topic of the run's clusters, and the manifests' topics described by name
     (a principal's listing leaves out what it may not describe); recorded in the
-    snapshots table while the plan is computed."""
+    snapshots table while the plan is computed. And the partitions being reassigned on
+    each cluster (ListPartitionReassignments, from the driver)."""
 
     name = "snapshot"
     reads = ("states", "desired")
-    writes = ("live",)
+    writes = ("live", "in_flight", "unlisted")
     needs_lock = True
     runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         desired = require(state.desired, "desired")
         state.live = _snapshot(ctx, state, desired.where(F.size("row_errors") == 0))
+        state.in_flight, state.unlisted = reassign.in_flight(ctx.clusters, ctx.credentials,
+                                                             ctx.conf.kafka)
+        ctx.steps.done("reassignments in flight")
 
 
 class RecordSnapshot(Phase):
@@ -158,7 +164,7 @@ class Plan(Phase):
     audit rows are committed while the saved-plan hook and the validateOnly pass run."""
 
     name = "plan"
-    reads = ("states", "desired", "live")
+    reads = ("states", "desired", "live", "in_flight", "unlisted")
     writes = ("plan", "plan_rows", "plan_counts")
     records_view = True
 
@@ -171,7 +177,12 @@ class Plan(Phase):
                        if ctx.conf.deletes.prune else None)
             plan, counts = planned_plan(ctx.spark, ctx.conf, require(state.states, "states"),
                                         require(state.desired, "desired"), live, in_run,
-                                        created)
+                                        created, state.in_flight, state.unlisted)
+            if any(action in (names.REASSIGN, names.ALTER) for (_, action, _) in counts):
+                state.move_counts = {
+                    (r["cluster"], r["outcome"]): int(r["n"]) for r in
+                    plan.where(moves_planned()).groupBy("cluster", plan_outcome().alias(
+                        "outcome")).agg(F.count(F.lit(1)).alias("n")).collect()}
             ctx.steps.done("plan and policies")
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             audit = plan_audit(plan, ctx.run_id, utc_now())

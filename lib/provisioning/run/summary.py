@@ -21,7 +21,8 @@ LISTED_COLUMNS = ("cluster", "topic", "action", "phase", "outcome", "error_name"
                   "result_replication_factor", "result_configs", "source_table",
                   "source_version", "topic_id", "requested_partitions",
                   "requested_replication_factor", "requested_configs", "requested_assignment",
-                  "before_partitions", "before_configs", "config_ops")
+                  "before_partitions", "before_configs", "config_ops", "reassignment",
+                  "result_reassignment", "throttle_rate")
 
 
 def _nulls_first(value: Any) -> tuple[bool, Any]:
@@ -30,6 +31,7 @@ def _nulls_first(value: Any) -> tuple[bool, Any]:
 
 def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
               deletes_allowed: bool, alters_allowed: bool = True,
+              reassigns_allowed: bool = True,
               final_counts: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
     """The run's result from every AUDIT row it recorded (the final rows computed once, then
     counted and the first `listing_limit` topics that are not simply settled listed; no
@@ -38,6 +40,8 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
     deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
       counted as not made); True otherwise.
     alters_allowed: False for an apply without --allow-alter (its validated alters are
+      counted as not made); True otherwise.
+    reassigns_allowed: False for an apply without --allow-reassign (its checked moves are
       counted as not made); True otherwise.
     final_counts: the final rows counted per cluster, action, phase and outcome (`n`),
       when the run knows them already (only its plan phase recorded rows).
@@ -53,7 +57,7 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         .agg(F.count(F.lit(1)).alias("n")).collect())
     counts: dict[str, int] = {}
     actions: dict[tuple[Any, Any], int] = {}
-    deletes_not_allowed = alters_not_allowed = 0
+    deletes_not_allowed = alters_not_allowed = reassigns_not_allowed = 0
     for r in grouped:
         n = int(r["n"])
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
@@ -65,6 +69,9 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         if (not alters_allowed and r["phase"] == names.VALIDATE
                 and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
             alters_not_allowed += n
+        if (not reassigns_allowed and r["phase"] == names.VALIDATE
+                and r["outcome"] == names.VALIDATED and r["action"] == names.REASSIGN):
+            reassigns_not_allowed += n
     total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
     listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
               .orderBy("cluster", "topic").select(*LISTED_COLUMNS)
@@ -79,6 +86,7 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         topics_not_listed=max(0, total - len(listed)),
         deletes_not_allowed=deletes_not_allowed,
         alters_not_allowed=alters_not_allowed,
+        reassigns_not_allowed=reassigns_not_allowed,
     )
 
 

@@ -25,7 +25,8 @@ def plan_outcome() -> Column:
         F.when(invalid, names.REJECTED)
         .when(unseen, names.FAILED)
         .when(blocked, names.BLOCKED)
-        .when(clean & action.isin(names.CREATE, names.DELETE, names.ALTER), names.PLANNED)
+        .when(clean & action.isin(names.CREATE, names.DELETE, names.ALTER, names.REASSIGN),
+              names.PLANNED)
         .when(clean & (action == names.DRIFT), names.DRIFTED)
         .when(clean & (action == names.NOOP) & ~wants_absent, names.ALREADY_PRESENT)
         .when(clean & (action == names.NOOP) & wants_absent, names.ALREADY_ABSENT)
@@ -120,7 +121,16 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         *_before_and_ops(),
         *_no_binding(),
+        "reassignment",
+        *_no_move_results(),
     ).select(*column_names(AUDIT))
+
+
+def _no_move_results() -> list[Column]:
+    """The result columns of replica moves: null (a plan row, or a topic result without
+    moves)."""
+    return [F.lit(None).cast(AUDIT[c].dataType).alias(c)
+            for c in ("result_reassignment", "throttle_rate", "throttled_brokers")]
 
 
 def result_columns(run_id: str, recorded_at: dt.datetime) -> list[Column]:
@@ -144,14 +154,18 @@ def result_columns(run_id: str, recorded_at: dt.datetime) -> list[Column]:
     ]
 
 
-def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: dt.datetime
-                 ) -> DataFrame:
-    """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row."""
+def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: dt.datetime,
+                 action: str | None = None) -> DataFrame:
+    """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row.
+
+    action: the rows' action instead of their plan row's (REASSIGN: the replica moves of
+      an ALTER row have rows of their own).
+    """
     r = results.alias("r")
     p = plan.alias("p")
     joined = r.join(p, on=[F.col("r.cluster") == F.col("p.cluster"),
                            F.col("r.topic") == F.col("p.topic")], how="left")
-    return joined.select(
+    rows = joined.select(
         *result_columns(run_id, recorded_at),
         F.col("r.topic").alias("topic"),
         F.coalesce("r.topic_id", "p.live_topic_id").alias("topic_id"),
@@ -166,7 +180,12 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
         F.col("r.topic_config_error_code").alias("topic_config_error_code"),
         *_before_and_ops("p."),
         *_no_binding(),
+        F.col("p.reassignment").alias("reassignment"),
+        F.col("r.result_reassignment").alias("result_reassignment"),
+        F.col("r.throttle_rate").alias("throttle_rate"),
+        F.col("r.throttled_brokers").alias("throttled_brokers"),
     ).select(*column_names(AUDIT))
+    return rows if action is None else rows.withColumn("action", F.lit(action))
 
 
 def phase_order() -> Column:
@@ -177,7 +196,8 @@ def phase_order() -> Column:
 
 def final_rows(rows: DataFrame) -> DataFrame:
     """The AUDIT rows of one run that hold each topic's final outcome: for every
-    (cluster, topic), the rows of the last phase that recorded it.
+    (cluster, topic, action), the rows of the last phase that recorded it (an ALTER that
+    also moves replicas ends twice: its ALTER and its REASSIGN rows).
 
     A topic's later phases pick up where its earlier ones stopped (a planned CREATE is
     validated, a validated one applied, an applied one verified), so the last phase's row
@@ -185,6 +205,7 @@ def final_rows(rows: DataFrame) -> DataFrame:
     plan phase, so each of them stays a final row of its own.
     """
     return (rows.withColumn("_phase", phase_order())
-            .withColumn("_last", F.max("_phase").over(Window.partitionBy("cluster", "topic")))
+            .withColumn("_last", F.max("_phase").over(
+                Window.partitionBy("cluster", "topic", "action")))
             .where(F.col("_phase") == F.col("_last"))
             .select(*column_names(AUDIT)))

@@ -17,9 +17,10 @@ from provisioning import names as n
 from provisioning.names import ATTENTION, BROKER_OVERRIDES, TOPIC_OVERRIDE
 from provisioning.results import RunResult
 
-_SIGNS = {n.CREATE: "+", n.DELETE: "-", n.ALTER: "^", n.DRIFT: "~", n.NOOP: "="}
+_SIGNS = {n.CREATE: "+", n.DELETE: "-", n.ALTER: "^", n.REASSIGN: ">", n.DRIFT: "~",
+          n.NOOP: "="}
 _ACTION_WORDS = {n.CREATE: "to create", n.DELETE: "to delete", n.ALTER: "to alter",
-                 n.DRIFT: "drifted", n.NOOP: "unchanged"}
+                 n.REASSIGN: "to reassign", n.DRIFT: "drifted", n.NOOP: "unchanged"}
 # The broker defaults shown for every validated or created topic; --verbose shows all.
 # Any config that a broker-level setting overrides is shown too: it differs per cluster.
 NOTABLE_DEFAULTS = ("cleanup.policy", "compression.type", "max.message.bytes",
@@ -96,6 +97,10 @@ def status_text(t: Mapping[str, Any]) -> str:
         return f"rejected by {by}: {t.get('error_name')}"
     if outcome == n.BLOCKED:
         return "blocked by policy"
+    if outcome == n.VALIDATED and action == n.REASSIGN:
+        return "checked (made only by apply --allow-reassign)"
+    if outcome == n.REASSIGNING:
+        return "reassigning (still moving: a later apply --allow-reassign finishes it)"
     if outcome == n.VALIDATED and action == n.ALTER:
         return "validated by the broker (validateOnly; made only by apply --allow-alter)"
     if outcome == n.VALIDATED:
@@ -109,6 +114,32 @@ def status_text(t: Mapping[str, Any]) -> str:
     if outcome in (n.FAILED, n.UNKNOWN) and t.get("error_name"):
         return f"{outcome} in phase {phase}: {t['error_name']}"
     return str(outcome)
+
+
+def _replicas(values: Sequence[int] | None) -> str:
+    return "[" + ", ".join(str(v) for v in values or []) + "]"
+
+
+def move_lines(t: Mapping[str, Any]) -> list[str]:
+    """One line per moved partition, `partition P: [before] -> [after]`, with what became of
+    it (a result row) or that it is under way since an earlier run (a plan row); the
+    throttle used."""
+    results = t.get("result_reassignment")
+    lines = []
+    if results:
+        for m in results:
+            why = f" ({m['error_name']}: {m['error_message']})" if m.get("error_message") \
+                and m["outcome"] not in (n.REASSIGNED, n.REASSIGNING) else ""
+            lines.append(f"partition {m['partition']}: {_replicas(m['before'])} -> "
+                         f"{_replicas(m['after'])} {m['outcome']}{why}")
+    else:
+        for m in t.get("reassignment") or []:
+            flight = " (in flight since an earlier run)" if m.get("in_flight") else ""
+            lines.append(f"partition {m['partition']}: {_replicas(m['before'])} -> "
+                         f"{_replicas(m['after'])}{flight}")
+    if t.get("throttle_rate"):
+        lines.append(f"throttle: {t['throttle_rate']} bytes/s per broker")
+    return lines
 
 
 def topic_lines(t: Mapping[str, Any], verbose: bool = False) -> list[str]:
@@ -139,6 +170,7 @@ def topic_lines(t: Mapping[str, Any], verbose: bool = False) -> list[str]:
                  if c["source"] == TOPIC_OVERRIDE}
         details.append(f"now: partitions {t.get('result_partitions')}, topic configs "
                        f"{pairs_text(after) or '(none)'}")
+    details += move_lines(t)
     shows_id = (action in (n.DELETE, n.DRIFT, n.ALTER)
                 or t["outcome"] in (n.CREATED, n.DELETED))
     if shows_id and t.get("topic_id"):
@@ -188,6 +220,9 @@ def render_run(result: RunResult, command: str, verbose: bool = False,
     if result.alters_not_allowed:
         lines.append(f"{result.alters_not_allowed} alter(s) validated but not made: run "
                      "apply with --allow-alter")
+    if result.reassigns_not_allowed:
+        lines.append(f"{result.reassigns_not_allowed} topic(s)' replica moves checked but not "
+                     "made: run apply with --allow-reassign")
     if result.deletes_not_allowed:
         lines.append(f"{result.deletes_not_allowed} deletion(s) not made: run apply with "
                      "--allow-deletes")

@@ -35,8 +35,10 @@ FORMAT = "topic-provisioning-plan/1"
 CHANGE_FIELDS = (
     "cluster", "topic", "action", "partitions", "replication_factor", "replica_assignment",
     "configs", "owner", "force", "drift", "violations", "row_errors", "live_topic_id",
-    "live_error", "source_table", "source_version",
+    "live_error", "source_table", "source_version", "reassignment",
 )
+# Change fields a plan saved before they existed may lack (read as null).
+_OPTIONAL_FIELDS = ("reassignment",)
 
 Key = tuple[str | None, str | None]
 
@@ -80,7 +82,7 @@ def plan_changes(plan: DataFrame) -> DataFrame:
         "cluster", "topic", "action", "partitions", "replication_factor",
         "replica_assignment", "configs", "owner", "force", "drift",
         F.col("policy_violations").alias("violations"), "row_errors", "live_topic_id",
-        "live_error", "source_table", "source_version",
+        "live_error", "source_table", "source_version", "reassignment",
     )
 
 
@@ -108,6 +110,10 @@ def change_entry(row: Mapping[str, Any]) -> dict[str, Any]:
         "live_error": row.get("live_error"),
         "source_table": row.get("source_table"),
         "source_version": row.get("source_version"),
+        "reassignment": None if row.get("reassignment") is None else [
+            {"partition": m["partition"], "before": list(m["before"] or []),
+             "after": list(m["after"] or []), "in_flight": bool(m["in_flight"])}
+            for m in row["reassignment"]],
     }
 
 
@@ -236,7 +242,7 @@ def load_plan(path: str | Path) -> SavedPlan:
         scope = plan["scope"]
         changes = plan["changes"]
         missing = [f"changes[{i}].{k}" for i, c in enumerate(changes)
-                   for k in CHANGE_FIELDS if k not in c]
+                   for k in CHANGE_FIELDS if k not in c and k not in _OPTIONAL_FIELDS]
         if missing:
             raise UsageError(f"the plan file {p} lacks {', '.join(missing[:5])}")
         acls = plan.get("acl_changes") or []

@@ -197,26 +197,26 @@ def reassign_progress(admin: ClusterAdmin, moves: Mapping[Partition, Sequence[in
 
 def reassign_verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
                             credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                            wait_seconds: float, throttle_rate: int | None,
-                            owned_brokers: Mapping[str, Sequence[int]]) -> Iterator[Result]:
+                            wait_seconds: float,
+                            owned_brokers: Mapping[str, Mapping[int, int]]) -> Iterator[Result]:
     """Wait up to `wait_seconds` for each row's moves; one TOPIC_RESULT row per topic
-    (phase verify). owned_brokers: cluster -> brokers whose throttle rates the job set
-    (`throttled_brokers` of its apply rows whose moves are not settled), removed once no
-    move in flight uses them and only while they hold `throttle_rate`."""
+    (phase verify). owned_brokers: cluster -> {broker: the rate the job set there}
+    (`throttled_brokers` and `throttle_rate` of its apply rows whose moves are not
+    settled), removed once no move in flight uses the broker and only while it still holds
+    that rate."""
     deadlines: dict[str, float] = {}
 
     def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
         deadline = deadlines.setdefault(admin.cluster.name, time.monotonic() + wait_seconds)
-        return verify_batches(admin, part, deadline, throttle_rate,
-                              owned_brokers.get(admin.cluster.name, ()))
+        return verify_batches(admin, part, deadline,
+                              owned_brokers.get(admin.cluster.name, {}))
 
     return for_each_cluster(rows, clusters, credentials, kafka, work, names.VERIFY, False,
                             kafka.batch_size)
 
 
 def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
-                   throttle_rate: int | None, owned_brokers: Sequence[int] = ()
-                   ) -> Iterator[Result]:
+                   owned_brokers: Mapping[int, int] | None = None) -> Iterator[Result]:
     """One cluster's rows: read their moves until all are settled or `deadline`
     (time.monotonic()) passes, at least once; then clear the finished ones' throttles."""
     cluster = admin.cluster.name
@@ -240,11 +240,14 @@ def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
     # Idempotent: entries never appended, or removed by an earlier run, are no-ops.
     cleared = reassign.throttle_topics(admin, reassign.throttled_replicas(done),
                                        names.SUBTRACT) if done else {}
-    if owned_brokers and throttle_rate is not None:
+    if owned_brokers:
         busy = {b for o in reassign.list_reassignments(admin).values() for b in o.replicas}
-        idle = sorted(set(owned_brokers) - busy)
-        if idle:
-            reassign.remove_broker_rates(admin, idle, only_value=throttle_rate)
+        by_rate: dict[int, list[int]] = {}
+        for broker, rate in sorted(owned_brokers.items()):
+            if broker not in busy:
+                by_rate.setdefault(rate, []).append(broker)
+        for rate, idle in sorted(by_rate.items()):
+            reassign.remove_broker_rates(admin, idle, only_value=rate)
     for r in rows:
         topic = r["topic"]
         parts = []

@@ -24,7 +24,8 @@ _TOPIC_ONLY = ("topic", "topic_id", "drift", "requested_partitions",
                "requested_replication_factor", "requested_configs", "requested_assignment",
                "result_partitions", "result_replication_factor", "result_configs",
                "topic_config_error_code", "before_partitions", "before_configs",
-               "config_ops")
+               "config_ops", "reassignment", "result_reassignment", "throttle_rate",
+               "throttled_brokers")
 
 
 def acl_struct(prefix: str = "") -> Column:
