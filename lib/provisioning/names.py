@@ -95,7 +95,8 @@ CONFIG_OPS = {SET: 0, DELETE_CONFIG: 1, APPEND: 2, SUBTRACT: 3}
 # -- replication throttles of a reassignment (what kafka-reassign-partitions sets) ---------
 # Topic configs, lists of `partition:broker`: the replicas whose replication traffic is
 # throttled on the leader side (the current replicas of a moving partition) and on the
-# follower side (the replicas being added).
+# follower side (the replicas being added). The moves' own: never a manifest's to manage
+# (never drift, never removed, never imported: transforms.drift.managed_config).
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 THROTTLED_REPLICAS_CONFIGS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)

@@ -7,6 +7,7 @@ from typing import Any
 
 from chispa import assert_df_equality
 
+from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from schemas import MANIFEST, SNAPSHOT, column_names
 
@@ -83,3 +84,18 @@ def test_unmanaged_topics_are_the_live_ones_no_row_names(spark) -> None:
     assert sorted(tuple(r) for r in got.collect()) == [
         ("local", "connect-offsets"), ("local", "hidden"), ("local", "keep.me"),
         ("local", "ledger")]
+
+
+def test_an_imported_row_leaves_out_a_moves_throttled_replicas(spark) -> None:
+    live = spark.createDataFrame([
+        live_row("moving", partitions=2, replica_assignment={0: [1, 2], 1: [2, 1]},
+                 configs=[entry("retention.ms", "3600000"),
+                          entry(LEADER_THROTTLED_REPLICAS, "0:1,1:2"),
+                          entry(FOLLOWER_THROTTLED_REPLICAS, "0:3,1:3")]),
+    ], SNAPSHOT)
+    got = manifest_rows(live, owner="platform", with_assignment=True)
+    expected = spark.createDataFrame([
+        ("local", "moving", "present", 2, 1, {0: [1, 2], 1: [2, 1]},
+         {"retention.ms": "3600000"}, "platform", None),
+    ], MANIFEST)
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)

@@ -11,6 +11,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
+from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
 from provisioning.transforms.check import violations
 from provisioning.transforms.check.health import (
     below_min_isr,
@@ -524,3 +525,28 @@ def test_the_owner_of_duplicate_rows_is_the_one_they_agree_on(spark: SparkSessio
         ("dup.split", "topic_name_pattern", "error", misnamed("dup.split"), True, None),
         ("dup.fixed", "topic_name_pattern", "error", misnamed("dup.fixed"), True, "team-c"),
     ]), ignore_row_order=True, ignore_nullable=True)
+
+
+# --- a replica move's throttled-replicas lists: the move's own, never judged -------------
+
+THROTTLES = {LEADER_THROTTLED_REPLICAS: "0:1", FOLLOWER_THROTTLED_REPLICAS: "0:2"}
+
+
+def test_a_moves_throttled_replicas_are_not_among_the_configs_policies_judge(
+        spark: SparkSession) -> None:
+    moving = live("a.moving", overrides={"retention.ms": "3600000", **THROTTLES})
+    rows = as_created(snapshot_df(spark, [moving]), ("min.insync.replicas",),
+                      manifest_owners(desired_df(spark, [])))
+    expected = spark.createDataFrame(
+        [("local", "a.moving", {"retention.ms": "3600000", "min.insync.replicas": "1"})],
+        "cluster string, topic string, configs map<string, string>")
+    assert_df_equality(rows.select("cluster", "topic", "configs"), expected,
+                       ignore_nullable=True)
+
+
+def test_a_moves_throttled_replicas_are_not_drift(spark: SparkSession) -> None:
+    rows = [live("a.moving", overrides={"retention.ms": "3600000", **THROTTLES})]
+    desired = desired_df(spark, [
+        {"cluster": "local", "topic": "a.moving", "configs": {"retention.ms": "3600000"}}])
+
+    assert_findings(drift(snapshot_df(spark, rows), desired), spark, [])

@@ -8,6 +8,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
+from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
 from provisioning.transforms.plan import build_plan, change_columns, prune_candidates
 from provisioning.transforms.scope import glob_to_regex as glob_regex
 from provisioning.transforms.scope import in_scope
@@ -245,3 +246,35 @@ def test_a_hidden_topic_does_not_affect_visible_ones(spark: SparkSession) -> Non
         {**desired[1], "action": "CREATE"},
         {**desired[2], **LIVE_COLUMNS, "action": "DELETE"},
     ])
+
+
+# A replica move's throttled-replicas lists: the move appends to and subtracts from them.
+MOVING = {**LIVE, "configs": [*LIVE["configs"], cfg(LEADER_THROTTLED_REPLICAS, "0:1,1:1"),
+                              cfg(FOLLOWER_THROTTLED_REPLICAS, "0:2,1:2")]}
+
+
+def test_a_moves_throttled_replicas_are_not_drift(spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "configs": {"retention.ms": "1000"}}
+    expect(spark, plan_of(spark, [desired], [MOVING]), [{
+        **desired, **LIVE_COLUMNS, "live_configs": MOVING["configs"], "action": "NOOP"}])
+
+
+def test_a_moves_throttled_replicas_are_not_removed_with_the_unlisted(
+        spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t", "configs": {}}
+    actual = build_plan(desired_df(spark, [desired]), snapshot_df(spark, [MOVING]),
+                        remove_unlisted=True)
+    expect(spark, actual, [{
+        **desired, **LIVE_COLUMNS, "live_configs": MOVING["configs"], "action": "ALTER",
+        "drift": [drift("config:retention.ms", None, "1000", True)],
+        "config_ops": [op("retention.ms", "DELETE", None)]}])
+
+
+def test_a_row_listing_a_throttled_replicas_config_does_not_set_it(
+        spark: SparkSession) -> None:
+    desired = {"cluster": "local", "topic": "t",
+               "configs": {"retention.ms": "1000", LEADER_THROTTLED_REPLICAS: "*"}}
+    actual = build_plan(desired_df(spark, [desired]), snapshot_df(spark, [MOVING]),
+                        remove_unlisted=True)
+    expect(spark, actual, [{
+        **desired, **LIVE_COLUMNS, "live_configs": MOVING["configs"], "action": "NOOP"}])

@@ -7,6 +7,7 @@
 - `batching`: requests sized by the broker's per-request caps;
 - `outcomes`: per-topic error codes mapped to audit outcomes;
 - `reassign`: replica moves (KIP-455), their throttles and their progress;
+- `in_flight`: the reassignments in flight on each cluster, read live (`report`);
 - `tasks`, `snapshot`: the work one Spark task does for its clusters, rows in and
   TOPIC_RESULT / ACL_RESULT / SNAPSHOT rows out (no Spark here: the run room feeds them);
 - `sasl`: a direct login probe, to tell a refused login from an unreachable cluster;

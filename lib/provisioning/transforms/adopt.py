@@ -3,7 +3,8 @@ manifest mentions.
 
 An imported row asks for exactly what the topic is: its partitions, its replication
 factor and its own overrides (config source DYNAMIC_TOPIC_CONFIG; never a broker
-default, never a sensitive value the broker hides), so a plan over a freshly imported
+default, never a sensitive value the broker hides, never a replica move's throttled-replicas
+lists: `transforms.drift.own_override`), so a plan over a freshly imported
 manifest is all NOOP (see `provisioning.transforms.drift`).
 """
 
@@ -14,15 +15,17 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.names import PRESENT, TOPIC_OVERRIDE
+from provisioning.names import PRESENT
+from provisioning.transforms.drift import own_override
 from provisioning.transforms.scope import matching_globs
 from schemas import MANIFEST, column_names
 
 
 def own_overrides(configs: Column) -> Column:
-    """The topic's own overrides as map<name, value>, without the ones the broker hides
-    (sensitive: their value is not readable, so they cannot be written back)."""
-    shown = F.filter(configs, lambda c: (c["source"] == F.lit(TOPIC_OVERRIDE))
+    """The topic's own overrides a manifest may manage (`own_override`) as map<name, value>,
+    without the ones the broker hides (sensitive: their value is not readable, so they
+    cannot be written back)."""
+    shown = F.filter(configs, lambda c: own_override(c)
                      & c["value"].isNotNull() & ~F.coalesce(c["sensitive"], F.lit(False)))
     return F.map_from_entries(F.transform(
         shown, lambda c: F.struct(c["name"].alias("key"), c["value"].alias("value"))))

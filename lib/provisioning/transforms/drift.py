@@ -18,6 +18,11 @@ whether the job changes it in place (an ALTER), the rest is reported and never f
   `alters.remove_unlisted_configs`; otherwise left alone and reported). A row with
   `configs` null does not manage configs: no config is compared.
 
+A replica move's throttled-replicas lists (`names.THROTTLED_REPLICAS_CONFIGS`) are the
+move's own: it APPENDs to them and SUBTRACTs from them itself. They are never compared,
+whether the live topic overrides them or a row lists them (`managed_config`), so they are
+never drift, never removed, and never written by an import (`own_override`).
+
 The plan uses it on the snapshot; the apply phase uses it on a topic that the broker
 said already exists (TOPIC_ALREADY_EXISTS: created behind the job's back between
 the snapshot and the request), so both verdicts agree.
@@ -33,15 +38,28 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType
 
-from provisioning.names import DELETE_CONFIG, SET, TOPIC_OVERRIDE
+from provisioning.names import DELETE_CONFIG, SET, THROTTLED_REPLICAS_CONFIGS, TOPIC_OVERRIDE
 from schemas import CONFIG_ENTRY, DRIFT_ITEM
 
 CONFIG_PREFIX = "config:"
 
 
+def managed_config(name: Column) -> Column:
+    """Whether a manifest may manage config `name`: any but a replica move's
+    throttled-replicas lists, which the move sets and clears itself."""
+    return ~name.isin(*THROTTLED_REPLICAS_CONFIGS)
+
+
+def own_override(entry: Column) -> Column:
+    """Whether a CONFIG_ENTRY is a topic-level override (source DYNAMIC_TOPIC_CONFIG) of a
+    config a manifest may manage (`managed_config`)."""
+    return (entry["source"] == F.lit(TOPIC_OVERRIDE)) & managed_config(entry["name"])
+
+
 def override_map(configs: Column) -> Column:
-    """The topic-level overrides of an array of CONFIG_ENTRY, as map<name, value>."""
-    overrides = F.filter(configs, lambda c: c["source"] == F.lit(TOPIC_OVERRIDE))
+    """The topic-level overrides a manifest may manage of an array of CONFIG_ENTRY, as
+    map<name, value>."""
+    overrides = F.filter(configs, own_override)
     return F.map_from_entries(F.transform(
         overrides, lambda c: F.struct(c["name"].alias("key"), c["value"].alias("value"))))
 
@@ -91,7 +109,8 @@ def drift_items(remove_unlisted: bool = False) -> Column:
     desired_configs = F.col("configs")
     live_configs = override_map(F.coalesce(
         F.col("live_configs"), F.array().cast(ArrayType(CONFIG_ENTRY))))
-    names = F.array_sort(F.array_union(F.map_keys(desired_configs), F.map_keys(live_configs)))
+    names = F.array_sort(F.filter(
+        F.array_union(F.map_keys(desired_configs), F.map_keys(live_configs)), managed_config))
     config_items = F.transform(names, lambda name: _item(
         F.concat(F.lit(CONFIG_PREFIX), name),
         desired_configs[name],

@@ -1,16 +1,19 @@
 """`report`: recent runs, one run's outcomes, one topic's history, drift across clusters,
-the unmanaged topics, the trend of `check`'s violations.
+the unmanaged topics, the trend of `check`'s violations, the reassignments in flight.
 
 Everything is read from the Delta tables the runs wrote (runs, audit, snapshots,
 violations) and,
 for a topic's history, from the manifest tables themselves as they were at
-the version that asked for the topic (Delta time travel, `versionAsOf`).
+the version that asked for the topic (Delta time travel, `versionAsOf`). The reassignments
+in flight are the exception: read live from each cluster (`kafka.in_flight`), they are
+only shaped and rendered here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,7 +33,7 @@ from provisioning.transforms.acls.validation import with_acl_row_errors
 from provisioning.transforms.adopt import own_overrides, unmanaged
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.check.trend import check_runs, violation_spans, violations_per_day
-from provisioning.transforms.scope import topics_matching
+from provisioning.transforms.scope import glob_to_regex, topics_matching
 from provisioning.views.check import render_trend
 from provisioning.views.plan_text import drift_lines
 from schemas import ACL_DESIRED, ACL_MANIFEST, MANIFEST, VIOLATIONS, column_names
@@ -471,8 +474,55 @@ def render_unmanaged(payload: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def reassignments_view(blocks: Sequence[Mapping[str, Any]], topics_glob: str | None
+                       ) -> dict[str, Any]:
+    """`report --reassignments`: the blocks of `kafka.in_flight.reassignments_in_flight`
+    (cluster, error, partitions), each keeping the partitions of the topics `topics_glob`
+    matches (all when None)."""
+    pattern = re.compile(glob_to_regex(topics_glob)) if topics_glob else None
+    return {"reassignments": [
+        {**b, "partitions": [r for r in b["partitions"]
+                             if pattern is None or pattern.fullmatch(r["topic"])]}
+        for b in blocks]}
+
+
+_IN_FLIGHT_HEADER = ("topic", "partition", "replicas", "adding", "removing", "target",
+                     "bytes left")
+
+
+def _brokers(ids: Sequence[int] | None) -> str:
+    return ",".join(str(b) for b in ids or []) or "-"
+
+
+def render_reassignments(payload: Mapping[str, Any]) -> list[str]:
+    """Per cluster: its error, or a table of its partitions being moved."""
+    lines = ["partition reassignments in flight (read live from each cluster)"]
+    if not payload["reassignments"]:
+        return [*lines, "  no cluster selected"]
+    for block in payload["reassignments"]:
+        if block.get("error"):
+            lines.append(f"cluster {block['cluster']}: error: {block['error']}")
+            continue
+        moving = block["partitions"]
+        if not moving:
+            lines.append(f"cluster {block['cluster']}: none")
+            continue
+        lines.append(f"cluster {block['cluster']}: {len(moving)} partition(s) moving")
+        cells = [_IN_FLIGHT_HEADER] + [
+            (r["topic"], str(r["partition"]), _brokers(r["replicas"]), _brokers(r["adding"]),
+             _brokers(r["removing"]), _brokers(r["target"]),
+             "unknown" if r["bytes_left"] is None else str(r["bytes_left"]))
+            for r in moving]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(_IN_FLIGHT_HEADER))]
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+                  .rstrip() for row in cells]
+    return lines
+
+
 def render_report(payload: Mapping[str, Any]) -> list[str]:
     """Lines for a person."""
+    if "reassignments" in payload:
+        return render_reassignments(payload)
     if "violations" in payload:
         return render_trend(payload["violations"]["days"], payload["violations"]["spans"])
     if "unmanaged" in payload:

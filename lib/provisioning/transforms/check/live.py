@@ -8,7 +8,8 @@ created now in its current shape (`as_created`):
 
 - action CREATE, state present; partitions and replication_factor as live (so the
   policies never fall back to a broker default); no replica_assignment;
-- configs: the topic's own overrides (source DYNAMIC_TOPIC_CONFIG), plus, for each config
+- configs: the topic's own overrides (source DYNAMIC_TOPIC_CONFIG; not a replica move's
+  throttled-replicas lists, `transforms.drift.own_override`), plus, for each config
   the policies read (`read_configs`: min.insync.replicas and the names required_configs
   lists), the value the broker reports when the topic does not override it (a broker
   setting or Kafka's default). forbidden_configs judges what is set on the topic, so its
@@ -43,7 +44,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType
 
 from provisioning.conf import PolicySpec
-from provisioning.names import CREATE, LIVE_POLICIES, PRESENT, TOPIC_OVERRIDE
+from provisioning.names import CREATE, LIVE_POLICIES, PRESENT
+from provisioning.transforms.drift import own_override
 from provisioning.transforms.policies import Cut, PolicyContext, with_create_policies
 from schemas import CONFIG_ENTRY, PLAN, column_names
 
@@ -107,7 +109,7 @@ def _created_configs(filled: Sequence[str]) -> Column:
     wanted = (F.array(*[F.lit(n) for n in filled]) if filled
               else F.array().cast("array<string>"))
     shown = F.filter(reported_configs(), lambda c: (
-        (c["source"] == F.lit(TOPIC_OVERRIDE)) | F.array_contains(wanted, c["name"]))
+        own_override(c) | F.array_contains(wanted, c["name"]))
         & c["value"].isNotNull() & ~F.coalesce(c["sensitive"], F.lit(False)))
     return F.map_from_entries(F.transform(
         shown, lambda c: F.struct(c["name"].alias("key"), c["value"].alias("value"))))
