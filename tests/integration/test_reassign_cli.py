@@ -80,7 +80,7 @@ def _replicas(bootstrap: str, prefix: str) -> dict[str, dict[int, tuple[int, lis
     client = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         listed = sorted(t for t in client.list_topics() if t.startswith(prefix))
-        return {t["topic"]: {p["partition_index"]: (p["leader_id"], list(p["replica_nodes"]))
+        return {t["name"]: {p["partition_index"]: (p["leader_id"], list(p["replica_nodes"]))
                              for p in t["partitions"]}
                 for t in client.describe_topics(listed)}
     finally:
@@ -293,8 +293,12 @@ def test_a_run_killed_mid_move_is_finished_by_the_next(
     listed = run_cli(["report", "--conf", str(conf), "--reassignments", "--json"],
                      remote=connect_server.address)
     assert listed.returncode == 0, listed.output[-3000:]
-    assert sorted((r["topic"], r["partition"]) for r in listed.json()["reassignments"]) == [
-        ("rk.slow", p) for p in range(3)]
+    (block,) = listed.json()["reassignments"]
+    assert (block["cluster"], block["error"], [
+        (r["topic"], r["partition"], r["replicas"][0], len(r["target"]), r["removing"])
+        for r in block["partitions"]]) == (
+        "racked", None, [("rk.slow", p, p + 1, 2, []) for p in range(3)])
+    assert all(r["bytes_left"] > 0 for r in block["partitions"]), block
 
     time.sleep(25)  # the killed run's lock expires
     rerun = run_cli(["apply", "--conf", str(conf), "--allow-reassign", "--json"],

@@ -69,6 +69,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                    "topics_not_listed": result.topics_not_listed,
                    "deletes_not_allowed": result.deletes_not_allowed,
                    "alters_not_allowed": result.alters_not_allowed,
+                   "reassigns_not_allowed": result.reassigns_not_allowed,
                    "unmanaged": result.unmanaged,
                    "acls": result.acls,
                    "plan_file": None if saved_plan is None else {

@@ -20,10 +20,12 @@ from provisioning.views.plan_text import drift_lines, pairs_text, sizing_text, s
 # Rows a PR comment can hold comfortably (GitHub caps a comment at 65,536 characters).
 MAX_TOPICS = 200
 _HEADINGS = {n.CREATE: "Create", n.DELETE: "Delete", n.ALTER: "Alter",
-             n.DRIFT: "Drift (reported, never changed)", n.NOOP: "Unchanged"}
-_COLUMNS = {n.CREATE: "create", n.DELETE: "delete", n.ALTER: "alter", n.DRIFT: "drift",
+             n.REASSIGN: "Reassign (replica moves)", n.DRIFT: "Drift (reported, never changed)", n.NOOP: "Unchanged"}
+_COLUMNS = {n.CREATE: "create", n.DELETE: "delete", n.ALTER: "alter",
+            n.REASSIGN: "reassign", n.DRIFT: "drift",
             n.NOOP: "unchanged"}
-_MARKS = {n.VALIDATED: "✅", n.CREATED: "✅", n.DELETED: "✅", n.ALTERED: "✅", n.PLANNED: "📝",
+_MARKS = {n.VALIDATED: "✅", n.CREATED: "✅", n.DELETED: "✅", n.ALTERED: "✅",
+          n.REASSIGNED: "✅", n.REASSIGNING: "⏳", n.PLANNED: "📝",
           n.DRIFTED: "⚠️", n.BLOCKED: "⛔", n.REJECTED: "❌", n.FAILED: "❌", n.UNKNOWN: "❓"}
 
 
@@ -124,6 +126,9 @@ def render_markdown(result: RunResult, command: str, max_topics: int = MAX_TOPIC
     if result.alters_not_allowed:
         lines += [f"{result.alters_not_allowed} alter(s) are made only by "
                   "`apply --allow-alter`.", ""]
+    if result.reassigns_not_allowed:
+        lines += [f"{result.reassigns_not_allowed} topic(s)' replica moves are made only by "
+                  "`apply --allow-reassign`.", ""]
     if result.deletes_not_allowed:
         lines += [f"{result.deletes_not_allowed} deletion(s) are made only by "
                   "`apply --allow-deletes`.", ""]
