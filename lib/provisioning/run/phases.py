@@ -44,6 +44,7 @@ from provisioning.run.engine import (
 )
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
 from provisioning.run.planning import cut, planned_plan, policy_context, read_desired
+from provisioning.run.reassign_phases import unsettled_moves
 from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from provisioning.transforms.audit import plan_audit, plan_outcome, result_audit
@@ -175,9 +176,11 @@ class Plan(Phase):
             in_run = _in_run(ctx, live)
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
                        if ctx.conf.deletes.prune else None)
+            flights = list(state.in_flight or [])
+            flights += unsettled_moves(ctx, in_run, flights)
             plan, counts = planned_plan(ctx.spark, ctx.conf, require(state.states, "states"),
                                         require(state.desired, "desired"), live, in_run,
-                                        created, state.in_flight, state.unlisted)
+                                        created, flights, state.unlisted)
             if any(action in (names.REASSIGN, names.ALTER) for (_, action, _) in counts):
                 state.move_counts = {
                     (r["cluster"], r["outcome"]): int(r["n"]) for r in

@@ -20,7 +20,8 @@ so an ALTER that also moves replicas ends twice: its ALTER rows and its REASSIGN
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -200,3 +201,47 @@ def owned_brokers(ctx: RunContext, applied: DataFrame, requests: DataFrame
         add(latest.select("cluster", "set.throttled_brokers", "set.throttle_rate"),
             "throttled_brokers")
     return {c: dict(sorted(b.items())) for c, b in sorted(found.items())}
+
+
+def unsettled_moves(ctx: RunContext, live: DataFrame, in_flight: Sequence[Mapping[str, Any]]
+                    ) -> list[dict[str, Any]]:
+    """REASSIGNMENT_IN_FLIGHT rows (dicts) for the moves an earlier run started and never
+    settled (its latest REASSIGN row of the topic is `reassigning` or `unknown`: it was
+    killed, or its verify stopped waiting) that are not moving any more: finished, or
+    stopped, while no run watched. The plan takes them as moves under way, so an apply
+    settles them (reassigned, or failed), clears their throttles and the broker rates set
+    for them.
+
+    Only topics that still have throttled replicas are looked up (the job throttles a
+    move before it starts): a run with none reads no audit row.
+    """
+    throttled = live.where(F.exists("configs", lambda c: (
+        c["name"].isin(*names.THROTTLED_REPLICAS_CONFIGS) & (F.length(c["value"]) > 0))))
+    topics = [(r["cluster"], r["topic"]) for r in throttled.select(*_KEYS).collect()]
+    ref = TableRef(ctx.conf.tables.audit)
+    if not topics or not table_exists(ctx.spark, ref):
+        return []
+    wanted = ctx.spark.createDataFrame(topics, "cluster string, topic string")
+    rows = (read_table(ctx.spark, ref)
+            .where((F.col("action") == names.REASSIGN)
+                   & F.col("phase").isin(names.APPLY, names.VERIFY))
+            .join(wanted, on=_KEYS, how="left_semi"))
+    order = F.struct("recorded_at", F.when(F.col("phase") == names.VERIFY, 1).otherwise(0))
+    latest = rows.groupBy(*_KEYS).agg(F.max_by(F.struct("outcome", "result_reassignment"),
+                                               order).alias("last"))
+    open_moves = latest.where(F.col("last.outcome").isin(names.REASSIGNING, names.UNKNOWN)) \
+        .select(*_KEYS, F.explode("last.result_reassignment").alias("m")) \
+        .where(F.col("m.outcome").isin(names.REASSIGNING, names.UNKNOWN)) \
+        .select(*_KEYS, "m.partition", "m.before", "m.after")
+    moving = {(r["cluster"], r["topic"], int(r["partition"])) for r in in_flight}
+    found = []
+    for r in open_moves.collect():
+        if (r["cluster"], r["topic"], int(r["partition"])) in moving:
+            continue
+        before, after = list(r["before"] or []), list(r["after"] or [])
+        removing = [b for b in before if b not in after]
+        found.append({"cluster": r["cluster"], "topic": r["topic"],
+                      "partition": int(r["partition"]), "replicas": after + removing,
+                      "adding": sorted(b for b in after if b not in before),
+                      "removing": sorted(removing)})
+    return found

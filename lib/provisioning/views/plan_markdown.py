@@ -20,7 +20,8 @@ from provisioning.views.plan_text import drift_lines, pairs_text, sizing_text, s
 # Rows a PR comment can hold comfortably (GitHub caps a comment at 65,536 characters).
 MAX_TOPICS = 200
 _HEADINGS = {n.CREATE: "Create", n.DELETE: "Delete", n.ALTER: "Alter",
-             n.REASSIGN: "Reassign (replica moves)", n.DRIFT: "Drift (reported, never changed)", n.NOOP: "Unchanged"}
+             n.REASSIGN: "Reassign (replica moves)", n.DRIFT: "Drift (reported, never changed)",
+             n.NOOP: "Unchanged"}
 _COLUMNS = {n.CREATE: "create", n.DELETE: "delete", n.ALTER: "alter",
             n.REASSIGN: "reassign", n.DRIFT: "drift",
             n.NOOP: "unchanged"}
