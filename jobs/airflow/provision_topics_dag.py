@@ -33,6 +33,9 @@ provider and the standard library):
 - PROVISIONING_DRIVER_MEMORY (unset): spark-submit --driver-memory.
 - PROVISIONING_ALLOW_DELETES (false): `true` passes --allow-deletes to the apply.
 - PROVISIONING_ALLOW_ALTER (false): `true` passes --allow-alter to the apply.
+- PROVISIONING_ALLOW_REASSIGN (false): `true` passes --allow-reassign to the apply
+  (replica moves; a move still running when the apply stops waiting is finished by the
+  next DAG run's apply).
 - PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.
 
 SASL credentials reach the job as the environment variables its conf names
@@ -67,6 +70,7 @@ SPARK_CONN_ID = os.environ.get("PROVISIONING_SPARK_CONN_ID", "spark_default")
 DRIVER_MEMORY = os.environ.get("PROVISIONING_DRIVER_MEMORY") or None
 ALLOW_DELETES = os.environ.get("PROVISIONING_ALLOW_DELETES", "false").lower() == "true"
 ALLOW_ALTER = os.environ.get("PROVISIONING_ALLOW_ALTER", "false").lower() == "true"
+ALLOW_REASSIGN = os.environ.get("PROVISIONING_ALLOW_REASSIGN", "false").lower() == "true"
 SCHEDULE = os.environ.get("PROVISIONING_SCHEDULE") or None
 
 SPARK_CONF = {
@@ -81,8 +85,8 @@ SPARK_CONF = {
 PLAN_FILE = PLAN_DIR + "/" + DAG_ID + "/{{ run_id | replace(':', '-') | replace('+', '-') }}.json"
 
 
-def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False
-                 ) -> tuple[bool, str]:
+def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False,
+                 allow_reassign: bool = False) -> tuple[bool, str]:
     """Whether the saved plan should be applied, and why (pure: reads only the file)."""
     path = Path(plan_file)
     if not path.exists():
@@ -94,7 +98,7 @@ def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False
     if exit_code != 0:
         return False, f"the plan exited {exit_code}: some topics need a person (see the audit)"
     actions = ("CREATE", *(["DELETE"] if allow_deletes else []),
-               *(["ALTER"] if allow_alter else []))
+               *(["ALTER"] if allow_alter else []), *(["REASSIGN"] if allow_reassign else []))
     todo = [c for c in doc["plan"]["changes"]
             if c["action"] in actions and not c["violations"] and not c["row_errors"]]
     if not todo:
@@ -106,8 +110,9 @@ def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False
     return True, f"applying {summary} (plan digest {doc['digest'][:12]})"
 
 
-def _should_apply(plan_file: str, allow_deletes: bool, allow_alter: bool) -> bool:
-    go, why = plan_verdict(plan_file, allow_deletes, allow_alter)
+def _should_apply(plan_file: str, allow_deletes: bool, allow_alter: bool,
+                  allow_reassign: bool) -> bool:
+    go, why = plan_verdict(plan_file, allow_deletes, allow_alter, allow_reassign)
     print(f"anything_to_apply: {why}")
     return go
 
@@ -144,9 +149,10 @@ with DAG(
     anything_to_apply = ShortCircuitOperator(
         task_id="anything_to_apply",
         python_callable=_should_apply,
-        op_args=[PLAN_FILE, ALLOW_DELETES, ALLOW_ALTER],
+        op_args=[PLAN_FILE, ALLOW_DELETES, ALLOW_ALTER, ALLOW_REASSIGN],
     )
     apply = _submit("apply", ["apply", "--conf", CONF, "--plan", PLAN_FILE, "--json",
                               *(["--allow-deletes"] if ALLOW_DELETES else []),
-                              *(["--allow-alter"] if ALLOW_ALTER else [])])
+                              *(["--allow-alter"] if ALLOW_ALTER else []),
+                              *(["--allow-reassign"] if ALLOW_REASSIGN else [])])
     plan >> anything_to_apply >> apply

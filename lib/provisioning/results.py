@@ -79,8 +79,8 @@ class RunResult:
     topics_not_listed: int = 0
     deletes_not_allowed: int = 0
     alters_not_allowed: int = 0
-    # Topics whose replica moves were checked but not started (apply without
-    # --allow-reassign, or an ALTER whose alter was not made).
+    # Topics whose replica moves an apply checked but did not start (no --allow-reassign,
+    # or an ALTER's moves whose alter was not made).
     reassigns_not_allowed: int = 0
     # Live topics (not internal) that no manifest row names, per cluster: never changed.
     unmanaged: dict[str, int] = field(default_factory=dict)

@@ -27,7 +27,14 @@ from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka import reassign
 from provisioning.kafka.client import ClusterAdmin
 from tests.conftest import RACKS
-from tests.helpers import REPO, audit_rows, run_cli, write_conf, write_manifest_table
+from tests.helpers import (
+    REPO,
+    audit_rows,
+    broker_state,
+    run_cli,
+    write_conf,
+    write_manifest_table,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -110,8 +117,10 @@ def test_replication_factors_and_assignments_moved_with_the_flag_throttled(
         "ra.moved": {0: [1], 1: [2]},
         "ra.big": {0: [1]},
         "ra.insync": {0: [1, 2, 3]},
+        "ra.both": {0: [2], 1: [3]},
     }
-    _create(bootstrap, live, {"ra.insync": {"min.insync.replicas": "3"}})
+    _create(bootstrap, live, {"ra.insync": {"min.insync.replicas": "3"},
+                              "ra.both": {"retention.ms": "86400000"}})
     _produce(bootstrap, "ra.up", 6, 10_000, 1_000)
     wh = tmp_path / "wh"
     manifest = [
@@ -120,6 +129,9 @@ def test_replication_factors_and_assignments_moved_with_the_flag_throttled(
         {"cluster": "racked", "topic": "ra.moved", "replica_assignment": {0: [2, 3], 1: [3, 1]}},
         {"cluster": "racked", "topic": "ra.big", "replication_factor": 4},
         {"cluster": "racked", "topic": "ra.insync", "replication_factor": 2},
+        # configs and replicas: the alter first, then the moves
+        {"cluster": "racked", "topic": "ra.both", "replication_factor": 2,
+         "configs": {"retention.ms": "172800000"}},
     ]
     write_manifest_table(spark, wh / "desired_topics", manifest)
     conf = write_conf(tmp_path / "conf.yaml", bootstrap, wh, cluster="racked",
@@ -130,15 +142,18 @@ def test_replication_factors_and_assignments_moved_with_the_flag_throttled(
     # Without --allow-reassign: planned, checked, shown before -> after; nothing moves.
     held = run(["apply", "--conf", str(conf)])
     assert held.returncode == 1, held.output[-3000:]
-    for line in ["cluster racked: 5 to reassign",
+    for line in ["cluster racked: 1 to alter, 6 to reassign",
                  "> racked/ra.up  reassign  checked (made only by apply --allow-reassign)",
                  "partition 0: [1] -> [2, 3]", "partition 1: [2] -> [3, 1]",
-                 "3 topic(s)' replica moves checked but not made: run apply with "
+                 "4 topic(s)' replica moves checked but not made: run apply with "
                  "--allow-reassign"]:
         assert line in held.stdout, held.stdout
     assert _replicas(bootstrap, "ra.") == before
     held_id = held.stdout.split()[1]
     assert audit_rows(spark, wh, held_id) == sorted([
+        ("racked", "ra.both", "ALTER", "plan", "planned"),
+        ("racked", "ra.both", "ALTER", "validate", "validated"),
+        ("racked", "ra.both", "REASSIGN", "validate", "validated"),
         ("racked", "ra.big", "REASSIGN", "plan", "blocked"),
         ("racked", "ra.down", "REASSIGN", "plan", "planned"),
         ("racked", "ra.down", "REASSIGN", "validate", "validated"),
@@ -186,10 +201,15 @@ def test_replication_factors_and_assignments_moved_with_the_flag_throttled(
         watcher.join()
     assert done.returncode == 1, done.output[-3000:]
     report = done.json()
-    assert (report["counts"], report["reassigns_not_allowed"]) == (
-        {"blocked": 2, "reassigned": 3}, 0)
+    # ra.both's alter is not allowed: its moves wait for it.
+    assert (report["counts"], report["alters_not_allowed"],
+            report["reassigns_not_allowed"]) == (
+        {"blocked": 2, "reassigned": 3, "validated": 2}, 1, 1)
     run_id = report["run_id"]
     assert audit_rows(spark, wh, run_id) == sorted([
+        ("racked", "ra.both", "ALTER", "plan", "planned"),
+        ("racked", "ra.both", "ALTER", "validate", "validated"),
+        ("racked", "ra.both", "REASSIGN", "validate", "validated"),
         ("racked", "ra.big", "REASSIGN", "plan", "blocked"),
         ("racked", "ra.insync", "REASSIGN", "plan", "blocked"),
         *((("racked", t, "REASSIGN", phase, outcome)
@@ -209,8 +229,8 @@ def test_replication_factors_and_assignments_moved_with_the_flag_throttled(
         p: (p % 3 + 1, p % 3 + 1, 2, True) for p in range(6)}
     assert {p: replicas for p, (_, replicas) in after["ra.moved"].items()} == {
         0: [2, 3], 1: [3, 1]}
-    assert {t: after[t] for t in ("ra.big", "ra.insync")} == {
-        t: before[t] for t in ("ra.big", "ra.insync")}
+    assert {t: after[t] for t in ("ra.big", "ra.insync", "ra.both")} == {
+        t: before[t] for t in ("ra.big", "ra.insync", "ra.both")}
     assert _read_all(bootstrap, "ra.up", 6, 10_000) == list(range(10_000))
     rows = {(r["topic"], r["phase"]): r for r in spark.read.format("delta")
             .load(str(wh / "topic_audit")).where(f"run_id = '{run_id}'").collect()}
@@ -236,17 +256,34 @@ def test_replication_factors_and_assignments_moved_with_the_flag_throttled(
     # A second apply has nothing to move.
     again = run(["apply", "--conf", str(conf), "--allow-reassign", "--json"])
     assert again.returncode == 1, again.output[-3000:]
-    assert again.json()["counts"] == {"already_present": 3, "blocked": 2}
+    assert again.json()["counts"] == {"already_present": 3, "blocked": 2, "validated": 2}
     assert _replicas(bootstrap, "ra.") == after
 
-    # Forced below min.insync.replicas; RF 4 dropped from the manifest.
+    # ra.up back down to 2; forced below min.insync.replicas; RF 4 dropped from the
+    # manifest; with --allow-alter, ra.both's alter, then its moves.
     write_manifest_table(spark, wh / "desired_topics", [
-        *manifest[:3], {**manifest[4], "force": True}])
-    forced = run(["apply", "--conf", str(conf), "--allow-reassign", "--json"])
-    assert forced.returncode == 0, forced.output[-3000:]
-    assert forced.json()["counts"] == {"already_present": 3, "reassigned": 1}
-    (leader, replicas), = _replicas(bootstrap, "ra.insync")["ra.insync"].values()
-    assert (leader, replicas[0], len(replicas)) == (1, 1, 2)
+        {**manifest[0], "replication_factor": 2}, *manifest[1:3],
+        {**manifest[4], "force": True}, manifest[5]])
+    last = run(["apply", "--conf", str(conf), "--allow-reassign", "--allow-alter", "--json"])
+    assert last.returncode == 0, last.output[-3000:]
+    assert last.json()["counts"] == {"already_present": 2, "altered": 1, "reassigned": 3}
+    assert [r for r in audit_rows(spark, wh, last.json()["run_id"])
+            if r[1] == "ra.both"] == sorted(
+        [("racked", "ra.both", "ALTER", phase, outcome) for phase, outcome in (
+            ("plan", "planned"), ("validate", "validated"), ("apply", "altered"),
+            ("verify", "altered"))]
+        + [("racked", "ra.both", "REASSIGN", phase, outcome) for phase, outcome in (
+            ("validate", "validated"), ("apply", "reassigning"), ("verify", "reassigned"))])
+    final = _replicas(bootstrap, "ra.")
+    # Lowered: the leaders are unchanged.
+    assert {p: (leader, replicas[0], len(replicas), set(replicas) <= set(up[p][1]))
+            for p, (leader, replicas) in final["ra.up"].items()} == {
+        p: (p % 3 + 1, p % 3 + 1, 2, True) for p in range(6)}
+    assert {t: {p: (r[0], len(r), len({RACKS[b] for b in r})) for p, (_, r) in
+                final[t].items()} for t in ("ra.insync", "ra.both")} == {
+        "ra.insync": {0: (1, 2, 2)}, "ra.both": {0: (2, 2, 2), 1: (3, 2, 2)}}
+    assert broker_state(bootstrap)["ra.both"]["configs"] == {"retention.ms": "172800000"}
+    assert _read_all(bootstrap, "ra.up", 6, 10_000) == list(range(10_000))
 
 
 def test_a_run_killed_mid_move_is_finished_by_the_next(
@@ -282,6 +319,7 @@ def test_a_run_killed_mid_move_is_finished_by_the_next(
             time.sleep(1)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
         proc.wait(60)
         log.close()
     with ClusterAdmin(ClusterConf("racked", bootstrap), None, KAFKA) as admin:
@@ -300,7 +338,17 @@ def test_a_run_killed_mid_move_is_finished_by_the_next(
         "racked", None, [("rk.slow", p, p + 1, 2, []) for p in range(3)])
     assert all(r["bytes_left"] > 0 for r in block["partitions"]), block
 
-    time.sleep(25)  # the killed run's lock expires
+    # A plan shows the moves under way and changes nothing.
+    planned = run_cli(["plan", "--conf", str(conf), "--json"], remote=connect_server.address)
+    assert planned.returncode == 0, planned.output[-3000:]
+    (shown,) = planned.json()["topics"]
+    assert (shown["topic"], shown["action"], shown["phase"], shown["outcome"], [
+        (m["partition"], m["before"], len(m["after"]), m["in_flight"])
+        for m in shown["reassignment"]]) == (
+        "rk.slow", "REASSIGN", "validate", "validated",
+        [(p, [p + 1], 2, True) for p in range(3)])
+
+    time.sleep(max(0.0, killed + 25 - time.monotonic()))  # the killed run's lock expires
     rerun = run_cli(["apply", "--conf", str(conf), "--allow-reassign", "--json"],
                     remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]

@@ -121,3 +121,22 @@ def test_final_rows_are_each_topics_last_phase(spark: SparkSession) -> None:
     expected = [rows[3], rows[5], rows[8], *rows[9:]]
     assert_df_equality(final_rows(audit_df(spark, rows)), audit_df(spark, expected),
                        ignore_row_order=True, ignore_nullable=True)
+
+
+def test_an_alter_that_moves_replicas_ends_with_its_alter_and_its_moves(
+        spark: SparkSession) -> None:
+    rows = [
+        audit("both", "ALTER", "plan", "planned"),
+        audit("both", "ALTER", "validate", "validated"),
+        audit("both", "REASSIGN", "validate", "validated"),
+        audit("both", "ALTER", "apply", "altered"),
+        audit("both", "ALTER", "verify", "altered"),
+        # the moves were not made (no --allow-reassign): checked is where they ended
+        audit("moved", "REASSIGN", "plan", "planned"),
+        audit("moved", "REASSIGN", "validate", "validated"),
+        audit("moved", "REASSIGN", "apply", "reassigning"),
+        audit("moved", "REASSIGN", "verify", "reassigning"),
+    ]
+    assert_df_equality(final_rows(audit_df(spark, rows)),
+                       audit_df(spark, [rows[2], rows[4], rows[8]]),
+                       ignore_row_order=True, ignore_nullable=True)

@@ -366,3 +366,51 @@ def test_report_refuses_two_views_and_since_without_violations(
         build_report(None, conf, run_id=None, topic=None, clusters=(), limit=20,  # type: ignore[arg-type]
                      **options)
     assert str(refused.value) == message
+
+
+def test_replica_moves_show_before_and_after_per_partition_and_what_became_of_them() -> None:
+    moves = [{"partition": 0, "before": [1], "after": [1, 2, 3], "in_flight": False},
+             {"partition": 1, "before": [2], "after": [2, 3, 1], "in_flight": True}]
+    result = RunResult(
+        run_id="r4",
+        counts={"validated": 1, "reassigning": 1, "failed": 1},
+        actions=[{"cluster": "local", "action": "REASSIGN", "topics": 3}],
+        topics=[
+            topic("checked", "REASSIGN", "validate", "validated", reassignment=moves),
+            topic("half", "REASSIGN", "apply", "failed", reassignment=moves,
+                  error_name="INVALID_REPLICA_ASSIGNMENT", throttle_rate=1048576,
+                  result_reassignment=[
+                      {"partition": 0, "before": [1], "after": [1, 9],
+                       "outcome": "rejected", "error_name": "INVALID_REPLICA_ASSIGNMENT",
+                       "error_message": "broker 9 is not live"},
+                      {"partition": 1, "before": [2], "after": [2, 3], "outcome": "reassigning",
+                       "error_name": "NONE", "error_message": None}]),
+            topic("slow", "REASSIGN", "verify", "reassigning", reassignment=moves[1:],
+                  result_reassignment=[
+                      {"partition": 1, "before": [2], "after": [2, 3, 1],
+                       "outcome": "reassigning", "error_name": "NONE",
+                       "error_message": "still moving"}]),
+        ],
+        reassigns_not_allowed=1,
+    )
+    assert render_run(result, "apply") == [
+        "apply r4",
+        "",
+        "cluster local: 3 to reassign",
+        "",
+        "  > local/checked  reassign  checked (made only by apply --allow-reassign)",
+        "      partition 0: [1] -> [1, 2, 3]",
+        "      partition 1: [2] -> [2, 3, 1] (in flight since an earlier run)",
+        "  ! local/half  reassign  failed in phase apply: INVALID_REPLICA_ASSIGNMENT",
+        "      partition 0: [1] -> [1, 9] rejected (INVALID_REPLICA_ASSIGNMENT: broker 9 is "
+        "not live)",
+        "      partition 1: [2] -> [2, 3] reassigning",
+        "      throttle: 1048576 bytes/s per broker",
+        "  > local/slow  reassign  reassigning (still moving: a later apply --allow-reassign "
+        "finishes it)",
+        "      partition 1: [2] -> [2, 3, 1] reassigning",
+        "",
+        "1 topic(s)' replica moves checked but not made: run apply with --allow-reassign (an "
+        "ALTER's moves start once its alter is made: --allow-alter)",
+        "outcomes: failed=1, reassigning=1, validated=1",
+    ]

@@ -149,7 +149,7 @@ def _finish(ctx: RunContext, run: Run, options: RunOptions) -> RunResult:
             made.append(summarize(ctx.run_id, state.audit_rows, options.listing_limit,
                                   deletes_allowed=apply is None or apply.allow_deletes,
                                   alters_allowed=apply is None or apply.allow_alter,
-                                  reassigns_allowed=apply is None or apply.allow_reassign,
+                                  count_unmade_moves=apply is not None,
                                   final_counts=known))
             if state.acl_plan is not None:
                 made[0].acls = summarize_acls(

@@ -31,7 +31,7 @@ def _nulls_first(value: Any) -> tuple[bool, Any]:
 
 def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
               deletes_allowed: bool, alters_allowed: bool = True,
-              reassigns_allowed: bool = True,
+              count_unmade_moves: bool = False,
               final_counts: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
     """The run's result from every AUDIT row it recorded (the final rows computed once, then
     counted and the first `listing_limit` topics that are not simply settled listed; no
@@ -41,8 +41,8 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
       counted as not made); True otherwise.
     alters_allowed: False for an apply without --allow-alter (its validated alters are
       counted as not made); True otherwise.
-    reassigns_allowed: False for an apply without --allow-reassign (its checked moves are
-      counted as not made); True otherwise.
+    count_unmade_moves: True for an apply: the replica moves it checked but did not start
+      (no --allow-reassign, or an ALTER's moves whose alter was not made) are counted.
     final_counts: the final rows counted per cluster, action, phase and outcome (`n`),
       when the run knows them already (only its plan phase recorded rows).
     """
@@ -69,7 +69,7 @@ def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
         if (not alters_allowed and r["phase"] == names.VALIDATE
                 and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
             alters_not_allowed += n
-        if (not reassigns_allowed and r["phase"] == names.VALIDATE
+        if (count_unmade_moves and r["phase"] == names.VALIDATE
                 and r["outcome"] == names.VALIDATED and r["action"] == names.REASSIGN):
             reassigns_not_allowed += n
     total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)

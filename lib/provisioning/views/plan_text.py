@@ -222,7 +222,8 @@ def render_run(result: RunResult, command: str, verbose: bool = False,
                      "apply with --allow-alter")
     if result.reassigns_not_allowed:
         lines.append(f"{result.reassigns_not_allowed} topic(s)' replica moves checked but not "
-                     "made: run apply with --allow-reassign")
+                     "made: run apply with --allow-reassign (an ALTER's moves start once its "
+                     "alter is made: --allow-alter)")
     if result.deletes_not_allowed:
         lines.append(f"{result.deletes_not_allowed} deletion(s) not made: run apply with "
                      "--allow-deletes")
