@@ -28,7 +28,7 @@ def change(topic: str, action: str = "CREATE", **cols: Any) -> dict[str, Any]:
             "replication_factor": None, "replica_assignment": None, "configs": None,
             "owner": None, "force": None, "drift": [], "violations": [], "row_errors": [],
             "live_topic_id": None, "live_error": None, "source_table": "m",
-            "source_version": 4, "reassignment": None, **cols}
+            "source_version": 4, **cols}
 
 
 def doc(*changes: dict[str, Any], conf: str = "c1", clusters: tuple[str, ...] = ("local",),

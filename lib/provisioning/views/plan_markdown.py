@@ -77,11 +77,15 @@ def _summary(result: RunResult) -> list[str]:
     for cluster in result.unmanaged:
         per_cluster.setdefault(cluster, {})
     invalid = any(set(c) - set(n.ACTIONS) for c in per_cluster.values())
-    head = ["cluster", *_COLUMNS.values(), *(["invalid"] if invalid else []), "unmanaged"]
+    # The reassign column only when some cluster has replica moves.
+    shown = [a for a in _COLUMNS
+             if a != n.REASSIGN or any(n.REASSIGN in c for c in per_cluster.values())]
+    head = ["cluster", *(_COLUMNS[a] for a in shown), *(["invalid"] if invalid else []),
+            "unmanaged"]
     lines = ["| " + " | ".join(head) + " |",
              "|---|" + "---:|" * (len(head) - 1)]
     for cluster, counts in sorted(per_cluster.items()):
-        values = [str(counts.get(a, 0)) for a in _COLUMNS]
+        values = [str(counts.get(a, 0)) for a in shown]
         if invalid:
             values.append(str(sum(v for a, v in counts.items() if a not in n.ACTIONS)))
         values.append(str(result.unmanaged.get(cluster, 0)))

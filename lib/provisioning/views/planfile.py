@@ -37,7 +37,7 @@ CHANGE_FIELDS = (
     "configs", "owner", "force", "drift", "violations", "row_errors", "live_topic_id",
     "live_error", "source_table", "source_version", "reassignment",
 )
-# Change fields a plan saved before they existed may lack (read as null).
+# Change fields a saved change may lack (read as null): left out when null.
 _OPTIONAL_FIELDS = ("reassignment",)
 
 Key = tuple[str | None, str | None]
@@ -110,10 +110,12 @@ def change_entry(row: Mapping[str, Any]) -> dict[str, Any]:
         "live_error": row.get("live_error"),
         "source_table": row.get("source_table"),
         "source_version": row.get("source_version"),
-        "reassignment": None if row.get("reassignment") is None else [
+        # Replica moves: left out of a change without any (such a change reads, and
+        # digests, as it did before moves existed).
+        **({} if row.get("reassignment") is None else {"reassignment": [
             {"partition": m["partition"], "before": list(m["before"] or []),
              "after": list(m["after"] or []), "in_flight": bool(m["in_flight"])}
-            for m in row["reassignment"]],
+            for m in row["reassignment"]]}),
     }
 
 
