@@ -317,19 +317,29 @@ class Model:
                 add(t, action, ("plan", "already_absent" if r.absent else "already_present"))
             elif action == "DRIFT":
                 add(t, action, ("plan", "drift"))
+            elif action == "REASSIGN" and self._to_one(r, live):
+                add(t, action, ("plan", "blocked"))
+                attention = True
+            elif action == "REASSIGN":
+                # checked, not made: the soak's applies run without --allow-reassign
+                add(t, action, ("plan", "planned"), ("validate", "validated"))
             elif action == "DELETE" and t.startswith("soak.keep."):
                 add(t, action, ("plan", "blocked"))
                 attention = True
             elif action == "DELETE":
                 add(t, action, ("plan", "planned"), ("apply", "deleted"), ("verify", "deleted"))
                 del self.live[t]
-            elif action == "ALTER" and live is not None and r.shape.retention < live.retention:
+            elif action == "ALTER" and live is not None and (r.shape.retention < live.retention
+                                                              or self._to_one(r, live)):
                 add(t, action, ("plan", "blocked"))
                 attention = True
             elif action == "ALTER":
                 add(t, action, ("plan", "planned"), ("validate", "validated"),
                     ("apply", "altered"), ("verify", "altered"))
                 assert live is not None
+                if r.shape.rf != live.rf:
+                    # its replica moves: checked, not made (no --allow-reassign)
+                    add(t, "REASSIGN", ("validate", "validated"))
                 self.live[t] = replace(live, retention=r.shape.retention,
                                        partitions=max(live.partitions, r.shape.partitions))
             else:
@@ -351,9 +361,16 @@ class Model:
         want = row.shape
         if want.partitions > live.partitions or want.retention != live.retention:
             return "ALTER"
-        if want.partitions < live.partitions or want.rf != live.rf:
+        if want.rf != live.rf:
+            return "REASSIGN"
+        if want.partitions < live.partitions:
             return "DRIFT"
         return "NOOP"
+
+    @staticmethod
+    def _to_one(row: Row, live: Shape | None) -> bool:
+        """A replication factor lowered to 1: blocked by `replication_factor_to_one`."""
+        return live is not None and row.shape.rf == 1 and live.rf > 1
 
     def broker_view(self) -> dict[str, tuple[int, int, dict[str, str]]]:
         return {t: (s.partitions, s.rf,
