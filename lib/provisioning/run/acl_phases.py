@@ -100,7 +100,6 @@ class AclSnapshot(Phase):
     name = "acl snapshot"
     reads = ("states", "acl_desired")
     writes = ("acl_live", "acl_problems")
-    needs_lock = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return state.acl_desired is not None

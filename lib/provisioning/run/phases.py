@@ -137,7 +137,6 @@ class Snapshot(Phase):
     name = "snapshot"
     reads = ("states", "desired")
     writes = ("live", "in_flight", "unlisted")
-    needs_lock = True
     runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
@@ -210,7 +209,7 @@ class Plan(Phase):
                 on_plan(plan)
 
 
-def _planned(state: RunState, *actions: str) -> int:
+def planned(state: RunState, *actions: str) -> int:
     """Clean PLAN rows (outcome planned) of `actions`."""
     return sum(n for (_, action, outcome), n in (state.plan_counts or {}).items()
                if action in actions and outcome == names.PLANNED)
@@ -228,7 +227,7 @@ class Validate(Phase):
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return _planned(state, names.CREATE, names.ALTER) > 0
+        return planned(state, names.CREATE, names.ALTER) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -294,7 +293,7 @@ class Apply(Phase):
         options = pipeline_options(ctx)
         if not isinstance(options, ApplyOptions):
             return False
-        return sum(_planned(state, action) for action in _actions(options)) > 0
+        return sum(planned(state, action) for action in apply_actions(options)) > 0
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> list[tuple[DataFrame, Sender]]:
@@ -346,7 +345,7 @@ class Apply(Phase):
         plan = require(state.plan, "plan")
         options = pipeline_options(ctx)
         size = ctx.conf.kafka.batch_size * ctx.conf.kafka.max_in_flight_requests
-        waves = max(1, -(-_most_per_cluster(state, _actions(options)) // size))
+        waves = max(1, -(-_most_per_cluster(state, apply_actions(options)) // size))
         sends = [(frame.withColumn(_WAVE, _wave_of(size)), send)
                  for frame, send in self._requests(ctx, state)]
         results: list[DataFrame] = []
@@ -383,7 +382,7 @@ Sender = Callable[[DataFrame], DataFrame]
 _WAVE = "_wave"
 
 
-def _actions(options: RunOptions) -> tuple[str, ...]:
+def apply_actions(options: RunOptions) -> tuple[str, ...]:
     """The plan actions an apply with `options` sends requests for."""
     if not isinstance(options, ApplyOptions):
         return ()
