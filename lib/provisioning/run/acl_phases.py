@@ -23,7 +23,8 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.delta.manifests import read_manifests
-from provisioning.delta.tables import TableRef, Transaction, append
+from provisioning.delta.snapshots import record_view
+from provisioning.delta.tables import TableRef, Transaction
 from provisioning.kafka.acls import acl_states
 from provisioning.kafka.tasks.acls import AUTHORITY, GRANT, REVOKE, VERIFY
 from provisioning.results import utc_now
@@ -123,7 +124,8 @@ class AclSnapshot(Phase):
             ).select(*column_names(ACL_SNAPSHOT))
             table = TableRef(ctx.conf.tables.acl_snapshots)
             txn = Transaction(f"topic-provisioning-acl-snapshots-{ctx.run_id}", 1)
-            ctx.commits.record("acl-snapshot-write", lambda: append(recorded, table, txn=txn))
+            ctx.commits.record("acl-snapshot-write", lambda: record_view(
+                recorded, table, txn, sorted(found), "the ACL snapshot"))
         state.acl_live = live
         state.acl_problems = {c: s.problem for c, s in found.items() if s.problem is not None}
         log_counts("acl snapshot", started, {c: len(s.bindings) for c, s in found.items()})

@@ -21,6 +21,7 @@ from provisioning import names
 from provisioning.conf import Conf
 from provisioning.delta.audit_log import created_by_job
 from provisioning.delta.manifests import write_manifest_frame
+from provisioning.delta.snapshots import record_view
 from provisioning.delta.tables import (
     TableRef,
     Transaction,
@@ -107,10 +108,12 @@ class ReadManifests(Phase):
         ctx.steps.done("manifest read")
 
 
-def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> DataFrame:
+def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None,
+              always: bool = False) -> DataFrame:
     """Every live topic of the run's clusters (and the `wanted` ones by name), materialized
     and committed to the snapshots table beside the next steps (it lands before anything
-    changes Kafka)."""
+    changes Kafka); unless `always`, only when some cluster changed since the table's last
+    record (`delta.snapshots.record_view`)."""
     started = time.monotonic()
     states = require(state.states, "states")
     with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
@@ -121,7 +124,8 @@ def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> Dat
         ctx.steps.done("snapshot")
         table = TableRef(ctx.conf.tables.snapshots)
         txn = Transaction(f"topic-provisioning-snapshots-{ctx.run_id}", 1)
-        ctx.commits.record("snapshot-write", lambda: append(live, table, txn=txn))
+        ctx.commits.record("snapshot-write", lambda: record_view(
+            live, table, txn, ctx.cluster_names, "the snapshot", always=always))
         # Only a progress line: counted off the run's path.
         ctx.commits.side("snapshot-count",
                          lambda: log_phase("snapshot", started, live, by="cluster"))
@@ -156,7 +160,7 @@ class RecordSnapshot(Phase):
     runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        state.live = _snapshot(ctx, state, None)
+        state.live = _snapshot(ctx, state, None, always=True)
 
 
 class Plan(Phase):
