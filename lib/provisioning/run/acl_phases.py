@@ -102,6 +102,11 @@ class AclSnapshot(Phase):
     reads = ("states", "acl_desired")
     writes = ("acl_live", "acl_problems")
 
+    def __init__(self, always_record: bool = False) -> None:
+        # Recorded only when a cluster's bindings changed since the table's last record,
+        # unless `always_record` (the view an apply changes Kafka on).
+        self.always_record = always_record
+
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return state.acl_desired is not None
 
@@ -125,7 +130,8 @@ class AclSnapshot(Phase):
             table = TableRef(ctx.conf.tables.acl_snapshots)
             txn = Transaction(f"topic-provisioning-acl-snapshots-{ctx.run_id}", 1)
             ctx.commits.record("acl-snapshot-write", lambda: record_view(
-                recorded, table, txn, sorted(found), "the ACL snapshot"))
+                recorded, table, txn, sorted(found), "the ACL snapshot",
+                always=self.always_record))
         state.acl_live = live
         state.acl_problems = {c: s.problem for c, s in found.items() if s.problem is not None}
         log_counts("acl snapshot", started, {c: len(s.bindings) for c, s in found.items()})

@@ -72,7 +72,7 @@ APPLY_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSna
                 Verify(), AclApply(), AclVerify(), ReassignApply(), ReassignVerify())
 IMPORT_RUN = Run(Preflight(), Import())
 SNAPSHOT_RUN = Run(Preflight(), RecordSnapshot())
-CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Check())
+CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(always_record=True), Check())
 
 
 def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],

@@ -135,17 +135,23 @@ def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None,
 class Snapshot(Phase):
     """Every live topic of the run's clusters, and the manifests' topics described by name
     (a principal's listing leaves out what it may not describe); recorded in the
-    snapshots table while the plan is computed. And the partitions being reassigned on
-    each cluster (ListPartitionReassignments, from the driver)."""
+    snapshots table while the plan is computed, when a cluster changed since the table's
+    last record or `always_record` (the view an apply changes Kafka on, `check`'s). And the
+    partitions being reassigned on each cluster (ListPartitionReassignments, from the
+    driver)."""
 
     name = "snapshot"
     reads = ("states", "desired")
     writes = ("live", "in_flight", "unlisted")
     runs_tasks = True
 
+    def __init__(self, always_record: bool = False) -> None:
+        self.always_record = always_record
+
     def run(self, ctx: RunContext, state: RunState) -> None:
         desired = require(state.desired, "desired")
-        state.live = _snapshot(ctx, state, desired.where(F.size("row_errors") == 0))
+        state.live = _snapshot(ctx, state, desired.where(F.size("row_errors") == 0),
+                               always=self.always_record)
         state.in_flight, state.unlisted = reassign.in_flight(ctx.clusters, ctx.credentials,
                                                              ctx.conf.kafka)
         ctx.steps.done("reassignments in flight")

@@ -52,7 +52,9 @@ class Relock(Phase):
     replans = True
 
     def __init__(self) -> None:
-        self._again = (Snapshot(), AclSnapshot(), Plan(), AclPlan())
+        # The view the run changes Kafka on is recorded, changed or not.
+        self._again = (Snapshot(always_record=True), AclSnapshot(always_record=True), Plan(),
+                       AclPlan())
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return changes_planned(ctx, state)
