@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource
 
 MAX_PARTITIONS = 10_000
 MAX_RECORDS = 10_000
@@ -83,6 +84,27 @@ def create_all(bootstrap: str, names: Sequence[str], partitions: int,
         wait_ready(admin, names)
     finally:
         admin.close()
+
+
+def topic_config(bootstrap: str, names: Sequence[str], key: str) -> dict[str, str | None]:
+    """The live value of config `key` of each topic in `names`, as the broker describes it
+    (DescribeConfigs; None where the topic or the key is missing)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-check")
+    try:
+        described = admin.describe_configs(
+            [ConfigResource("TOPIC", name, configs={key: None}) for name in names],
+            config_filter="all")
+    finally:
+        admin.close()
+    found = {str(resource_name): configs for resource_type, resources in described.items()
+             if str(resource_type).upper().endswith("TOPIC")
+             for resource_name, configs in resources.items()}
+    values: dict[str, str | None] = {}
+    for name in names:
+        entry = (found.get(name) or {}).get(key)
+        value = entry.get("value") if isinstance(entry, dict) else entry
+        values[name] = None if value is None else str(value)
+    return values
 
 
 def main(argv: Sequence[str] | None = None) -> int:

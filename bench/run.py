@@ -24,7 +24,14 @@ broker      one fresh local KRaft broker (devkafka.KafkaCluster) per measured ru
               ready         every partition of every topic has a leader
               no-op         (job, connect, topicctl) a second run right after, over the same
                             topics, now all live: launch to exit
-            plus the job's own step timings (the `step ...` lines provisioning.run.engine logs).
+              10 changes    (job, connect, topicctl) then retention.ms raised to 14 days for
+                            10 of the live topics in the desired state (job: the manifest
+                            table rewritten, one commit; topicctl: those 10 topic files), and
+                            the run that applies it (job: apply --allow-alter; topicctl: its
+                            apply), launch to exit; the broker is then asked for the 10
+                            topics' retention.ms, and a run that left one unchanged fails
+            plus the job's own step timings (the `step ...` lines provisioning.run.engine logs)
+            of each of its runs: create, no-op rerun and 10 changes.
 plan        bench/plan_scale.py: the plan with every policy on synthetic rows, no broker.
 pipelining  bench/pipelining.py: sequential vs concurrent CreateTopics batches on one client.
 
@@ -65,7 +72,16 @@ METHODS = ("floor", "loop", "job", "connect", "topicctl")
 # The methods that run as the job does (and log its steps).
 JOB_METHODS = ("job", "connect")
 # The job's step lines, in the order a run logs them (provisioning.run.engine.Steps).
-STEP = re.compile(r"step (?P<name>[a-z_ ]+): (?P<secs>[0-9.]+)s \(at (?P<at>[0-9.]+)\)")
+STEP = re.compile(r"step (?P<name>[A-Za-z_ ]+): (?P<secs>[0-9.]+)s \(at (?P<at>[0-9.]+)\)")
+# The third end point: after the no-op rerun, CHANGES of the live topics get a new
+# CHANGE_CONFIG in the desired state, and the run that applies it is timed. 14 days raises
+# the retention both of the job's topics (the broker's default, 7 days: its rows manage no
+# configs) and of topicctl's (1440 minutes, as its files ask), so no policy of either holds
+# it back (the job's retention_decrease, topicctl's stepped retention drops).
+CHANGES = 10
+CHANGE_CONFIG = "retention.ms"
+CHANGE_MINUTES = 14 * 1440
+CHANGE_VALUE = str(CHANGE_MINUTES * 60_000)
 
 
 def loadavg() -> list[float]:
@@ -165,21 +181,55 @@ def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int) -> 
     return path
 
 
+def manifest_rows(topics: int, partitions: int) -> list[dict[str, Any]]:
+    """The job's desired topics of a case: `topics` rows, configs not managed."""
+    return [{"cluster": "local", "topic": f"job.{i:07d}", "partitions": partitions,
+             "replication_factor": 1, "owner": "bench"} for i in range(topics)]
+
+
+def changed_topics(names: Sequence[str]) -> list[str]:
+    """The CHANGES topics the third measurement changes, spread evenly over `names`
+    (none when there are fewer than CHANGES)."""
+    if len(names) < CHANGES:
+        return []
+    step = len(names) // CHANGES
+    return [names[i * step] for i in range(CHANGES)]
+
+
+def with_changes(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` with CHANGE_CONFIG set to CHANGE_VALUE in the rows of changed_topics."""
+    changed = set(changed_topics([r["topic"] for r in rows]))
+    return [{**r, "configs": {**(r.get("configs") or {}), CHANGE_CONFIG: CHANGE_VALUE}}
+            if r["topic"] in changed else dict(r) for r in rows]
+
+
+def check_changed(bootstrap: str, topics: Sequence[str]) -> dict[str, str | None]:
+    """The live CHANGE_CONFIG of `topics`, read from the broker; raises unless every one is
+    CHANGE_VALUE (a change run is only counted when it made the change)."""
+    live = kafka_direct.topic_config(bootstrap, topics, CHANGE_CONFIG)
+    wrong = {t: v for t, v in live.items() if v != CHANGE_VALUE}
+    if wrong or len(live) != len(topics):
+        raise RuntimeError(f"the change run left {len(wrong)} of {len(topics)} topic(s) "
+                           f"without {CHANGE_CONFIG}={CHANGE_VALUE} on the broker: {wrong}")
+    return live
+
+
 def prepare_manifest(work: Path, topics: int, partitions: int) -> Path:
     """A Delta manifest table of `topics` rows, written once per case by load_manifest.py."""
     table = work / f"manifest-{topics}x{partitions}"
     if (table / "_delta_log").exists():
         return table
-    rows = [{"cluster": "local", "topic": f"job.{i:07d}", "partitions": partitions,
-             "replication_factor": 1, "owner": "bench"} for i in range(topics)]
-    return load_manifest(rows, work / f"manifest-{topics}x{partitions}.json", table)
+    return load_manifest(manifest_rows(topics, partitions),
+                         work / f"manifest-{topics}x{partitions}.json", table)
 
 
-def load_manifest(rows: Sequence[Mapping[str, Any]], source: Path, table: Path) -> Path:
+def load_manifest(rows: Sequence[Mapping[str, Any]], source: Path, table: Path,
+                  spark_args: Sequence[str] = ()) -> Path:
     """`rows` written to `source` as JSON, then to the Delta table `table` by
-    jobs/load_manifest.py (a cold spark-submit)."""
+    jobs/load_manifest.py (one commit; a cold spark-submit, or with `spark_args`
+    `--remote sc://...` a client of that Spark Connect server)."""
     source.write_text(json.dumps(list(rows)))
-    proc = subprocess.run([str(SUBMIT), str(LOAD), "--source", str(source),
+    proc = subprocess.run([str(SUBMIT), *spark_args, str(LOAD), "--source", str(source),
                            "--table", str(table)], capture_output=True, text=True,
                           timeout=1800)
     if proc.returncode != 0:
@@ -197,16 +247,17 @@ def delta_commits(table: Path) -> list[dict[str, Any]]:
     commits = []
     for f in sorted((table / "_delta_log").glob("*.json")):
         actions = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a),
+                                    {})
         commits.append({"version": int(f.stem), "operation": info.get("operation"),
                         "files": sum(1 for a in actions if "add" in a)})
     return commits
 
 
 def _run_apply(work: Path, conf: Path, spark_args: Sequence[str],
-               env: Mapping[str, str] | None, log_name: str) -> tuple[str, dict[str, Any], float,
-                                                                  float]:
-    cmd = [str(SUBMIT), *spark_args, str(JOB), "apply", "--conf", str(conf), "--json"]
+               env: Mapping[str, str] | None, log_name: str, extra: Sequence[str] = ()
+               ) -> tuple[str, dict[str, Any], float, float]:
+    cmd = [str(SUBMIT), *spark_args, str(JOB), "apply", "--conf", str(conf), *extra, "--json"]
     launched = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, cwd=work,
                           env={**os.environ, **(env or {})})
@@ -218,12 +269,35 @@ def _run_apply(work: Path, conf: Path, spark_args: Sequence[str],
     return output, json.loads(proc.stdout.strip().splitlines()[-1]), launched, exited
 
 
+def _step_secs(output: str, launched: float, exited: float) -> dict[str, float]:
+    """Seconds per step of one run's output (a step logged more than once: the sum), with
+    `start` from the harness's launch to the pipeline's first line and `to exit` from the
+    last step to the process's exit: together they add up to the run's launch to exit."""
+    steps = parse_steps(output)
+    secs: dict[str, float] = {}
+    for s in steps:
+        secs[s["step"]] = secs.get(s["step"], 0.0) + s["secs"]
+    start = next((s["at"] for s in steps if s["step"] == "start"), None)
+    if start is not None:
+        secs["start"] = start - launched
+    if steps:
+        secs["to exit"] = exited - max(s["at"] for s in steps)
+    return secs
+
+
 def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_size: int,
             spark_args: Sequence[str], env: Mapping[str, str] | None = None,
-            noop: bool = True) -> dict[str, Any]:
+            noop: bool = True, rows: Sequence[Mapping[str, Any]] | None = None
+            ) -> dict[str, Any]:
     """The job's apply on a fresh broker (and, with `noop`, again right after), on the job
     tables under `warehouse`, which outlive the run: as in production, they exist from
-    earlier runs (an uncounted first run per method and case makes them)."""
+    earlier runs (an uncounted first run per method and case makes them).
+
+    With `noop` and `rows` (the manifest's rows), then the change run: the manifest table
+    rewritten with CHANGE_CONFIG set in the rows of changed_topics (one commit, not timed),
+    `apply --allow-alter` timed launch to exit and checked on the broker, and the manifest
+    table rewritten back to `rows` (not timed) for the next run on a fresh broker.
+    """
     if not (warehouse / "desired_topics").exists():
         warehouse.mkdir(parents=True, exist_ok=True)
         shutil.copytree(manifest, warehouse / "desired_topics")
@@ -231,11 +305,8 @@ def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_s
               if (t / "_delta_log").is_dir()}
     conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size)
     output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "job.log")
-    steps = parse_steps(output)
-    at = {s["step"]: s["at"] - launched for s in steps}
-    secs: dict[str, float] = {}
-    for s in steps:
-        secs[s["step"]] = secs.get(s["step"], 0.0) + s["secs"]
+    at = {s["step"]: s["at"] - launched for s in parse_steps(output)}
+    secs = _step_secs(output, launched, exited)
     if "create" not in at or "verify" not in at:
         raise RuntimeError(f"no step lines in the job's output: {output[-3000:]}")
     result: dict[str, Any] = {
@@ -258,16 +329,40 @@ def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_s
         output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "noop.log")
         if set(doc.get("counts") or {}) != {"already_present"}:
             raise RuntimeError(f"the rerun was not a no-op: {doc.get('counts')}")
-        noop_steps: dict[str, float] = {}
-        for s in parse_steps(output):
-            noop_steps[s["step"]] = noop_steps.get(s["step"], 0.0) + s["secs"]
-        result.update(noop=exited - launched, noop_steps=noop_steps)
+        result.update(noop=exited - launched, noop_steps=_step_secs(output, launched, exited),
+                      noop_counts=doc.get("counts"), noop_run_id=doc.get("run_id"))
+    if noop and rows is not None and changed_topics([r["topic"] for r in rows]):
+        result.update(_change_job(work, warehouse, bootstrap, conf, rows, spark_args, env))
     return result
+
+
+def _change_job(work: Path, warehouse: Path, bootstrap: str, conf: Path,
+                rows: Sequence[Mapping[str, Any]], spark_args: Sequence[str],
+                env: Mapping[str, str] | None) -> dict[str, Any]:
+    """The change run of run_job: desired state changed, applied (timed), checked, put back."""
+    table = warehouse / "desired_topics"
+    topics = changed_topics([r["topic"] for r in rows])
+    load_manifest(with_changes(rows), work / "manifest-changed.json", table, spark_args)
+    output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "change.log",
+                                               ["--allow-alter"])
+    seconds = exited - launched
+    counts = doc.get("counts") or {}
+    if counts.get("altered") != len(topics) or set(counts) - {"altered", "already_present"}:
+        raise RuntimeError(f"the change run did not alter exactly the {len(topics)} "
+                           f"changed topic(s): {counts}")
+    live = check_changed(bootstrap, topics)
+    load_manifest(rows, work / "manifest.json", table, spark_args)
+    return {"changes": seconds, "change_steps": _step_secs(output, launched, exited),
+            "change_counts": counts, "change_run_id": doc.get("run_id"),
+            "change_config": CHANGE_CONFIG,
+            "change_value": CHANGE_VALUE, "change_topics": topics, "change_live": live}
 
 
 def run_topicctl(work: Path, bootstrap: str, binary: Path, topics: int, partitions: int,
                  create_limit: int) -> dict[str, Any]:
-    """topicctl apply over `topics` topic files on a fresh broker, then again (the no-op).
+    """topicctl apply over `topics` topic files on a fresh broker, then again (the no-op),
+    then again after the files of changed_topics ask for CHANGE_MINUTES of retention
+    (checked on the broker).
 
     Above `create_limit` topics, topicctl's create (one topic at a time, ~20 a second) is
     not measured: the topics are created in batches with kafka-python first, as the job's
@@ -289,6 +384,15 @@ def run_topicctl(work: Path, bootstrap: str, binary: Path, topics: int, partitio
                                 partitions, {"retention.ms": str(1440 * 60_000)})
     again = topicctl_peer.apply(binary, cluster, pattern, 7200, work / "topicctl-2.log")
     result["noop"] = again["seconds"]
+    changed = changed_topics([topicctl_peer.topic_name(i, "job.") for i in range(topics)])
+    if changed:
+        # The same change as the job's: those topic files ask for the new retention, and
+        # the same apply over every file makes it.
+        topicctl_peer.set_retention(work / "topicctl", changed, CHANGE_MINUTES)
+        applied = topicctl_peer.apply(binary, cluster, pattern, 7200, work / "topicctl-3.log")
+        result.update(changes=applied["seconds"], change_config=CHANGE_CONFIG,
+                      change_value=CHANGE_VALUE, change_topics=changed,
+                      change_live=check_changed(bootstrap, changed))
     return result
 
 
@@ -308,11 +412,12 @@ def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argp
         if method == "job":
             assert manifest is not None
             result = run_job(work, tables, cluster.bootstrap_servers, manifest,
-                             args.batch_size, args.spark_arg)
+                             args.batch_size, args.spark_arg, rows=manifest_rows(*case))
         elif method == "connect":
             assert manifest is not None
             result = run_job(work, tables, cluster.bootstrap_servers, manifest,
-                             args.batch_size, ["--remote", args.connect_address])
+                             args.batch_size, ["--remote", args.connect_address],
+                             rows=manifest_rows(*case))
         elif method == "topicctl":
             result = run_topicctl(work, cluster.bootstrap_servers, Path(args.topicctl), topics,
                                   partitions, args.topicctl_create_limit)
@@ -338,8 +443,9 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
                      ) -> tuple[list[dict[str, Any]], str]:
     rows: list[dict[str, Any]] = []
     lines = ["| topics x partitions | method | runs | acknowledged s (median) | ready s (median)"
-             " | no-op rerun s (median) | all runs ack / ready / no-op s | load before (1m) |",
-             "|---|---|---|---|---|---|---|---|"]
+             f" | no-op rerun s (median) | {CHANGES} changes s (median)"
+             " | all runs ack / ready / no-op / changes s | load before (1m) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for case in cases:
         per: dict[str, dict[str, Any]] = {}
         for method in METHODS:
@@ -348,7 +454,7 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
             if not runs:
                 continue
             timed = [r for r in runs if r.get("acknowledged") is not None]
-            entry = {
+            entry: dict[str, Any] = {
                 "topics": case[0], "partitions": case[1], "method": method, "runs": len(runs),
                 "acknowledged": median([r["acknowledged"] for r in timed]) if timed else None,
                 "ready": median([r["ready"] for r in timed]) if timed else None,
@@ -356,14 +462,18 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
             }
             if all("noop" in r for r in runs):
                 entry["noop"] = median([r["noop"] for r in runs])
+            if all("changes" in r for r in runs):
+                entry["changes"] = median([r["changes"] for r in runs])
             if method in JOB_METHODS:
                 names = list(dict.fromkeys(k for r in runs for k in r["steps"]))
                 entry["steps"] = {n: median([r["steps"].get(n, 0.0) for r in runs])
                                   for n in names}
                 entry["session"] = median([r["session"] for r in runs if r["session"]])
-                noop_names = list(dict.fromkeys(k for r in runs for k in r.get("noop_steps", {})))
-                entry["noop_steps"] = {n: median([r["noop_steps"].get(n, 0.0) for r in runs])
-                                       for n in noop_names}
+                for steps_of in ("noop_steps", "change_steps"):
+                    if all(steps_of in r for r in runs):
+                        names = list(dict.fromkeys(k for r in runs for k in r[steps_of]))
+                        entry[steps_of] = {n: median([r[steps_of].get(n, 0.0) for r in runs])
+                                           for n in names}
             per[method] = entry
             rows.append(entry)
             def fmt(value: float | None) -> str:
@@ -371,28 +481,34 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
 
             all_runs = ", ".join(
                 f"{fmt(r.get('acknowledged'))}/{fmt(r.get('ready'))}"
-                + (f"/{r['noop']:.1f}" if "noop" in r else "") for r in runs)
+                + (f"/{r['noop']:.1f}" if "noop" in r else "")
+                + (f"/{r['changes']:.1f}" if "changes" in r else "") for r in runs)
             loads = ", ".join(f"{r['load_before'][0]:.2f}" for r in runs)
             lines.append(f"| {case[0]:,} x {case[1]} | {method} | {len(runs)} | "
                          f"{fmt(entry['acknowledged'])} | {fmt(entry['ready'])} | "
-                         f"{fmt(entry.get('noop'))} | {all_runs} | {loads} |")
+                         f"{fmt(entry.get('noop'))} | {fmt(entry.get('changes'))} | "
+                         f"{all_runs} | {loads} |")
         for job_method in JOB_METHODS:
             if job_method in per and "floor" in per:
                 job, floor = per[job_method], per["floor"]
                 for end in ("acknowledged", "ready"):
                     lines.append(
-                        f"|  | {job_method}/floor ({end}) | | {job[end] / floor[end]:.1f}x | | | "
+                        f"|  | {job_method}/floor ({end}) | | {job[end] / floor[end]:.1f}x | | | | "
                         f"{job_method} - floor = {job[end] - floor[end]:.1f} s, of which "
                         f"session start {job['session']:.1f} s | |")
             if job_method in per and "loop" in per:
                 job, loop = per[job_method], per["loop"]
                 for end in ("acknowledged", "ready"):
                     lines.append(f"|  | loop/{job_method} ({end}) | | "
-                                 f"{loop[end] / job[end]:.1f}x | | | | |")
-            if job_method in per and "topicctl" in per and "noop" in per[job_method]:
+                                 f"{loop[end] / job[end]:.1f}x | | | | | |")
+            if job_method in per and "topicctl" in per:
                 job, peer = per[job_method], per["topicctl"]
-                lines.append(f"|  | topicctl/{job_method} (no-op rerun) | | | | "
-                             f"{peer['noop'] / job['noop']:.1f}x | | |")
+                if "noop" in job and "noop" in peer:
+                    lines.append(f"|  | topicctl/{job_method} (no-op rerun) | | | | "
+                                 f"{peer['noop'] / job['noop']:.1f}x | | | |")
+                if "changes" in job and "changes" in peer:
+                    lines.append(f"|  | topicctl/{job_method} ({CHANGES} changes) | | | | | "
+                                 f"{peer['changes'] / job['changes']:.1f}x | | |")
     jobs = [r for r in results if r["method"] in JOB_METHODS]
     if jobs:
         lines += ["", "Delta commits one job run made (operation x data files added), "
@@ -402,19 +518,22 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
             text = "; ".join(
                 f"{table}: " + ", ".join(f"{c['operation']} x{c['files']}" for c in commits)
                 for table, commits in r["delta_commits"].items())
-            key = (r["topics"], r["partitions"], text)
-            if key not in seen:
-                seen.add(key)
+            shown_as = (r["topics"], r["partitions"], text)
+            if shown_as not in seen:
+                seen.add(shown_as)
                 lines.append(f"- {r['method']} {r['topics']:,} x {r['partitions']} "
                              f"(rep {r['rep']}): {text}")
     steps = [r for r in rows if r["method"] in JOB_METHODS]
-    for key, title in (("steps", "create"), ("noop_steps", "no-op rerun")):
+    for key, title in (("steps", "create"), ("noop_steps", "no-op rerun"),
+                       ("change_steps", f"{CHANGES} changes, apply --allow-alter (its `create` "
+                                        "step is the apply phase: here the alters)")):
         shown = [r for r in steps if r.get(key)]
         if not shown:
             continue
         names = list(dict.fromkeys(k for r in shown for k in r[key]))
         lines += ["", f"Job steps, {title} (median seconds; `start` = launch to pipeline "
-                  "start: JVM or client, Python, SparkSession):", "",
+                  "start: JVM or client, Python, SparkSession; `to exit` = the last step to "
+                  "the process's exit; a run's steps add up to its launch to exit):", "",
                   "| step | " + " | ".join(f"{r['method']} {r['topics']:,} x {r['partitions']}"
                                            for r in shown) + " |",
                   "|---|" + "---|" * len(shown)]
@@ -426,8 +545,14 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
 
 # -- parts ------------------------------------------------------------------------------
 
+def parse_case(text: str) -> tuple[int, int]:
+    """`1000x3` -> (1000, 3): topics x partitions."""
+    topics, partitions = (int(x) for x in text.strip().split("x"))
+    return topics, partitions
+
+
 def broker_part(args: argparse.Namespace, out: Path) -> str:
-    cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
+    cases = [parse_case(c) for c in args.cases.split(",")]
     methods = [m for m in args.methods.split(",") if m]
     root = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -456,14 +581,14 @@ def broker_part(args: argparse.Namespace, out: Path) -> str:
     finally:
         if server is not None:
             server.stop()
-    rows, table = summarize_broker(results, [c for c in cases])  # type: ignore[misc]
+    rows, table = summarize_broker(results, cases)
     (out / "broker_summary.json").write_text(json.dumps(rows, indent=1))
     if not args.work and not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return table
 
 
-def _measure_case(case: tuple[int, ...], methods: Sequence[str], root: Path,
+def _measure_case(case: tuple[int, int], methods: Sequence[str], root: Path,
                   args: argparse.Namespace, manifest: Path | None,
                   results: list[dict[str, Any]], raw: Path) -> None:
     for rep in range(1, args.reps + 1):
@@ -474,7 +599,7 @@ def _measure_case(case: tuple[int, ...], methods: Sequence[str], root: Path,
                   f"(load {loadavg()[0]:.2f})", flush=True)
             result = measure(method, case, rep, root, args, manifest)
             print("    " + ", ".join(f"{k} {result[k]:.1f}s" for k in
-                                     ("acknowledged", "ready", "exit", "noop")
+                                     ("acknowledged", "ready", "exit", "noop", "changes")
                                      if result.get(k) is not None), flush=True)
             results.append(result)
             raw.write_text(json.dumps(results, indent=1))

@@ -113,6 +113,23 @@ def write_topic_files(directory: Path, bootstrap: str, topics: int, partitions: 
     return cluster_path
 
 
+def set_retention(directory: Path, names: Sequence[str], retention_minutes: int) -> list[Path]:
+    """Rewrite the topic files write_topic_files put under `directory` (one topic per file)
+    so that the topics `names` ask for `retention_minutes` (topicctl's retentionMinutes,
+    the topic's retention.ms); returns the files rewritten."""
+    topic_dir = Path(directory).resolve() / TOPICS_DIR
+    changed = []
+    for name in names:
+        path = topic_dir / f"{name}.yaml"
+        docs = list(yaml.safe_load_all(path.read_text()))
+        if [d["meta"]["name"] for d in docs] != [name]:
+            raise ValueError(f"{path}: expected the one topic {name}")
+        docs[0]["spec"]["retentionMinutes"] = retention_minutes
+        path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+        changed.append(path)
+    return changed
+
+
 def _tail(out: IO[bytes], chars: int = TAIL_CHARS) -> str:
     out.seek(0, os.SEEK_END)
     size = out.tell()

@@ -43,11 +43,14 @@ def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any, tmp_path
     for i in range(4):
         _append(audit_df(spark, [{"run_id": f"run-{i}", "cluster": "c", "topic": f"t{i}",
                                   "phase": "plan", "outcome": "planned"}]), audit)
-    # the first file holds an expired row and a recent one: the DELETE rewrites it
-    for batch in ((("snap-0", OLD), ("snap-1", RECENT)), (("snap-2", RECENT),),
-                  (("snap-3", RECENT),)):
-        _append(snapshot_df(spark, [{"run_id": run, "cluster": "c", "topic": f"s{run[-1]}",
-                                     "snapshot_at": at} for run, at in batch]), snapshots)
+    # The first file holds expired rows and a recent one: the prune rewrites it. Cluster d
+    # has only expired snapshots: its newest one stays (it is still d's state).
+    for batch in ((("c", "snap-0", OLD), ("c", "snap-1", RECENT),
+                   ("d", "snap-4", OLD - dt.timedelta(days=1)), ("d", "snap-5", OLD)),
+                  (("c", "snap-2", RECENT),), (("c", "snap-3", RECENT),)):
+        _append(snapshot_df(spark, [{"run_id": run, "cluster": cluster,
+                                     "topic": f"s{run[-1]}", "snapshot_at": at}
+                                    for cluster, run, at in batch]), snapshots)
     audit_before = _rows(spark, audit)
     conf = write_conf(tmp_path / "conf.yaml", "127.0.0.1:9", warehouse, extra={
         "maintenance": {"vacuum_retain_hours": 0, "snapshot_retention_days": 30},
@@ -66,12 +69,12 @@ def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any, tmp_path
         # the first file rewritten without the expired row, then the 3 compacted: the 3
         # originals and the rewrite vacuumed
         {"role": "snapshots", "table": str(snapshots), "files_before": 3, "files_after": 1,
-         "rows_deleted": 1, "files_vacuumed": 4, "retyped_columns": []},
+         "rows_deleted": 2, "files_vacuumed": 4, "retyped_columns": []},
     ]
-    # every audit row kept; only the snapshot older than 30 days gone
+    # every audit row kept; only the snapshots older than 30 days gone, but d's newest
     assert _rows(spark, audit) == audit_before
     assert _rows(spark, snapshots) == [("snap-1", "c", "s1"), ("snap-2", "c", "s2"),
-                                       ("snap-3", "c", "s3")]
+                                       ("snap-3", "c", "s3"), ("snap-5", "d", "s5")]
     # on disk: exactly the files the current versions read
     assert _parquet_files(audit) == _live_files(spark, audit)
     assert _parquet_files(snapshots) == _live_files(spark, snapshots)
@@ -80,7 +83,7 @@ def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any, tmp_path
             .select("run_id", "command", "status", "exit_code", "outcome_counts").collect())
     assert [tuple(r) for r in runs] == [
         (doc["run_id"], "maintain", "succeeded", 0,
-         {"files_compacted": 5, "snapshot_rows_deleted": 1, "files_vacuumed": 8})]
+         {"files_compacted": 5, "snapshot_rows_deleted": 2, "files_vacuumed": 8})]
 
 
 def test_maintain_without_any_table_says_so(spark: Any, tmp_path: Path) -> None:

@@ -395,3 +395,82 @@ def test_task_retry_after_creates_keeps_outcomes_right(kafka: Any, spark: Any,
                 .where("phase = 'apply'").collect()}
     assert messages == {"created by an earlier attempt of this Spark task"}
     assert _split(kafka, "retry.") == (names, others)
+
+
+def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
+        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
+    """The plan made without the lock has changes; before the run takes its lock, one topic
+    is altered by hand to what the manifest wants and another is created as it wants: the
+    plan made under the lock sees both and only the third topic is created. A no-op apply
+    after it never writes the lock table and records one plan commit."""
+    from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+
+    warehouse = tmp_path / "wh"
+    day, hour = "86400000", "3600000"
+    wanted = [{"cluster": "local", "topic": f"relock.{t}", "partitions": 1,
+               "replication_factor": 1, "configs": {"retention.ms": day}} for t in "abc"]
+    write_manifest_table(spark, warehouse / "desired_topics", wanted)
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic("relock.a", 1, 1, topic_configs={"retention.ms": hour})])
+        go = tmp_path / "go"
+        finished: dict[str, Any] = {}
+        job = threading.Thread(target=lambda: finished.update(done=run_cli(
+            ["apply", "--conf", str(conf), "--allow-alter", "--json"],
+            env=fault_env(f"pause-before-lock:{go}"), remote=connect_server.address)))
+        job.start()
+        waiting = Path(f"{go}.waiting")
+        deadline = time.monotonic() + 300
+        while not waiting.exists() and job.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert waiting.exists(), "the run never reached the lock"
+        locks = warehouse / "provision_runs_locks"
+        assert not locks.exists()  # the first plan was made without the lock
+        # Between the plan and the lock: relock.a altered, relock.b created, both as wanted.
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "relock.a",
+                                            configs={"retention.ms": day})])
+        admin.create_topics([NewTopic("relock.b", 1, 1, topic_configs={"retention.ms": day})])
+        go.touch()
+        job.join(600)
+    finally:
+        admin.close()
+    done = finished["done"]
+    assert done.returncode == 0, done.output[-3000:]
+    run_id = done.json()["run_id"]
+    assert audit_rows(spark, warehouse, run_id) == sorted([
+        ("local", "relock.a", "NOOP", "plan", "already_present"),
+        ("local", "relock.b", "NOOP", "plan", "already_present"),
+        *(("local", "relock.c", "CREATE", phase, outcome) for phase, outcome in
+          (("plan", "planned"), ("validate", "validated"), ("apply", "created"),
+           ("verify", "created")))])
+    state = broker_state(kafka.bootstrap_servers)
+    assert {t: (s["partitions"], s["configs"]) for t, s in state.items()
+            if t.startswith("relock.")} == {
+        f"relock.{t}": (1, {"retention.ms": day}) for t in "abc"}
+    # Only the view read under the lock is recorded: one snapshot, with relock.b in it.
+    snapshot = (spark.read.format("delta").load(str(warehouse / "topic_snapshots"))
+                .where(f"run_id = '{run_id}' AND topic LIKE 'relock.%'").collect())
+    assert sorted(r["topic"] for r in snapshot) == ["relock.a", "relock.b"]
+    lock_log = (spark.read.format("delta").load(str(locks))
+                .orderBy("_metadata.row_commit_version").collect())
+    assert [(r["run_id"], r["event"]) for r in lock_log] == [
+        (run_id, "claim"), (run_id, "release")]
+
+    def version(table: str) -> int:
+        return int(spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / table}` LIMIT 1")
+                   .collect()[0]["version"])
+
+    tables = ("topic_audit", "provision_runs", "topic_snapshots", "provision_runs_locks")
+    # The first no-op records its snapshot (relock.c is new since the last one); the
+    # second finds the cluster as that snapshot holds it.
+    for snapshot_commits in (1, 0):
+        before = {t: version(t) for t in tables}
+        again = run_cli(["apply", "--conf", str(conf), "--allow-alter", "--json"],
+                        remote=connect_server.address)
+        assert again.returncode == 0, again.output[-3000:]
+        assert audit_rows(spark, warehouse, again.json()["run_id"]) == [
+            ("local", f"relock.{t}", "NOOP", "plan", "already_present") for t in "abc"]
+        assert {t: version(t) - before[t] for t in tables} == {
+            "topic_audit": 1, "provision_runs": 1, "topic_snapshots": snapshot_commits,
+            "provision_runs_locks": 0}

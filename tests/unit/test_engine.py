@@ -15,6 +15,7 @@ from provisioning.run.engine import (
     BEFORE_CHANGES,
     DEFER,
     NOW,
+    TENTATIVE,
     Commits,
     Phase,
     Run,
@@ -119,6 +120,86 @@ def test_a_plan_run_makes_one_commit_and_an_apply_one_per_phase() -> None:
     _apply_run().execute(_ctx(Commits(log)))  # type: ignore[arg-type]
     assert log.written == ["plan: plan rows", "validate: validate rows", "apply: apply rows",
                            "verify: verify rows"]
+
+
+class Snap(Step):
+    """Records its view (the snapshot) as well as audit rows."""
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        ctx.commits.record(f"{self.name}-write",
+                           lambda: ctx.commits.audit_log.written.append(f"{self.name} record"))
+        super().run(ctx, state)
+
+
+class Relocks(Step):
+    """Takes the lock and plans again (`replans`), as `run.relock.Relock` does."""
+
+    replans = True
+    needs_lock = True
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        Snap("snapshot again").run(ctx, state)
+        Step("plan again").run(ctx, state)
+
+
+def _locked_apply(replanned: bool, applies: bool = True) -> Run:
+    return Run(Snap("snapshot"), Step("plan", view=True),
+               Relocks("lock", needed=replanned, view=True),
+               Step("validate", needed=applies), Step("apply", changes=True, needed=applies))
+
+
+def test_what_comes_before_a_replan_is_tentative() -> None:
+    phases = _locked_apply(True).phases
+    assert [commit_policy(phases, i) for i in range(5)] == [
+        TENTATIVE, TENTATIVE, BEFORE_CHANGES, NOW, NOW]
+
+
+def test_a_run_that_plans_again_under_its_lock_records_only_the_second_view() -> None:
+    Step.ran = []
+    log = Log()
+    taken: list[str] = []
+    ctx = _ctx(Commits(log))  # type: ignore[arg-type]
+    ctx.wait_for_lock = lambda: taken.append("lock")
+    _locked_apply(True).execute(ctx)
+    assert taken == ["lock"]
+    assert Step.ran == ["snapshot", "plan", "snapshot again", "plan again", "validate", "apply"]
+    assert sorted(log.written) == sorted([
+        "snapshot again record", "snapshot again: snapshot again rows",
+        "plan again: plan again rows", "validate: validate rows", "apply: apply rows"])
+    # the audit commits in phase order, each view's record before the change
+    assert [w for w in log.written if "record" not in w] == [
+        "snapshot again: snapshot again rows", "plan again: plan again rows",
+        "validate: validate rows", "apply: apply rows"]
+
+
+def test_a_run_with_nothing_to_change_takes_no_lock_and_keeps_its_first_view() -> None:
+    Step.ran = []
+    log = Log()
+    taken: list[str] = []
+    ctx = _ctx(Commits(log))  # type: ignore[arg-type]
+    ctx.wait_for_lock = lambda: taken.append("lock")
+    _locked_apply(False, applies=False).execute(ctx)
+    assert taken == []
+    assert Step.ran == ["snapshot", "plan"]
+    # one audit commit (the first view's rows together) and the snapshot's record
+    assert sorted(log.written) == ["plan: snapshot rows+plan rows", "snapshot record"]
+
+
+def test_a_lock_refused_records_nothing_of_the_first_view() -> None:
+    from provisioning.errors import LockHeld
+
+    Step.ran = []
+    log = Log()
+    ctx = _ctx(Commits(log))  # type: ignore[arg-type]
+
+    def refused() -> None:
+        raise LockHeld("cluster local is locked by apply run other")
+
+    ctx.wait_for_lock = refused
+    with pytest.raises(LockHeld):
+        _locked_apply(True).execute(ctx)
+    assert Step.ran == ["snapshot", "plan"]
+    assert log.written == []
 
 
 def test_an_audit_commit_waits_for_earlier_audit_commits_not_for_the_snapshot() -> None:

@@ -2,7 +2,8 @@
 
 Every run appends one small commit per phase to the audit table, so a table written by
 an hourly schedule gathers thousands of small files a month. `maintain` compacts them
-(OPTIMIZE), drops snapshot rows older than the configured retention and the lock events
+(OPTIMIZE), drops snapshot rows older than the configured retention (never a cluster's
+newest snapshot) and the lock events
 of runs whose leases ended over a day ago, and removes the files no version inside the
 VACUUM retention still needs.
 
@@ -76,13 +77,19 @@ def _vacuumed(spark: SparkSession, ref: TableRef) -> int:
     return 0
 
 
-def _delete_older_than(spark: SparkSession, ref: TableRef, column: str,
-                       cutoff: dt.datetime) -> int:
-    # a concurrent append makes the DELETE conflict; it is safe to run again
-    sql = (f"DELETE FROM {sql_name(spark, ref)} "
-           f"WHERE {column} < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S}'")
+def _delete_older_snapshots(spark: SparkSession, ref: TableRef, cutoff: dt.datetime) -> int:
+    """Delete the snapshots taken before `cutoff`, but never a cluster's newest one: a run
+    records a snapshot only when the cluster changed (`delta.snapshots`), so the newest one
+    may be old and is still the cluster's state (`report --unmanaged` reads it)."""
+    table = sql_name(spark, ref)
+    sql = (f"MERGE INTO {table} t USING (SELECT cluster, run_id FROM ("
+           f"SELECT cluster, run_id, max(snapshot_at) AS taken, row_number() OVER ("
+           f"PARTITION BY cluster ORDER BY max(snapshot_at) DESC, run_id DESC) AS newest "
+           f"FROM {table} GROUP BY cluster, run_id) "
+           f"WHERE newest > 1 AND taken < TIMESTAMP '{cutoff:%Y-%m-%d %H:%M:%S}') s "
+           "ON t.cluster = s.cluster AND t.run_id = s.run_id WHEN MATCHED THEN DELETE")
     retry_conflicts(functools.partial(_collect, spark, sql), ref)
-    return _last_metric(spark, ref, "DELETE", "numDeletedRows")
+    return _last_metric(spark, ref, "MERGE", "numTargetRowsDeleted")
 
 
 def _delete_ended_leases(spark: SparkSession, ref: TableRef, cutoff: dt.datetime) -> int:
@@ -157,7 +164,7 @@ def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
                 if role != "locks":
                     _set_properties(spark, ref)
                 if role == "snapshots" and cutoff is not None:
-                    deleted = _delete_older_than(spark, ref, "snapshot_at", cutoff)
+                    deleted = _delete_older_snapshots(spark, ref, cutoff)
                 if role == "locks":
                     deleted = _delete_ended_leases(spark, ref, now - LOCK_EVENTS_KEPT)
                 if optimize:

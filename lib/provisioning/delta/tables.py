@@ -157,6 +157,18 @@ def table_version(spark: SparkSession, ref: TableRef) -> int | None:
     return None if row is None else int(row["version"])
 
 
+def last_commit(spark: SparkSession, ref: TableRef) -> tuple[int, str | None] | None:
+    """The latest commit's version and `userMetadata`; None when it is not a Delta table."""
+    try:
+        row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1"
+                        ).select("version", "userMetadata").first()
+    except PySparkException as exc:
+        if _not_a_table(exc):
+            return None
+        raise
+    return None if row is None else (int(row["version"]), row["userMetadata"])
+
+
 def collated_columns(spark: SparkSession, ref: TableRef) -> list[str]:
     """The columns whose type in the table's schema carries a collation (`string collate
     UTF8_BINARY`, written through Spark Connect by earlier releases), by name."""
@@ -193,15 +205,18 @@ TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTI
 
 
 def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
-           attempts: int = 5) -> None:
+           attempts: int = 5, user_metadata: str | None = None) -> None:
     """Append `df` as one commit, creating the table on first use (with TABLE_PROPERTIES);
     retry on conflicts. With `txn` the write is idempotent: a retry after an error raised
     once the commit had landed writes nothing twice. `df` must be materialized (no Kafka
-    I/O in its lineage), because a retry recomputes it.
+    I/O in its lineage), because a retry recomputes it. `user_metadata` goes into the
+    commit's `userMetadata` (DESCRIBE HISTORY shows it).
     """
     # Tables written by an older release gain the columns added since then; the properties
     # take effect only when the append creates the table.
     options = {"mergeSchema": "true", **TABLE_PROPERTIES}
+    if user_metadata is not None:
+        options["userMetadata"] = user_metadata
     if txn is None:
         retry_conflicts(lambda: write(df, ref, "append", options), ref, attempts)
         return

@@ -23,7 +23,8 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.delta.manifests import read_manifests
-from provisioning.delta.tables import TableRef, Transaction, append
+from provisioning.delta.snapshots import record_view
+from provisioning.delta.tables import TableRef, Transaction
 from provisioning.kafka.acls import acl_states
 from provisioning.kafka.tasks.acls import AUTHORITY, GRANT, REVOKE, VERIFY
 from provisioning.results import utc_now
@@ -100,7 +101,11 @@ class AclSnapshot(Phase):
     name = "acl snapshot"
     reads = ("states", "acl_desired")
     writes = ("acl_live", "acl_problems")
-    needs_lock = True
+
+    def __init__(self, always_record: bool = False) -> None:
+        # Recorded only when a cluster's bindings changed since the table's last record,
+        # unless `always_record` (the view an apply changes Kafka on).
+        self.always_record = always_record
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return state.acl_desired is not None
@@ -124,7 +129,9 @@ class AclSnapshot(Phase):
             ).select(*column_names(ACL_SNAPSHOT))
             table = TableRef(ctx.conf.tables.acl_snapshots)
             txn = Transaction(f"topic-provisioning-acl-snapshots-{ctx.run_id}", 1)
-            ctx.commits.record("acl-snapshot-write", lambda: append(recorded, table, txn=txn))
+            ctx.commits.record("acl-snapshot-write", lambda: record_view(
+                recorded, table, txn, sorted(found), "the ACL snapshot",
+                always=self.always_record))
         state.acl_live = live
         state.acl_problems = {c: s.problem for c, s in found.items() if s.problem is not None}
         log_counts("acl snapshot", started, {c: len(s.bindings) for c, s in found.items()})

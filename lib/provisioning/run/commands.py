@@ -55,6 +55,7 @@ from provisioning.run.phases import (
     Verify,
 )
 from provisioning.run.reassign_phases import ReassignApply, ReassignValidate, ReassignVerify
+from provisioning.run.relock import Relock
 from provisioning.run.summary import summarize, summarize_acls
 from provisioning.session import Stop, helper, job_label, succeeded
 from provisioning.transforms.acls.plan import acl_manifest_rows, unmanaged_bindings
@@ -67,11 +68,11 @@ PLAN_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnap
 PLAN_RUN_UNVALIDATED = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(),
                            AclSnapshot(), Plan(), AclPlan())
 APPLY_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnapshot(), Plan(),
-                AclPlan(), Validate(), ReassignValidate(), AclValidate(), Apply(), Verify(),
-                AclApply(), AclVerify(), ReassignApply(), ReassignVerify())
+                AclPlan(), Relock(), Validate(), ReassignValidate(), AclValidate(), Apply(),
+                Verify(), AclApply(), AclVerify(), ReassignApply(), ReassignVerify())
 IMPORT_RUN = Run(Preflight(), Import())
 SNAPSHOT_RUN = Run(Preflight(), RecordSnapshot())
-CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(), Check())
+CHECK_RUN = Run(Preflight(), ReadManifests(), Snapshot(always_record=True), Check())
 
 
 def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
@@ -80,11 +81,11 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
              pending: list[Future[Any]] | None = None) -> RunResult:
     """`plan` (PlanOptions) or `apply` (ApplyOptions); the run's result.
 
-    An apply holds the lock of every cluster it touches (LockHeld, exit 4, when another
-    run has one) before it snapshots or changes anything; it is taken while the
-    preflight and the manifest read run. Once the last phase is done the lock is given
-    back on a helper thread, added to `pending` (the caller writes the runs row meanwhile
-    and waits for it); without `pending` it is waited for here.
+    An apply plans first without its lock; only when that plan has something to change
+    does it take the lock of every cluster it touches (LockHeld, exit 4, when another run
+    has one) and plan again under it (`run.relock`). Once the last phase is done the lock
+    is given back on a helper thread, added to `pending` (the caller writes the runs row
+    meanwhile and waits for it); without `pending` it is waited for here.
     """
     ctx = _context(spark, conf, clusters, credentials, record, options, stop)
     if isinstance(options, PlanOptions):
@@ -92,30 +93,39 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
                    options.command, conf.run.lock_ttl_seconds,
                    conf.run.lock_clock_skew_seconds)
-    with job_label(spark, f"{options.command}: take the run lock"):
-        taking = helper(spark, "run-lock", lock.acquire)
-    ctx.wait_for_lock = taking.result
+    taken: list[Future[Any]] = []
+
+    def take() -> None:
+        with job_label(spark, f"{options.command}: take the run lock"):
+            taken.append(helper(spark, "run-lock", lock.acquire))
+        taken[0].result()
+
+    def held() -> bool:
+        return bool(taken) and succeeded(taken[0])
+
+    ctx.wait_for_lock = take
     ctx.check_lock = lock.check_held
     releasing: list[Future[Any]] = []
 
     def give_back() -> None:
         # Nothing changes Kafka any more: the lock goes back while the last audit rows,
         # the summary and the runs row are written.
-        if succeeded(taking):
+        if held():
             releasing.append(helper(spark, "run-unlock", lock.release))
 
     ctx.phases_done = give_back
     try:
         return _finish(ctx, APPLY_RUN, options)
     finally:
-        if not releasing and succeeded(taking):
+        if not releasing and held():
             releasing.append(helper(spark, "run-unlock", lock.release))
         if pending is not None:
             pending.extend(releasing)
         else:
             for task in releasing:
                 task.result()
-        ctx.steps.done("unlock")
+        if taken:
+            ctx.steps.done("unlock")
 
 
 def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],

@@ -12,6 +12,11 @@ The engine owns the commit policy, from what each phase is and what the run has 
   starts;
 - rows of a run with nothing ahead that changes Kafka wait and land with the next rows (a
   `plan` run makes one audit commit);
+- rows and records of the phases before one that plans again under the run's lock
+  (`Phase.replans`: an apply plans first without its lock) are tentative: when that phase
+  runs, they are dropped and its own pass records the view it plans on; when it is skipped
+  (nothing to change), the records go out and the rows land with the next ones (a no-op
+  apply makes one audit commit);
 - audit commits land in phase order. Before Kafka was changed, a failed commit stops the
   run; after, every phase's rows are still written and the first failure is raised once
   they are (what happened must be recorded).
@@ -136,7 +141,7 @@ def log_counts(phase: str, started: float, counts: Mapping[str, int]) -> None:
 
 
 # How a phase's audit rows are committed (chosen by the engine, see the module docstring).
-NOW, BEFORE_CHANGES, DEFER = "now", "before changes", "defer"
+NOW, BEFORE_CHANGES, DEFER, TENTATIVE = "now", "before changes", "defer", "tentative"
 
 
 class Commits:
@@ -152,13 +157,19 @@ class Commits:
         self._others: list[Future[Any]] = []          # other commits in flight
         self._side: list[Future[Any]] = []            # side queries in flight
         self._deferred: list[tuple[str, DataFrame]] = []  # rows of the next audit commit
+        # Records of a tentative view (policy TENTATIVE), started or dropped once the run
+        # knows whether it plans again under its lock.
+        self._tentative: list[tuple[str, Callable[[], None]]] = []
 
     def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
         return helper(self.audit_log.spark, name, work)
 
     def record(self, name: str, commit: Callable[[], None]) -> None:
         """Start a commit of the run's view on a helper thread; it lands before Kafka is
-        changed."""
+        changed. A tentative view's record waits for `keep_tentative`."""
+        if self.policy == TENTATIVE:
+            self._tentative.append((name, commit))
+            return
         task = self._start(name, commit)
         self._before_changes.append(task)
         self._others.append(task)
@@ -166,7 +177,7 @@ class Commits:
     def audit(self, phase: str, rows: DataFrame) -> None:
         """Commit the phase's AUDIT rows as the engine's policy for the phase says, once
         every earlier audit commit has landed."""
-        if self.policy == DEFER:
+        if self.policy in (DEFER, TENTATIVE):
             self._deferred.append((phase, rows))
             return
         phases = [*(p for p, _ in self._deferred), phase]
@@ -187,6 +198,23 @@ class Commits:
         self._audits.append(task)
         if self.policy == BEFORE_CHANGES:
             self._before_changes.append(task)
+
+    def keep_tentative(self) -> None:
+        """The tentative view is the run's: its records start, its rows land with the next
+        audit commit."""
+        pending, self._tentative = self._tentative, []
+        for name, commit in pending:
+            task = self._start(name, commit)
+            self._before_changes.append(task)
+            self._others.append(task)
+
+    def drop_tentative(self) -> None:
+        """The tentative view is replaced (the run plans again): nothing of it is written.
+        Its side queries are waited for, so none of them writes the run's state late."""
+        self._tentative, self._deferred = [], []
+        pending, self._side = self._side, []
+        for task in pending:
+            task.exception()
 
     def flush(self) -> None:
         """Commit rows still deferred (the run ended before another phase recorded any)."""
@@ -249,7 +277,8 @@ class RunContext:
     steps: Steps = field(default_factory=Steps)
     # What SIGTERM / SIGINT asked of the run (never requested where signals are not taken).
     stop: Stop = field(default_factory=Stop)
-    # Returns once the run holds its lock (or raises); None: the run takes no lock.
+    # Takes the run's lock, returning once the run holds it (or raising); None: the run
+    # takes no lock.
     wait_for_lock: Callable[[], None] | None = None
     # Raises LockUnavailable when the run lost its lock (fencing); `read_back` asks the lock
     # log itself, else the heartbeat's last word is taken. None: the run takes no lock.
@@ -296,6 +325,9 @@ class Phase:
     # Whether it settles what earlier phases sent (verify): it still runs after the lock
     # was lost mid-phase.
     settles: ClassVar[bool] = False
+    # Whether it takes the run's lock and plans again under it: what the phases before it
+    # recorded is tentative (see Commits).
+    replans: ClassVar[bool] = False
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
@@ -329,6 +361,8 @@ def check_order(phases: Sequence[Phase]) -> None:
 def commit_policy(phases: Sequence[Phase], index: int) -> str:
     """How the audit rows of `phases[index]` are committed (see the module docstring)."""
     phase = phases[index]
+    if any(p.replans for p in phases[index + 1:]):
+        return TENTATIVE
     if phase.changes_kafka:
         return NOW
     if any(p.changes_kafka for p in phases[index + 1:]):
@@ -360,10 +394,14 @@ class Run:
                     continue
                 if not phase.needed(ctx, state):
                     log.info("phase %s: nothing to do", phase.name)
+                    if phase.replans:
+                        ctx.commits.keep_tentative()
                     continue
                 if phase.runs_tasks and ctx.wait_for_executors is not None:
                     ready, ctx.wait_for_executors = ctx.wait_for_executors, None
                     ready()
+                if phase.replans:
+                    ctx.commits.drop_tentative()
                 if phase.needs_lock and ctx.wait_for_lock is not None:
                     ctx.wait_for_lock()
                     ctx.steps.done("lock")

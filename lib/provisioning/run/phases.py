@@ -21,6 +21,7 @@ from provisioning import names
 from provisioning.conf import Conf
 from provisioning.delta.audit_log import created_by_job
 from provisioning.delta.manifests import write_manifest_frame
+from provisioning.delta.snapshots import record_view
 from provisioning.delta.tables import (
     TableRef,
     Transaction,
@@ -107,10 +108,12 @@ class ReadManifests(Phase):
         ctx.steps.done("manifest read")
 
 
-def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> DataFrame:
+def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None,
+              always: bool = False) -> DataFrame:
     """Every live topic of the run's clusters (and the `wanted` ones by name), materialized
     and committed to the snapshots table beside the next steps (it lands before anything
-    changes Kafka)."""
+    changes Kafka); unless `always`, only when some cluster changed since the table's last
+    record (`delta.snapshots.record_view`)."""
     started = time.monotonic()
     states = require(state.states, "states")
     with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
@@ -121,7 +124,8 @@ def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> Dat
         ctx.steps.done("snapshot")
         table = TableRef(ctx.conf.tables.snapshots)
         txn = Transaction(f"topic-provisioning-snapshots-{ctx.run_id}", 1)
-        ctx.commits.record("snapshot-write", lambda: append(live, table, txn=txn))
+        ctx.commits.record("snapshot-write", lambda: record_view(
+            live, table, txn, ctx.cluster_names, "the snapshot", always=always))
         # Only a progress line: counted off the run's path.
         ctx.commits.side("snapshot-count",
                          lambda: log_phase("snapshot", started, live, by="cluster"))
@@ -131,18 +135,23 @@ def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None) -> Dat
 class Snapshot(Phase):
     """Every live topic of the run's clusters, and the manifests' topics described by name
     (a principal's listing leaves out what it may not describe); recorded in the
-    snapshots table while the plan is computed. And the partitions being reassigned on
-    each cluster (ListPartitionReassignments, from the driver)."""
+    snapshots table while the plan is computed, when a cluster changed since the table's
+    last record or `always_record` (the view an apply changes Kafka on, `check`'s). And the
+    partitions being reassigned on each cluster (ListPartitionReassignments, from the
+    driver)."""
 
     name = "snapshot"
     reads = ("states", "desired")
     writes = ("live", "in_flight", "unlisted")
-    needs_lock = True
     runs_tasks = True
+
+    def __init__(self, always_record: bool = False) -> None:
+        self.always_record = always_record
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         desired = require(state.desired, "desired")
-        state.live = _snapshot(ctx, state, desired.where(F.size("row_errors") == 0))
+        state.live = _snapshot(ctx, state, desired.where(F.size("row_errors") == 0),
+                               always=self.always_record)
         state.in_flight, state.unlisted = reassign.in_flight(ctx.clusters, ctx.credentials,
                                                              ctx.conf.kafka)
         ctx.steps.done("reassignments in flight")
@@ -157,7 +166,7 @@ class RecordSnapshot(Phase):
     runs_tasks = True
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        state.live = _snapshot(ctx, state, None)
+        state.live = _snapshot(ctx, state, None, always=True)
 
 
 class Plan(Phase):
@@ -210,7 +219,7 @@ class Plan(Phase):
                 on_plan(plan)
 
 
-def _planned(state: RunState, *actions: str) -> int:
+def planned(state: RunState, *actions: str) -> int:
     """Clean PLAN rows (outcome planned) of `actions`."""
     return sum(n for (_, action, outcome), n in (state.plan_counts or {}).items()
                if action in actions and outcome == names.PLANNED)
@@ -228,7 +237,7 @@ class Validate(Phase):
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return _planned(state, names.CREATE, names.ALTER) > 0
+        return planned(state, names.CREATE, names.ALTER) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -294,7 +303,7 @@ class Apply(Phase):
         options = pipeline_options(ctx)
         if not isinstance(options, ApplyOptions):
             return False
-        return sum(_planned(state, action) for action in _actions(options)) > 0
+        return sum(planned(state, action) for action in apply_actions(options)) > 0
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> list[tuple[DataFrame, Sender]]:
@@ -346,7 +355,7 @@ class Apply(Phase):
         plan = require(state.plan, "plan")
         options = pipeline_options(ctx)
         size = ctx.conf.kafka.batch_size * ctx.conf.kafka.max_in_flight_requests
-        waves = max(1, -(-_most_per_cluster(state, _actions(options)) // size))
+        waves = max(1, -(-_most_per_cluster(state, apply_actions(options)) // size))
         sends = [(frame.withColumn(_WAVE, _wave_of(size)), send)
                  for frame, send in self._requests(ctx, state)]
         results: list[DataFrame] = []
@@ -383,7 +392,7 @@ Sender = Callable[[DataFrame], DataFrame]
 _WAVE = "_wave"
 
 
-def _actions(options: RunOptions) -> tuple[str, ...]:
+def apply_actions(options: RunOptions) -> tuple[str, ...]:
     """The plan actions an apply with `options` sends requests for."""
     if not isinstance(options, ApplyOptions):
         return ()

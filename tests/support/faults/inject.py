@@ -145,6 +145,18 @@ def _pause_in_snapshot(path: str) -> None:
     _wrap(phases, "_snapshot", make)
 
 
+def _pause_before_lock(path: str) -> None:
+    from provisioning.run.engine import Commits
+
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def drop_tentative(self: Any) -> None:
+            _pause(path)
+            original(self)
+        return drop_tentative
+
+    _wrap(Commits, "drop_tentative", make)
+
+
 def _pause_after_phases(path: str) -> None:
     from provisioning.run.engine import Commits
 
@@ -165,5 +177,6 @@ _POINTS: dict[str, Callable[[str], None]] = {
     "pause-before-changes": _pause_before_changes,
     "pause-between-waves": _pause_between_waves,
     "pause-in-snapshot": _pause_in_snapshot,
+    "pause-before-lock": _pause_before_lock,
     "pause-after-phases": _pause_after_phases,
 }

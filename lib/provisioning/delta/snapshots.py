@@ -1,0 +1,82 @@
+"""Recording a live view (the topic snapshot, the ACL snapshot) only when it changed.
+
+Most runs find every cluster as the last run left it. Their view is recorded only when it
+differs from what the table holds: each record's commit carries, in its `userMetadata`,
+a digest of every recorded cluster's rows (`digests`: SHA-256 over each row's values but
+the run's own, `run_id` and `snapshot_at`, order-free). A run whose clusters all have the
+digest the table's latest commit names records nothing: that commit is the newest
+snapshot of each of them, and it holds the same rows. Any other latest commit (another
+conf's clusters, `maintain`, an older release) makes the run record its view.
+
+So a cluster's newest snapshot is the state the job last saw, taken when that state was
+first seen (`snapshot_at`); `maintain` never prunes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from provisioning.delta.tables import TableRef, Transaction, append, last_commit
+
+log = logging.getLogger(__name__)
+
+# The commit metadata key of a recorded view's digests.
+DIGESTS_KEY = "provisioning.snapshot.digests"
+# The columns that differ between two records of the same state.
+RUN_COLUMNS = ("run_id", "snapshot_at")
+
+
+def digests(rows: DataFrame, skip: Sequence[str] = RUN_COLUMNS) -> dict[str, str]:
+    """cluster -> digest of its rows: SHA-256 of the sorted SHA-256s of each row's values
+    (as JSON, nulls kept), leaving out the `skip` columns (one small Spark job)."""
+    kept = [c for c in rows.columns if c not in skip]
+    row_hash = F.sha2(F.to_json(F.struct(*[F.col(f"`{c}`") for c in kept]),
+                                {"ignoreNullFields": "false"}), 256)
+    found = (rows.groupBy("cluster")
+             .agg(F.sha2(F.array_join(F.array_sort(F.collect_list(row_hash)), ","), 256)
+                  .alias("digest"))
+             .collect())
+    return {str(r["cluster"]): str(r["digest"]) for r in found}
+
+
+def recorded_digests(metadata: str | None) -> dict[str, str]:
+    """The digests a commit's `userMetadata` names (none when it names none)."""
+    if not metadata:
+        return {}
+    try:
+        found = json.loads(metadata).get(DIGESTS_KEY)
+    except (ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def unchanged(now: Mapping[str, str], last: Mapping[str, str]) -> bool:
+    """Whether every cluster of `now` has the digest `last` names for it."""
+    return bool(now) and all(last.get(c) == d for c, d in now.items())
+
+
+# The digest of a cluster without a row (no topic at all).
+EMPTY = "empty"
+
+
+def record_view(rows: DataFrame, ref: TableRef, txn: Transaction, clusters: Sequence[str],
+                what: str, always: bool = False) -> bool:
+    """Append `rows` (materialized) of `clusters` to `ref` as one idempotent commit carrying
+    their digests, unless (`always` false) the table's latest commit names the same digest
+    for every one of `clusters`; whether it was appended."""
+    found = digests(rows)
+    now = {c: found.get(c, EMPTY) for c in clusters}
+    if not always:
+        latest = last_commit(rows.sparkSession, ref)
+        if latest is not None and unchanged(now, recorded_digests(latest[1])):
+            log.info("%s of %s unchanged since version %d of %s: not recorded again", what,
+                     ", ".join(sorted(now)), latest[0], ref.text)
+            return False
+    append(rows, ref, txn=txn, user_metadata=json.dumps({DIGESTS_KEY: dict(sorted(now.items()))},
+                                                        sort_keys=True))
+    return True
