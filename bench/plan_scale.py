@@ -170,7 +170,7 @@ def plan(work: Path, clusters: int) -> dict[str, Any]:
     snapshot_read = time.monotonic() - started
     started = time.monotonic()
     live_in_scope = live.transform(in_scope(names, None, names))
-    desired = read_desired(spark, conf, names, None).localCheckpoint(eager=True)
+    desired = read_desired(spark, conf, names, None)
     read = time.monotonic()
     states = {n: ClusterState(cluster_id=f"id-{n}", controller_id=1, broker_ids=(1, 2, 3),
                               default_partitions=3, default_replication_factor=3)

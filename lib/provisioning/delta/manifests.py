@@ -10,7 +10,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from provisioning.delta.tables import TableRef, read_table, table_version, write
+from provisioning.delta.tables import (
+    Commit,
+    TableRef,
+    latest_commit,
+    read_table,
+    table_version,
+    write,
+)
 from provisioning.errors import UsageError
 from schemas import DESIRED, MANIFEST, column_names
 
@@ -33,24 +40,35 @@ def write_manifest_frame(df: DataFrame, table: str, mode: str) -> int:
     return version
 
 
+def manifest_commits(spark: SparkSession, tables: Sequence[str], kind: str = "manifest"
+                     ) -> list[tuple[str, Commit]]:
+    """Each manifest table with its latest commit (one history lookup per table), in the
+    conf's order: the versions a run reads. A missing table is a usage error naming it."""
+    found = []
+    for table in tables:
+        commit = latest_commit(spark, TableRef(table))
+        if commit is None:
+            raise UsageError(f"{kind} table {table} does not exist or is not a Delta table")
+        found.append((table, commit))
+    return found
+
+
 def read_manifests(spark: SparkSession, tables: Sequence[str],
                    manifest: StructType = MANIFEST, desired: StructType = DESIRED,
-                   required: Sequence[str] = ("cluster", "topic"), kind: str = "manifest"
-                   ) -> DataFrame:
+                   required: Sequence[str] = ("cluster", "topic"), kind: str = "manifest",
+                   commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
     """Union every manifest table as `desired` rows (DESIRED; ACL_DESIRED for the ACL
     manifests, given with their `manifest` schema), each tagged with its table and version.
 
-    Each table is read at the version it had when the run started, so the
-    audit can name exactly which manifest version asked for a topic. A table
-    that is missing or lacks a `required` column is a usage error naming it.
+    Each table is read at the version it had when the run started (`commits`, from
+    `manifest_commits`, when the caller looked them up already), so the audit can name
+    exactly which manifest version asked for a topic. A table that is missing or lacks a
+    `required` column is a usage error naming it.
     """
     frames = []
-    for table in tables:
-        ref = TableRef(table)
-        version = table_version(spark, ref)
-        if version is None:
-            raise UsageError(f"{kind} table {table} does not exist or is not a Delta table")
-        df = read_table(spark, ref, version)
+    for table, commit in (manifest_commits(spark, tables, kind) if commits is None
+                          else commits):
+        df = read_table(spark, TableRef(table), commit.version)
         missing = [c for c in required if c not in df.columns]
         if missing:
             raise UsageError(
@@ -60,7 +78,7 @@ def read_manifests(spark: SparkSession, tables: Sequence[str],
         frames.append(conform_to_manifest(df, manifest).select(
             *column_names(manifest),
             F.lit(table).alias("source_table"),
-            F.lit(version).cast("long").alias("source_version"),
+            F.lit(commit.version).cast("long").alias("source_version"),
             "row_errors",
         ))
     if not frames:

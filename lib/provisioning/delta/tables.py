@@ -141,20 +141,39 @@ def table_schema(spark: SparkSession, ref: TableRef) -> StructType | None:
         raise
 
 
-def table_version(spark: SparkSession, ref: TableRef) -> int | None:
-    """The latest committed version of the table; None when it is not a Delta table.
+@dataclass(frozen=True)
+class Commit:
+    """A table's latest commit: its `version`, and `marks` that tell it from the same version
+    of another table at the same path or name (a table dropped and made again): its
+    timestamp, operation and metrics, from the same history row."""
+
+    version: int
+    marks: str
+
+
+def latest_commit(spark: SparkSession, ref: TableRef) -> Commit | None:
+    """The latest commit of the table; None when it is not a Delta table.
 
     DESCRIBE HISTORY, which classic Spark and Spark Connect both run (Delta's Python
-    DeltaTable needs Delta's own Connect plugin on a Connect server).
+    DeltaTable needs Delta's own Connect plugin on a Connect server): one round trip.
     """
     try:
-        row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1"
-                        ).select("version").first()
+        row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1").select(
+            "version",
+            F.to_json(F.struct(F.unix_micros("timestamp").alias("timestamp"), "operation",
+                               "operationMetrics")).alias("marks"),
+        ).first()
     except PySparkException as exc:
         if _not_a_table(exc):
             return None
         raise
-    return None if row is None else int(row["version"])
+    return None if row is None else Commit(int(row["version"]), str(row["marks"]))
+
+
+def table_version(spark: SparkSession, ref: TableRef) -> int | None:
+    """The latest committed version of the table; None when it is not a Delta table."""
+    commit = latest_commit(spark, ref)
+    return None if commit is None else commit.version
 
 
 def last_commit(spark: SparkSession, ref: TableRef) -> tuple[int, str | None] | None:

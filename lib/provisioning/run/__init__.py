@@ -6,6 +6,7 @@
 - `options`: each command's typed options;
 - `commands`: each command's phase list, run; `summary`: the run's result;
 - `planning`: the manifests -> judged plan chain (also what the benchmarks run);
+- `manifest_cache`: validated manifest rows kept in a shared Connect session between runs;
 - `executors`: the Kafka room's per-cluster work as Spark tasks over DataFrames;
 - `faults`: fault injection points for the reliability suite;
 - `warmup`: one pass over the driver's Spark and Delta paths (the driver class archive).

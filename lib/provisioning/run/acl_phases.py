@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.delta.manifests import read_manifests
+from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.delta.snapshots import record_view
 from provisioning.delta.tables import TableRef, Transaction
 from provisioning.kafka.acls import acl_states
@@ -30,6 +30,7 @@ from provisioning.kafka.tasks.acls import AUTHORITY, GRANT, REVOKE, VERIFY
 from provisioning.results import utc_now
 from provisioning.run import executors
 from provisioning.run.engine import Phase, RunContext, RunState, log_counts, require
+from provisioning.run.manifest_cache import manifest_rows
 from provisioning.run.options import ApplyOptions
 from provisioning.run.planning import cut
 from provisioning.session import job_label
@@ -73,7 +74,9 @@ def acl_planned(state: RunState, *actions: str) -> int:
 
 class AclManifests(Phase):
     """The ACL manifests' rows (ACL_DESIRED), validated as data, of the run's clusters (rows
-    naming no known cluster stay: they are rejected, whatever was selected)."""
+    naming no known cluster stay: they are rejected, whatever was selected); served by the
+    shared Connect session's cache when an earlier run left them there
+    (`run.manifest_cache`)."""
 
     name = "acl manifests"
     writes = ("acl_desired",)
@@ -83,14 +86,24 @@ class AclManifests(Phase):
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         known = tuple(ctx.conf.clusters)
+        tables = ctx.conf.tables.acl_manifests or ()
+        kind = "ACL manifest"
         with job_label(ctx.spark, f"{ctx.command}: read ACL manifests"):
-            rows = read_manifests(ctx.spark, ctx.conf.tables.acl_manifests or (),
-                                  ACL_MANIFEST, ACL_DESIRED, ("cluster", "principal"),
-                                  "ACL manifest")
-            selected = (F.col("cluster").isNull() | ~F.col("cluster").isin(*known)
-                        | F.col("cluster").isin(*ctx.cluster_names))
-            state.acl_desired = (rows.transform(with_acl_row_errors(known)).where(selected)
-                                 .localCheckpoint(eager=True))
+            commits = manifest_commits(ctx.spark, tables, kind)
+
+            def validated() -> DataFrame:
+                return read_manifests(ctx.spark, tables, ACL_MANIFEST, ACL_DESIRED,
+                                      ("cluster", "principal"), kind, commits
+                                      ).transform(with_acl_row_errors(known))
+
+            def finish(rows: DataFrame) -> DataFrame:
+                selected = (F.col("cluster").isNull() | ~F.col("cluster").isin(*known)
+                            | F.col("cluster").isin(*ctx.cluster_names))
+                return rows.where(selected).localCheckpoint(eager=True)
+
+            # Validated rows of every cluster: runs of other clusters share them.
+            state.acl_desired = manifest_rows(ctx.spark, kind, commits, known, validated,
+                                              finish)
         ctx.steps.done("ACL manifest read")
 
 

@@ -93,7 +93,8 @@ class Preflight(Phase):
 
 
 class ReadManifests(Phase):
-    """The manifests' rows, validated and scoped; read once (checkpointed)."""
+    """The manifests' rows, validated and scoped; read once (checkpointed), or served by
+    the shared Connect session's cache (`run.manifest_cache`)."""
 
     name = "manifests"
     writes = ("desired",)
@@ -101,10 +102,10 @@ class ReadManifests(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         scope = ctx.options.scope
         with job_label(ctx.spark, f"{ctx.command}: read manifests"):
-            # Read and validated once: the snapshot (topics to describe by name), the plan
-            # and both sides of the policy split read these rows.
+            # Read and validated once (pinned): the snapshot (topics to describe by name),
+            # the plan and both sides of the policy split read these rows.
             state.desired = read_desired(ctx.spark, ctx.conf, ctx.cluster_names,
-                                         scope.topics_glob).localCheckpoint(eager=True)
+                                         scope.topics_glob)
         ctx.steps.done("manifest read")
 
 

@@ -9,10 +9,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import Conf
-from provisioning.delta.manifests import read_manifests
+from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.kafka.client import ClusterState
 from provisioning.names import ALTER, CREATE, DELETE, DRIFT, PLANNED, REASSIGN
 from provisioning.run.executors import cluster_states_frame
+from provisioning.run.manifest_cache import manifest_rows
 from provisioning.transforms.audit import plan_outcome_counts
 from provisioning.transforms.plan import build_plan, prune_candidates
 from provisioning.transforms.policies import (
@@ -30,12 +31,22 @@ from schemas import REASSIGNMENT_IN_FLIGHT, column_names
 
 def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
                  topics_glob: str | None) -> DataFrame:
-    """The manifests' DESIRED rows, validated (row errors, duplicates), in the run's scope."""
+    """The manifests' DESIRED rows, validated (row errors, duplicates), in the run's scope,
+    pinned (a local checkpoint). On a shared Spark Connect session the validated rows come
+    from the session's cache when an earlier run left them there (`run.manifest_cache`)."""
     known = tuple(conf.clusters)
-    return (read_manifests(spark, conf.tables.manifests)
-            .transform(with_row_errors(known))
-            .transform(with_duplicate_errors)
-            .transform(in_scope(clusters, topics_glob, known)))
+    commits = manifest_commits(spark, conf.tables.manifests)
+
+    def validated() -> DataFrame:
+        return (read_manifests(spark, conf.tables.manifests, commits=commits)
+                .transform(with_row_errors(known))
+                .transform(with_duplicate_errors))
+
+    def finish(rows: DataFrame) -> DataFrame:
+        return rows.transform(in_scope(clusters, topics_glob, known)).localCheckpoint(
+            eager=True)
+
+    return manifest_rows(spark, "manifest", commits, known, validated, finish)
 
 
 def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterState],

@@ -49,7 +49,7 @@ def warm_up(manifest_rows: list[tuple[object, ...]]) -> None:
         lock.acquire()
         try:
             write_manifest(spark, manifest_rows, str(base / "manifest"))
-            desired = read_desired(spark, conf, clusters, None).localCheckpoint(eager=True)
+            desired = read_desired(spark, conf, clusters, None)
             append(desired, TableRef(conf.tables.audit))
             # The Python side of the admin tasks: mapInArrow through a Python worker.
             desired.select("cluster", "topic").mapInArrow(_echo, "cluster string, topic string"

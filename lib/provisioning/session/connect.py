@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provisioning.errors import ConnectServerUnfit, SparkUnreachable
-from provisioning.session.build import DELTA_EXTENSION
+from provisioning.session.build import DELTA_EXTENSION, is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -104,6 +104,14 @@ def release_sessions() -> None:
         _opened.clear()
     for spark in opened:
         release_session(spark)
+
+
+def outlives_run(spark: SparkSession) -> bool:
+    """Whether `spark` is a shared Spark Connect session, which stays open on the server
+    for later runs (`connect_session`): state a run leaves in it (temp views, cached data)
+    serves the next run. A classic session, and a Connect session of the run's own, end
+    with the run's process (`release_session_on_close`)."""
+    return is_connect(spark) and not getattr(spark, "release_session_on_close", True)
 
 
 _SESSION_PARAM = ";session_id="
