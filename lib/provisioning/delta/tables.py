@@ -155,7 +155,7 @@ def latest_commit(spark: SparkSession, ref: TableRef) -> Commit | None:
     """The latest commit of the table; None when it is not a Delta table.
 
     DESCRIBE HISTORY, which classic Spark and Spark Connect both run (Delta's Python
-    DeltaTable needs Delta's own Connect plugin on a Connect server): one round trip.
+    DeltaTable needs Delta's own Connect plugin on a Connect server), reading one row.
     """
     try:
         row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1").select(
