@@ -159,12 +159,12 @@ class Commits:
         self._deferred: list[tuple[str, DataFrame]] = []  # rows of the next audit commit
         # Records of a tentative view (policy TENTATIVE), started or dropped once the run
         # knows whether it plans again under its lock.
-        self._tentative: list[tuple[str, Callable[[], None]]] = []
+        self._tentative: list[tuple[str, Callable[[], object]]] = []
 
     def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
         return helper(self.audit_log.spark, name, work)
 
-    def record(self, name: str, commit: Callable[[], None]) -> None:
+    def record(self, name: str, commit: Callable[[], object]) -> None:
         """Start a commit of the run's view on a helper thread; it lands before Kafka is
         changed. A tentative view's record waits for `keep_tentative`."""
         if self.policy == TENTATIVE:
