@@ -182,10 +182,13 @@ fi
 
 # A run is short and its driver mostly waits: a client-mode driver JVM compiles with C1
 # only and collects with the parallel GC, which takes about a third off a cold run's Spark
-# and Delta start-up (BENCHMARKS.md). PROVISIONING_DRIVER_JIT=full keeps the JVM's
-# defaults (long computations in local mode, where the tasks run in the driver JVM).
+# and Delta start-up (BENCHMARKS.md). C1 alone would also shrink the code cache to 48 MiB
+# (the JVM's size without tiered compilation), which Spark's generated classes can fill: a
+# full code cache fails the run ("Out of space in CodeCache for adapters"), so it keeps
+# the tiered default of 240 MiB. PROVISIONING_DRIVER_JIT=full keeps the JVM's defaults
+# (long computations in local mode, where the tasks run in the driver JVM).
 if [ "$deploy_mode" = client ] && [ "${PROVISIONING_DRIVER_JIT:-quick}" = quick ]; then
-  export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+  export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
 fi
 
 files_arg=()
