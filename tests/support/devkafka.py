@@ -824,8 +824,10 @@ class KafkaCluster:
             f"-Xmx{heap_mb}m",
             f"-Xms{min(heap_mb, 256)}m",
             "-XX:+UseSerialGC",
-            # C1 only: the JIT otherwise competes with three brokers for two cores at boot.
+            # C1 only: the JIT otherwise competes with three brokers for two cores at boot;
+            # with the tiered code cache (C1 alone would reserve 48 MiB).
             "-XX:TieredStopAtLevel=1",
+            "-XX:ReservedCodeCacheSize=240m",
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
             "-Djava.net.preferIPv4Stack=true",
