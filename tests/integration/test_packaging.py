@@ -39,7 +39,6 @@ def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> Non
                 if "devkafka" in n or n.startswith("tests/")]
 
 
-
 def test_the_quick_driver_jit_keeps_the_tiered_code_cache() -> None:
     # C1 alone sizes the code cache at 48 MiB, which a run's generated classes can fill
     # ("Out of space in CodeCache for adapters" fails the run): spark-submit.sh keeps 240.
@@ -48,6 +47,7 @@ def test_the_quick_driver_jit_keeps_the_tiered_code_cache() -> None:
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "TieredStopAtLevel": "1", "ReservedCodeCacheSize": str(240 * 2**20),
         "UseParallelGC": "true"}
+
 
 def _wheel_venv(work: Path) -> Path:
     """A venv holding the project's wheel and nothing else of this checkout: its
