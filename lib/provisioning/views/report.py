@@ -112,12 +112,13 @@ def drift_view(audit: DataFrame) -> DataFrame:
 
 
 def latest_snapshot(snapshots: DataFrame) -> DataFrame:
-    """Each cluster's rows of its most recent snapshot (the newest `snapshot_at`)."""
+    """Each cluster's rows of its most recent snapshot: the run of the newest `snapshot_at`
+    (a run records one snapshot per table; an apply's view read under its lock keeps the
+    first read's rows, and times, for the topics it did not read again)."""
     newest = snapshots.groupBy("cluster").agg(
-        F.max(F.struct("snapshot_at", "run_id")).alias("_newest"))
+        F.max(F.struct("snapshot_at", "run_id"))["run_id"].alias("_newest"))
     return (snapshots.join(newest, on="cluster", how="inner")
-            .where((F.col("snapshot_at") == F.col("_newest.snapshot_at"))
-                   & (F.col("run_id") == F.col("_newest.run_id")))
+            .where(F.col("run_id") == F.col("_newest"))
             .drop("_newest"))
 
 
@@ -461,8 +462,9 @@ def render_unmanaged(payload: Mapping[str, Any]) -> list[str]:
         return [*lines, "  none"]
     for block in payload["unmanaged"]:
         first = block["topics"][0]
+        taken = max(t["snapshot_at"] for t in block["topics"])
         lines.append(f"cluster {block['cluster']}: {len(block['topics'])} topic(s) "
-                     f"(snapshot {first['run_id']} at {first['snapshot_at']})")
+                     f"(snapshot {first['run_id']} at {taken})")
         for t in block["topics"]:
             overrides = ", ".join(f"{k}={v}" for k, v in sorted((t["overrides"] or {}).items()))
             groups = ("unknown" if t["consumer_groups"] is None
