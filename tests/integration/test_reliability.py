@@ -401,19 +401,23 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     """The plan made without the lock has changes; before the run takes its lock, one topic
     is altered by hand to what the manifest wants and another is created as it wants: the
-    plan made under the lock sees both and only the third topic is created. A no-op apply
-    after it never writes the lock table and records one plan commit."""
-    from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+    plan made under the lock sees both and only the third topic is created. A topic the
+    first plan left alone gets a partition by hand and an unmanaged one appears: the
+    listing read under the lock shows both, the first is planned again (its drift) and the
+    second is in the view recorded. A no-op apply after it never writes the lock table and
+    records one plan commit."""
+    from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 
     warehouse = tmp_path / "wh"
     day, hour = "86400000", "3600000"
     wanted = [{"cluster": "local", "topic": f"relock.{t}", "partitions": 1,
-               "replication_factor": 1, "configs": {"retention.ms": day}} for t in "abc"]
+               "replication_factor": 1, "configs": {"retention.ms": day}} for t in "abcd"]
     write_manifest_table(spark, warehouse / "desired_topics", wanted)
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
     try:
-        admin.create_topics([NewTopic("relock.a", 1, 1, topic_configs={"retention.ms": hour})])
+        admin.create_topics([NewTopic("relock.a", 1, 1, topic_configs={"retention.ms": hour}),
+                             NewTopic("relock.d", 1, 1, topic_configs={"retention.ms": day})])
         go = tmp_path / "go"
         finished: dict[str, Any] = {}
         job = threading.Thread(target=lambda: finished.update(done=run_cli(
@@ -427,10 +431,13 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         assert waiting.exists(), "the run never reached the lock"
         locks = warehouse / "provision_runs_locks"
         assert not locks.exists()  # the first plan was made without the lock
-        # Between the plan and the lock: relock.a altered, relock.b created, both as wanted.
+        # Between the plan and the lock: relock.a altered, relock.b created, both as wanted;
+        # relock.d (a NOOP in the first plan) given a second partition; relock.x created.
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "relock.a",
                                             configs={"retention.ms": day})])
-        admin.create_topics([NewTopic("relock.b", 1, 1, topic_configs={"retention.ms": day})])
+        admin.create_topics([NewTopic("relock.b", 1, 1, topic_configs={"retention.ms": day}),
+                             NewTopic("relock.x", 1, 1)])
+        admin.create_partitions({"relock.d": NewPartitions(2)})
         go.touch()
         job.join(600)
     finally:
@@ -443,15 +450,19 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         ("local", "relock.b", "NOOP", "plan", "already_present"),
         *(("local", "relock.c", "CREATE", phase, outcome) for phase, outcome in
           (("plan", "planned"), ("validate", "validated"), ("apply", "created"),
-           ("verify", "created")))])
+           ("verify", "created"))),
+        ("local", "relock.d", "DRIFT", "plan", "drift")])
     state = broker_state(kafka.bootstrap_servers)
     assert {t: (s["partitions"], s["configs"]) for t, s in state.items()
             if t.startswith("relock.")} == {
-        f"relock.{t}": (1, {"retention.ms": day}) for t in "abc"}
-    # Only the view read under the lock is recorded: one snapshot, with relock.b in it.
+        **{f"relock.{t}": (1, {"retention.ms": day}) for t in "abc"},
+        "relock.d": (2, {"retention.ms": day}), "relock.x": (1, {})}
+    # Only the view read under the lock is recorded: one snapshot, with relock.b, relock.x
+    # and relock.d's second partition in it.
     snapshot = (spark.read.format("delta").load(str(warehouse / "topic_snapshots"))
                 .where(f"run_id = '{run_id}' AND topic LIKE 'relock.%'").collect())
-    assert sorted(r["topic"] for r in snapshot) == ["relock.a", "relock.b"]
+    assert sorted((r["topic"], r["partitions"]) for r in snapshot) == [
+        ("relock.a", 1), ("relock.b", 1), ("relock.d", 2), ("relock.x", 1)]
     lock_log = (spark.read.format("delta").load(str(locks))
                 .orderBy("_metadata.row_commit_version").collect())
     assert [(r["run_id"], r["event"]) for r in lock_log] == [
@@ -470,7 +481,8 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
                         remote=connect_server.address)
         assert again.returncode == 0, again.output[-3000:]
         assert audit_rows(spark, warehouse, again.json()["run_id"]) == [
-            ("local", f"relock.{t}", "NOOP", "plan", "already_present") for t in "abc"]
+            *(("local", f"relock.{t}", "NOOP", "plan", "already_present") for t in "abc"),
+            ("local", "relock.d", "DRIFT", "plan", "drift")]
         assert {t: version(t) - before[t] for t in tables} == {
             "topic_audit": 1, "provision_runs": 1, "topic_snapshots": snapshot_commits,
             "provision_runs_locks": 0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
@@ -86,6 +86,51 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
         found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
         yield from _rows_of(admin, found, row)
+
+
+# What a topic listing tells of a topic, in a form two reads compare by (`topic_shape`).
+TopicShape = tuple[Any, ...]
+
+
+def topic_shape(topic_id: str | None, partitions: int | None,
+                replication_factor: int | None,
+                replica_assignment: Mapping[int, Sequence[int]] | None,
+                error_name: str | None) -> TopicShape:
+    """A topic as a listing shows it (id, partitions, replicas, error), comparable across
+    two reads of the cluster."""
+    assignment = (None if replica_assignment is None else
+                  tuple(sorted((int(p), tuple(int(b) for b in r))
+                               for p, r in replica_assignment.items())))
+    return (topic_id, partitions, replication_factor, assignment, error_name)
+
+
+def _shape(t: LiveTopic) -> TopicShape:
+    return topic_shape(t.topic_id, t.partitions, t.replication_factor, t.replica_assignment,
+                       t.error_name)
+
+
+def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
+                taken_at: dt.datetime, seen: Mapping[str, TopicShape],
+                changing: Collection[str]) -> tuple[list[tuple[Any, ...]], set[str]]:
+    """The cluster read again where it matters (an apply, under its lock): the topic
+    listing, then SNAPSHOT rows for the `changing` topics and for every topic the listing
+    shows otherwise than `seen` (the first read's shapes): new, gone or hidden, another id,
+    other partitions or replicas. Returns those rows and the names read again (a name read
+    again with no row is absent now); every other topic is as `seen` holds it."""
+    listing = {t.name: t for t in admin.describe_topics()}
+    again = set(changing)
+    again.update(n for n, t in listing.items() if seen.get(n) != _shape(t))
+    again.update(n for n in seen if n not in listing)
+    if not again:
+        return [], again
+    row = functools.partial(_row, admin, run_id, cluster_id, taken_at, admin.topics_in_use())
+    rows = list(_rows_of(admin, sorted((listing[n] for n in again if n in listing),
+                                       key=lambda t: t.name), row))
+    unlisted = iter(sorted(n for n in again if n not in listing))
+    while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
+        found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
+        rows.extend(_rows_of(admin, found, row))
+    return rows, again
 
 
 def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any

@@ -76,6 +76,11 @@ class RunState:
     # Rows per (cluster, action, outcome) of the plan phase: what the later phases have to
     # do (nothing: they are skipped).
     plan_counts: Mapping[tuple[str, str, str], int] | None = None
+    # Under an apply's lock (run/relock.py): the (cluster, topic) keys planned again, and
+    # the first pass's plan, whose rows of every other key are kept (nothing is sent for
+    # them).
+    replanned: DataFrame | None = None
+    kept_plan: DataFrame | None = None
     # Why the run stopped changing Kafka mid-phase (its lock was lost): the phases that
     # settle what was sent still run, then this is raised.
     halted: ProvisioningError | None = None

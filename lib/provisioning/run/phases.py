@@ -44,7 +44,13 @@ from provisioning.run.engine import (
     require,
 )
 from provisioning.run.options import ApplyOptions, ImportOptions, PlanOptions, RunOptions
-from provisioning.run.planning import cut, planned_plan, policy_context, read_desired
+from provisioning.run.planning import (
+    cut,
+    plan_counts,
+    planned_plan,
+    policy_context,
+    read_desired,
+)
 from provisioning.run.reassign_phases import unsettled_moves
 from provisioning.session import job_label
 from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
@@ -123,14 +129,20 @@ def _snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None,
             {n: s.cluster_id for n, s in states.items()}, wanted=wanted
         ).localCheckpoint(eager=True)
         ctx.steps.done("snapshot")
-        table = TableRef(ctx.conf.tables.snapshots)
-        txn = Transaction(f"topic-provisioning-snapshots-{ctx.run_id}", 1)
-        ctx.commits.record("snapshot-write", lambda: record_view(
-            live, table, txn, ctx.cluster_names, "the snapshot", always=always))
-        # Only a progress line: counted off the run's path.
-        ctx.commits.side("snapshot-count",
-                         lambda: log_phase("snapshot", started, live, by="cluster"))
+        record_live(ctx, live, started, always)
     return live
+
+
+def record_live(ctx: RunContext, live: DataFrame, started: float, always: bool) -> None:
+    """Commit `live` (materialized SNAPSHOT rows) to the snapshots table beside the next
+    steps, when some cluster changed since the table's last record or `always`."""
+    table = TableRef(ctx.conf.tables.snapshots)
+    txn = Transaction(f"topic-provisioning-snapshots-{ctx.run_id}", 1)
+    ctx.commits.record("snapshot-write", lambda: record_view(
+        live, table, txn, ctx.cluster_names, "the snapshot", always=always))
+    # Only a progress line: counted off the run's path.
+    ctx.commits.side("snapshot-count",
+                     lambda: log_phase("snapshot", started, live, by="cluster"))
 
 
 class Snapshot(Phase):
@@ -184,13 +196,25 @@ class Plan(Phase):
         live = require(state.live, "live")
         with job_label(ctx.spark, f"{ctx.command}: plan, policies"):
             in_run = _in_run(ctx, live)
+            desired = require(state.desired, "desired")
             created = (created_by_job(ctx.spark, ctx.conf.tables.audit)
                        if ctx.conf.deletes.prune else None)
             flights = list(state.in_flight or [])
             flights += unsettled_moves(ctx, in_run, flights)
+            keys = state.replanned
+            if keys is not None:
+                # Under the lock: only the keys read again are planned again (the policies
+                # still see every live topic), the first pass's other rows are kept.
+                desired = desired.join(keys, ["cluster", "topic"], "left_semi")
+                in_run = in_run.join(keys, ["cluster", "topic"], "left_semi")
             plan, counts = planned_plan(ctx.spark, ctx.conf, require(state.states, "states"),
-                                        require(state.desired, "desired"), live, in_run,
-                                        created, flights, state.unlisted)
+                                        desired, live, in_run, created, flights,
+                                        state.unlisted)
+            if keys is not None:
+                plan = plan.unionByName(require(state.kept_plan, "kept_plan").join(
+                    keys, ["cluster", "topic"], "left_anti")).localCheckpoint(eager=True)
+                counts = plan_counts(plan)
+                in_run = _in_run(ctx, live)
             if any(action in (names.REASSIGN, names.ALTER) for (_, action, _) in counts):
                 state.move_counts = {
                     (r["cluster"], r["outcome"]): int(r["n"]) for r in
