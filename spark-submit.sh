@@ -186,9 +186,16 @@ fi
 # (the JVM's size without tiered compilation), which Spark's generated classes can fill: a
 # full code cache fails the run ("Out of space in CodeCache for adapters"), so it keeps
 # the tiered default of 240 MiB. PROVISIONING_DRIVER_JIT=full keeps the JVM's defaults
-# (long computations in local mode, where the tasks run in the driver JVM).
+# (long computations in local mode, where the tasks run in the driver JVM). An option the
+# user's SPARK_SUBMIT_OPTS sets already (a garbage collector, a code cache size) is theirs.
 if [ "$deploy_mode" = client ] && [ "${PROVISIONING_DRIVER_JIT:-quick}" = quick ]; then
-  export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
+  jit=()
+  case " ${SPARK_SUBMIT_OPTS:-} " in *" -XX:TieredStopAtLevel="*) ;; *) jit+=(-XX:TieredStopAtLevel=1) ;; esac
+  case " ${SPARK_SUBMIT_OPTS:-} " in *" -XX:ReservedCodeCacheSize="*) ;; *) jit+=(-XX:ReservedCodeCacheSize=240m) ;; esac
+  case " ${SPARK_SUBMIT_OPTS:-} " in *" -XX:+Use"*GC" "*) ;; *) jit+=(-XX:+UseParallelGC) ;; esac
+  if [ ${#jit[@]} -gt 0 ]; then
+    export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }${jit[*]}"
+  fi
 fi
 
 files_arg=()

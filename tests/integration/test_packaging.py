@@ -12,6 +12,8 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import REPO, broker_state, run_cli, write_conf, write_manifest_table
 
 
@@ -39,14 +41,21 @@ def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> Non
                 if "devkafka" in n or n.startswith("tests/")]
 
 
-def test_the_quick_driver_jit_keeps_the_tiered_code_cache() -> None:
+@pytest.mark.parametrize(("user", "expected"), [
     # C1 alone sizes the code cache at 48 MiB, which a run's generated classes can fill
     # ("Out of space in CodeCache for adapters" fails the run): spark-submit.sh keeps 240.
-    done = run_cli([], job="tests/support/driver_jvm.py")
+    ("", ("1", str(240 * 2**20), "true", "false")),
+    # What the user's SPARK_SUBMIT_OPTS sets stays theirs (two collectors would not start).
+    ("-XX:ReservedCodeCacheSize=300m -XX:+UseSerialGC",
+     ("1", str(300 * 2**20), "false", "true")),
+], ids=["default", "user-options"])
+def test_the_quick_driver_jit_keeps_the_tiered_code_cache_and_the_users_options(
+        user: str, expected: tuple[str, ...]) -> None:
+    done = run_cli([], job="tests/support/driver_jvm.py", env={"SPARK_SUBMIT_OPTS": user})
     assert done.returncode == 0, done.output[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "TieredStopAtLevel": "1", "ReservedCodeCacheSize": str(240 * 2**20),
-        "UseParallelGC": "true"}
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == dict(zip(
+        ("TieredStopAtLevel", "ReservedCodeCacheSize", "UseParallelGC", "UseSerialGC"),
+        expected, strict=True))
 
 
 def _wheel_venv(work: Path) -> Path:

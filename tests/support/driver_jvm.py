@@ -10,4 +10,5 @@ jvm = spark.sparkContext._jvm
 bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
     jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
 print(json.dumps({name: bean.getVMOption(name).getValue()
-                  for name in ("TieredStopAtLevel", "ReservedCodeCacheSize", "UseParallelGC")}))
+                  for name in ("TieredStopAtLevel", "ReservedCodeCacheSize", "UseParallelGC",
+                               "UseSerialGC")}))
