@@ -124,12 +124,15 @@ def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     if not again:
         return [], again
     row = functools.partial(_row, admin, run_id, cluster_id, taken_at, admin.topics_in_use())
-    rows = list(_rows_of(admin, sorted((listing[n] for n in again if n in listing),
-                                       key=lambda t: t.name), row))
+    rows: list[tuple[Any, ...]] = []
+    listed = sorted((listing[n] for n in again if n in listing), key=lambda t: t.name)
+    if listed:
+        rows.extend(_rows_of(admin, listed, row))
     unlisted = iter(sorted(n for n in again if n not in listing))
     while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
         found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
-        rows.extend(_rows_of(admin, found, row))
+        if found:
+            rows.extend(_rows_of(admin, found, row))
     return rows, again
 
 

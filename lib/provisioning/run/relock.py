@@ -91,7 +91,8 @@ def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> None:
                 r["replica_assignment"], r["error_name"])
     for flight in state.in_flight:
         changing[flight["cluster"]].add(flight["topic"])
-    taken_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    # Aware: createDataFrame reads it as this instant whatever the driver's time zone.
+    taken_at = dt.datetime.now(dt.UTC)
     rows: list[tuple[Any, ...]] = []
     again: list[tuple[str, str]] = []
     for cluster in ctx.clusters:
