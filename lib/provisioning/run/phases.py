@@ -211,8 +211,10 @@ class Plan(Phase):
                                         desired, live, in_run, created, flights,
                                         state.unlisted)
             if keys is not None:
+                # One partition, as a plan of this size is: its audit commit is one file.
                 plan = plan.unionByName(require(state.kept_plan, "kept_plan").join(
-                    keys, ["cluster", "topic"], "left_anti")).localCheckpoint(eager=True)
+                    keys, ["cluster", "topic"], "left_anti")).coalesce(1).localCheckpoint(
+                    eager=True)
                 counts = plan_counts(plan)
                 in_run = _in_run(ctx, live)
             if any(action in (names.REASSIGN, names.ALTER) for (_, action, _) in counts):
