@@ -82,10 +82,16 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     in_use = admin.topics_in_use()
     row = functools.partial(_row, admin, run_id, cluster_id, taken_at, in_use)
     yield from _rows_of(admin, sorted(topics, key=lambda t: t.name), row)
-    unlisted = (name for name in wanted if name not in listed)
-    while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
-        found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
+    for found in _described(admin, (name for name in wanted if name not in listed)):
         yield from _rows_of(admin, found, row)
+
+
+def _described(admin: ClusterAdmin, names: Iterable[str]) -> Iterator[list[LiveTopic]]:
+    """`names` described by name, a Metadata request per chunk: the topics that are not
+    absent (hidden ones keep their error), one list per chunk."""
+    it = iter(names)
+    while chunk := list(itertools.islice(it, _DESCRIBE_CHUNK)):
+        yield [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
 
 
 # What a topic listing tells of a topic, in a form two reads compare by (`topic_shape`).
@@ -128,12 +134,31 @@ def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     listed = sorted((listing[n] for n in again if n in listing), key=lambda t: t.name)
     if listed:
         rows.extend(_rows_of(admin, listed, row))
-    unlisted = iter(sorted(n for n in again if n not in listing))
-    while chunk := list(itertools.islice(unlisted, _DESCRIBE_CHUNK)):
-        found = [t for t in admin.describe_topics(chunk) if t.error_name not in _ABSENT]
+    for found in _described(admin, sorted(n for n in again if n not in listing)):
         if found:
             rows.extend(_rows_of(admin, found, row))
     return rows, again
+
+
+def reread(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+           kafka: KafkaConf, run_id: str, cluster_ids: Mapping[str, str | None],
+           seen: Mapping[str, Mapping[str, TopicShape]],
+           changing: Mapping[str, Collection[str]]
+           ) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
+    """`reread_rows` of every cluster, from the driver: the SNAPSHOT rows read again and
+    the (cluster, topic) keys read again. `seen` and `changing` are per cluster name."""
+    # Aware: Spark reads it as this instant whatever the driver's time zone.
+    taken_at = dt.datetime.now(dt.UTC)
+    rows: list[tuple[Any, ...]] = []
+    keys: list[tuple[str, str]] = []
+    for cluster in clusters:
+        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+            found, again = reread_rows(admin, run_id, cluster_ids.get(cluster.name),
+                                       taken_at, seen.get(cluster.name, {}),
+                                       changing.get(cluster.name, ()))
+        rows += found
+        keys += [(cluster.name, t) for t in sorted(again)]
+    return rows, keys
 
 
 def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any

@@ -201,14 +201,14 @@ class Plan(Phase):
                        if ctx.conf.deletes.prune else None)
             flights = list(state.in_flight or [])
             flights += unsettled_moves(ctx, in_run, flights)
-            keys = state.replanned
+            planned_live, keys = in_run, state.replanned
             if keys is not None:
                 # Under the lock: only the keys read again are planned again (the policies
                 # still see every live topic), the first pass's other rows are kept.
                 desired = desired.join(keys, ["cluster", "topic"], "left_semi")
-                in_run = in_run.join(keys, ["cluster", "topic"], "left_semi")
+                planned_live = in_run.join(keys, ["cluster", "topic"], "left_semi")
             plan, counts = planned_plan(ctx.spark, ctx.conf, require(state.states, "states"),
-                                        desired, live, in_run, created, flights,
+                                        desired, live, planned_live, created, flights,
                                         state.unlisted)
             if keys is not None:
                 # One partition, as a plan of this size is: its audit commit is one file.
@@ -216,7 +216,6 @@ class Plan(Phase):
                     keys, ["cluster", "topic"], "left_anti")).coalesce(1).localCheckpoint(
                     eager=True)
                 counts = plan_counts(plan)
-                in_run = _in_run(ctx, live)
             if any(action in (names.REASSIGN, names.ALTER) for (_, action, _) in counts):
                 state.move_counts = {
                     (r["cluster"], r["outcome"]): int(r["n"]) for r in

@@ -34,18 +34,15 @@ plan made under the lock.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections import defaultdict
-from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.kafka import reassign
-from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.snapshot import TopicShape, reread_rows, topic_shape
+from provisioning.kafka.snapshot import TopicShape, reread, topic_shape
 from provisioning.run.acl_phases import AclPlan, AclSnapshot, acl_planned
 from provisioning.run.engine import Phase, RunContext, RunState, require
 from provisioning.run.options import ApplyOptions
@@ -91,17 +88,8 @@ def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> None:
                 r["replica_assignment"], r["error_name"])
     for flight in state.in_flight:
         changing[flight["cluster"]].add(flight["topic"])
-    # Aware: createDataFrame reads it as this instant whatever the driver's time zone.
-    taken_at = dt.datetime.now(dt.UTC)
-    rows: list[tuple[Any, ...]] = []
-    again: list[tuple[str, str]] = []
-    for cluster in ctx.clusters:
-        with ClusterAdmin(cluster, ctx.credentials.get(cluster.name), ctx.conf.kafka) as admin:
-            found, names_again = reread_rows(
-                admin, ctx.run_id, states[cluster.name].cluster_id, taken_at,
-                seen[cluster.name], changing[cluster.name])
-        rows += found
-        again += [(cluster.name, t) for t in sorted(names_again)]
+    rows, again = reread(ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+                         {n: s.cluster_id for n, s in states.items()}, seen, changing)
     ctx.steps.done("read again under the lock")
     keys = ctx.spark.createDataFrame(again, "cluster string, topic string")
     with job_label(ctx.spark, f"{ctx.command}: snapshot under the lock"):
