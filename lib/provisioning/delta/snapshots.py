@@ -33,8 +33,9 @@ RUN_COLUMNS = ("run_id", "snapshot_at")
 
 def digests(rows: DataFrame, skip: Sequence[str] = RUN_COLUMNS) -> dict[str, str]:
     """cluster -> digest of its rows: SHA-256 of the sorted SHA-256s of each row's values
-    (as JSON, nulls kept), leaving out the `skip` columns (one small Spark job)."""
-    kept = [c for c in rows.columns if c not in skip]
+    (as JSON, nulls kept, columns by name: a join's column order does not change it),
+    leaving out the `skip` columns (one small Spark job)."""
+    kept = sorted(c for c in rows.columns if c not in skip)
     row_hash = F.sha2(F.to_json(F.struct(*[F.col(f"`{c}`") for c in kept]),
                                 {"ignoreNullFields": "false"}), 256)
     found = (rows.groupBy("cluster")
