@@ -444,6 +444,8 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         admin.close()
     done = finished["done"]
     assert done.returncode == 0, done.output[-3000:]
+    assert "step plan again under the lock:" in done.output
+    assert "first plan kept" not in done.output
     run_id = done.json()["run_id"]
     assert audit_rows(spark, warehouse, run_id) == sorted([
         ("local", "relock.a", "NOOP", "plan", "already_present"),
@@ -486,3 +488,27 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         assert {t: version(t) - before[t] for t in tables} == {
             "topic_audit": 1, "provision_runs": 1, "topic_snapshots": snapshot_commits,
             "provision_runs_locks": 0}
+    # Nothing changes between the plan and the lock: the rows read under it are the first
+    # read's, and the first plan is the plan (one plan commit, as the no-op's).
+    week = "604800000"
+    wanted[0]["configs"] = {"retention.ms": week}
+    write_manifest_table(spark, warehouse / "desired_topics", wanted)
+    before = {t: version(t) for t in tables}
+    alter = run_cli(["apply", "--conf", str(conf), "--allow-alter", "--json"],
+                    remote=connect_server.address)
+    assert alter.returncode == 0, alter.output[-3000:]
+    assert "step first plan kept under the lock:" in alter.output
+    assert "plan again under the lock" not in alter.output
+    assert audit_rows(spark, warehouse, alter.json()["run_id"]) == sorted([
+        *(("local", "relock.a", "ALTER", phase, outcome) for phase, outcome in
+          (("plan", "planned"), ("validate", "validated"), ("apply", "altered"),
+           ("verify", "altered"))),
+        *(("local", f"relock.{t}", "NOOP", "plan", "already_present") for t in "bc"),
+        ("local", "relock.d", "DRIFT", "plan", "drift")])
+    assert broker_state(kafka.bootstrap_servers)["relock.a"]["configs"] == {
+        "retention.ms": week}
+    # One audit commit per phase (plan, validate, apply, verify), one snapshot (the view
+    # under the lock), the lock's claim and release.
+    assert {t: version(t) - before[t] for t in tables} == {
+        "topic_audit": 4, "provision_runs": 1, "topic_snapshots": 1,
+        "provision_runs_locks": 2}

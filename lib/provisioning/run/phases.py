@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -222,6 +222,24 @@ class Plan(Phase):
                     plan.where(moves_planned()).groupBy("cluster", plan_outcome().alias(
                         "outcome")).agg(F.count(F.lit(1)).alias("n")).collect()}
             ctx.steps.done("plan and policies")
+        self._record(ctx, state, plan, counts, in_run, started)
+
+    def keep(self, ctx: RunContext, state: RunState, plan: DataFrame,
+             counts: Mapping[tuple[str, str, str], int],
+             move_counts: Mapping[tuple[str, str], int] | None) -> None:
+        """`plan` (with its `counts` and `move_counts`) as this phase's plan, recorded as
+        `run` records one: an apply's first plan, when the view read under its lock is the
+        view it was made on (run/relock.py)."""
+        started = time.monotonic()
+        state.move_counts = move_counts
+        self._record(ctx, state, plan, counts, _in_run(ctx, require(state.live, "live")),
+                     started)
+
+    def _record(self, ctx: RunContext, state: RunState, plan: DataFrame,
+                counts: Mapping[tuple[str, str, str], int], in_run: DataFrame,
+                started: float) -> None:
+        """The plan's audit rows committed, its unmanaged topics counted off the run's
+        path, the saved-plan hook given it; `state` holds it."""
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             audit = plan_audit(plan, ctx.run_id, utc_now())
             by_outcome: dict[str, int] = {}

@@ -17,8 +17,11 @@ recorded then) and, holding it, reads again what the run may change and plans it
 The topics read again are planned again on that view (the policies judge them with every
 live topic of the clusters, the others as the first read had them, ids and partitions as
 the listing has them); the first plan's rows of every other topic (NOOP rows, invalid
-manifest rows) are kept. The phases after it see only this plan, which alone is recorded,
-with the view it was made on.
+manifest rows) are kept. When every row read again is the first read's row (all its
+values but the run id and the time it was read) and the moves in flight are the ones the
+first read listed, the view under the lock is the first view: planning it again would give
+the first plan back, so the first plan is kept whole (`Plan.keep`). The phases after it
+see only this plan, which alone is recorded, with the view it was made on.
 
 Why it is safe: every request an apply sends names a topic (or binding) whose state was
 read after the run held the lock of its cluster, and was judged on a listing read then, as
@@ -34,13 +37,17 @@ plan made under the lock.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.delta.snapshots import digests
 from provisioning.kafka import reassign
 from provisioning.kafka.snapshot import TopicShape, reread, topic_shape
 from provisioning.run.acl_phases import AclPlan, AclSnapshot, acl_planned
@@ -65,13 +72,23 @@ def changes_planned(ctx: RunContext, state: RunState) -> bool:
     return topics + moves + acls > 0
 
 
-def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> None:
+def _moves(flights: Sequence[Mapping[str, Any]] | None, unlisted: Mapping[str, str] | None
+           ) -> tuple[list[str], dict[str, str]]:
+    """Moves in flight and the clusters where they could not be listed, comparable."""
+    return (sorted(json.dumps(f, sort_keys=True, default=str) for f in flights or ()),
+            dict(unlisted or {}))
+
+
+def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> bool:
     """The run's view read again under its lock (see the module docstring): `state.live`
     becomes the first view with the topics read again replaced, recorded always;
-    `state.replanned` their keys, `state.kept_plan` the first plan."""
+    `state.replanned` their keys, `state.kept_plan` the first plan. Whether that view is
+    the first one (every row read again as the first read had it, the same moves in
+    flight)."""
     started = time.monotonic()
     first = require(state.live, "live")
     states = require(state.states, "states")
+    first_moves = _moves(state.in_flight, state.unlisted)
     state.in_flight, state.unlisted = reassign.in_flight(ctx.clusters, ctx.credentials,
                                                          ctx.conf.kafka)
     changing: dict[str, set[str]] = defaultdict(set)
@@ -93,12 +110,16 @@ def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> None:
     ctx.steps.done("read again under the lock")
     keys = ctx.spark.createDataFrame(again, "cluster string, topic string")
     with job_label(ctx.spark, f"{ctx.command}: snapshot under the lock"):
-        live = (first.join(keys, ["cluster", "topic"], "left_anti")
-                .unionByName(ctx.spark.createDataFrame(rows, SNAPSHOT))
+        fresh = ctx.spark.createDataFrame(rows, SNAPSHOT).localCheckpoint(eager=True)
+        live = (first.join(keys, ["cluster", "topic"], "left_anti").unionByName(fresh)
                 .localCheckpoint(eager=True))
     # The view the run changes Kafka on is recorded, changed or not.
     record_live(ctx, live, started, always=True)
     state.live, state.replanned, state.kept_plan = live, keys, first_plan
+    if _moves(state.in_flight, state.unlisted) != first_moves:
+        return False
+    with job_label(ctx.spark, f"{ctx.command}: rows read again against the first read"):
+        return digests(first.join(keys, ["cluster", "topic"], "left_semi")) == digests(fresh)
 
 
 class Relock(Phase):
@@ -123,6 +144,8 @@ class Relock(Phase):
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         first_plan = require(state.plan, "plan")
+        first_counts = require(state.plan_counts, "plan_counts")
+        first_moves = state.move_counts
         # The first pass's records are gone (the engine dropped them): what the phases
         # after this one read comes from the view read under the lock.
         for stale in ("plan", "plan_rows", "plan_counts", "move_counts", "unmanaged",
@@ -131,9 +154,13 @@ class Relock(Phase):
             setattr(state, stale, None)
         state.audit_rows.clear()
         state.acl_audit_rows.clear()
-        _reread(ctx, state, first_plan)
-        self._plan.run(ctx, state)
+        if _reread(ctx, state, first_plan):
+            self._plan.keep(ctx, state, first_plan, first_counts, first_moves)
+            step = "first plan kept under the lock"
+        else:
+            self._plan.run(ctx, state)
+            step = "plan again under the lock"
         for phase in self._acls:
             if phase.needed(ctx, state):
                 phase.run(ctx, state)
-        ctx.steps.done("plan again under the lock")
+        ctx.steps.done(step)
