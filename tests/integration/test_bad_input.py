@@ -30,6 +30,7 @@ def _row(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_bad_rows_are_rejected_by_name_and_the_rest_proceed(kafka: Any, spark: Any,
+                                                            connect_server: Any,
                                                             tmp_path: Path) -> None:
     from tests.support.devkafka import KafkaCluster
 
@@ -46,7 +47,7 @@ def test_bad_rows_are_rejected_by_name_and_the_rest_proceed(kafka: Any, spark: A
         conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse,
                           manifests=[m1, m2])
 
-        done = run_cli(["apply", "--conf", str(conf), "--json"])
+        done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
         assert done.returncode == 1, done.output[-4000:]
         run_id = done.json()["run_id"]
         state = broker_state(broker.bootstrap_servers)

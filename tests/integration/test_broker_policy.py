@@ -44,7 +44,7 @@ def policy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def test_policy_violation_is_recorded_as_rejected(policy_broker: Any, spark: Any,
-                                                   tmp_path: Path) -> None:
+                                                   connect_server: Any, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics", [
         {"cluster": "local", "topic": "reserved.payments", "partitions": 2},
@@ -52,7 +52,7 @@ def test_policy_violation_is_recorded_as_rejected(policy_broker: Any, spark: Any
     ])
     conf = write_conf(tmp_path / "conf.yaml", policy_broker.bootstrap_servers, warehouse)
 
-    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert done.returncode == 1, done.output[-4000:]
     run_id = done.json()["run_id"]
 
@@ -71,7 +71,7 @@ def test_policy_violation_is_recorded_as_rejected(policy_broker: Any, spark: Any
 
 
 def test_alter_config_policy_violation_is_rejected_and_nothing_changes(
-        policy_broker: Any, spark: Any, tmp_path: Path) -> None:
+        policy_broker: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=policy_broker.bootstrap_servers)
@@ -94,7 +94,7 @@ def test_alter_config_policy_violation_is_rejected_and_nothing_changes(
     conf = write_conf(tmp_path / "conf.yaml", policy_broker.bootstrap_servers, warehouse)
 
     done = run_cli(["apply", "--conf", str(conf), "--topics", "capped.*", "--allow-alter",
-                    "--json"])
+                    "--json"], remote=connect_server.address)
     assert done.returncode == 1, done.output[-4000:]
     run_id = done.json()["run_id"]
 

@@ -1,14 +1,15 @@
 """A three-node KRaft cluster under the job: a model-based soak, and the active controller
 killed with -9 in the middle of a 2,000-topic apply.
 
-The soak runs the CLI 8 times (the first and the last through spark-submit.sh, those
-between in the tests' own Spark session), each on a manifest mutated at random from a
+The soak runs the CLI 8 times (the first and the last through spark-submit.sh as thin
+clients of the shared Spark Connect server, those between in the tests' own Spark
+session), each on a manifest mutated at random from a
 printed seed (`SOAK_SEED=<n>` replays one): new topics, `state: absent`,
 changed partitions, retention and replication factor, invalid rows, duplicates, a topic
 deleted or created behind the job's back, protected topics marked absent. From the
 second mutation on, every kind of change (KINDS) the runs so far have not made is made as
 soon as it can be, so the soak covers each of them in its 8 runs whatever the seed (it
-asserts so); the last run (spark-submit.sh, classic) always has an ALTER to apply. A
+asserts so); the last run (spark-submit.sh) always has an ALTER to apply. A
 model of the cluster predicts, before each run, every audit row the run must write, its
 exit code and what the broker must hold after it; each run is checked against it exactly.
 """
@@ -398,7 +399,7 @@ def _soak_state(cluster: KafkaCluster) -> tuple[dict[str, tuple[int, int, dict[s
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_soak_eight_runs_against_a_model(three_nodes: KafkaCluster, spark: Any,
-                                           tmp_path: Path) -> None:
+                                           connect_server: Any, tmp_path: Path) -> None:
     seed = int(os.environ.get("SOAK_SEED") or random.SystemRandom().randrange(2**31))
     print(f"soak seed {seed}: replay with SOAK_SEED={seed}")
     model = Model(random.Random(seed))
@@ -423,9 +424,11 @@ def test_soak_eight_runs_against_a_model(three_nodes: KafkaCluster, spark: Any,
             expected, code = model.expect()
 
             args = ["apply", "--conf", str(conf), "--allow-deletes", "--allow-alter", "--json"]
-            # The first and the last run through spark-submit.sh; those between run the
-            # same CLI in this process (a JVM start per run would triple the soak's time).
-            done = (run_cli(args) if run in (0, SOAK_RUNS - 1) else run_cli_in_process(args))
+            # The first and the last run through spark-submit.sh, as thin clients of the
+            # shared Spark Connect server; those between run the same CLI in this process
+            # (a process per run would double the soak's time).
+            done = (run_cli(args, remote=connect_server.address) if run in (0, SOAK_RUNS - 1)
+                    else run_cli_in_process(args))
             assert done.returncode == code, f"{context}\n{done.output[-3000:]}"
             run_id = done.json()["run_id"]
             run_ids.append(run_id)

@@ -4,7 +4,9 @@ The broker advertises the proxy's port on the listener the job uses, so every re
 the job (bootstrap, metadata, CreateTopics, verify) crosses the proxy; the test reads the
 broker directly on another listener. Each fault fires at the apply's real CreateTopics
 (the second one the job sends: the first is the validateOnly pass). For each fault: the
-exact audit rows, what verify settles, the exit code, and a rerun that converges.
+exact audit rows, what verify settles, the exit code, and a rerun that converges. The runs
+are thin clients of the shared Spark Connect server: its executors send the requests
+through the proxy as a cluster's would.
 """
 
 from __future__ import annotations
@@ -68,10 +70,10 @@ def _rows(names: list[str], *phases: tuple[str, str, str]) -> list[tuple[Any, ..
 
 
 def _rerun_changes_nothing(cluster: KafkaCluster, spark: Any, warehouse: Path, conf: Path,
-                           names: list[str]) -> None:
+                           names: list[str], remote: str) -> None:
     ids = {n: s["topic_id"] for n, s in broker_state(cluster.bootstrap_servers).items()
            if n in names}
-    again = run_cli(["apply", "--conf", str(conf), "--json"])
+    again = run_cli(["apply", "--conf", str(conf), "--json"], remote=remote)
     assert again.returncode == 0, again.output[-3000:]
     assert again.json()["counts"] == {"already_present": 3}
     assert audit_rows(spark, warehouse, again.json()["run_id"]) == _rows(
@@ -81,12 +83,13 @@ def _rerun_changes_nothing(cluster: KafkaCluster, spark: Any, warehouse: Path, c
 
 
 def test_a_connection_cut_after_create_is_resent_and_settled(
-        proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, tmp_path: Path) -> None:
+        proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, connect_server: Any,
+        tmp_path: Path) -> None:
     cluster, proxy = proxied
     warehouse, conf, names = _setup(spark, tmp_path, proxy, "cut.")
     proxy.arm("cut", nth=REAL_CREATE, api_key=CREATE_TOPICS)
 
-    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert proxy.fired == ["cut"]
     assert done.returncode == 0, done.output[-3000:]
     # The request reached the broker; its answer did not reach the job. The job asks the
@@ -102,33 +105,35 @@ def test_a_connection_cut_after_create_is_resent_and_settled(
         "TOPIC_ALREADY_EXISTS", "created by this run: the answer to its CreateTopics was "
         "lost (KafkaConnectionError: socket disconnected) and the resend found it")}
     assert _wanted(cluster, names) == dict.fromkeys(names, (2, 1, {"retention.ms": "3600000"}))
-    _rerun_changes_nothing(cluster, spark, warehouse, conf, names)
+    _rerun_changes_nothing(cluster, spark, warehouse, conf, names, connect_server.address)
 
 
 def test_responses_held_past_the_timeout_are_unknown_until_verify(
-        proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, tmp_path: Path) -> None:
+        proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, connect_server: Any,
+        tmp_path: Path) -> None:
     cluster, proxy = proxied
     warehouse, conf, names = _setup(spark, tmp_path, proxy, "held.")
     proxy.arm("hold", nth=REAL_CREATE, api_key=CREATE_TOPICS,
               hold_seconds=3 * TIMEOUT_MS / 1000)
 
-    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert proxy.fired == ["hold"]
     assert done.returncode == 0, done.output[-3000:]
     assert audit_rows(spark, warehouse, done.json()["run_id"]) == _rows(
         names, ("CREATE", "plan", "planned"), ("CREATE", "validate", "validated"),
         ("CREATE", "apply", "unknown"), ("CREATE", "verify", "created"))
     assert _wanted(cluster, names) == dict.fromkeys(names, (2, 1, {"retention.ms": "3600000"}))
-    _rerun_changes_nothing(cluster, spark, warehouse, conf, names)
+    _rerun_changes_nothing(cluster, spark, warehouse, conf, names, connect_server.address)
 
 
 def test_a_proxy_gone_dark_mid_run_then_a_rerun_creates_everything(
-        proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, tmp_path: Path) -> None:
+        proxied: tuple[KafkaCluster, KafkaProxy], spark: Any, connect_server: Any,
+        tmp_path: Path) -> None:
     cluster, proxy = proxied
     warehouse, conf, names = _setup(spark, tmp_path, proxy, "dark.")
     proxy.arm("dark", nth=REAL_CREATE, api_key=CREATE_TOPICS)
     try:
-        done = run_cli(["apply", "--conf", str(conf), "--json"])
+        done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     finally:
         proxy.restore()
     assert proxy.fired == ["dark"]
@@ -139,10 +144,10 @@ def test_a_proxy_gone_dark_mid_run_then_a_rerun_creates_everything(
         names, ("CREATE", "plan", "planned"), ("CREATE", "validate", "validated"),
         ("CREATE", "apply", "unknown"), ("CREATE", "verify", "unknown"))
 
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]
     assert audit_rows(spark, warehouse, rerun.json()["run_id"]) == _rows(
         names, ("CREATE", "plan", "planned"), ("CREATE", "validate", "validated"),
         ("CREATE", "apply", "created"), ("CREATE", "verify", "created"))
     assert _wanted(cluster, names) == dict.fromkeys(names, (2, 1, {"retention.ms": "3600000"}))
-    _rerun_changes_nothing(cluster, spark, warehouse, conf, names)
+    _rerun_changes_nothing(cluster, spark, warehouse, conf, names, connect_server.address)

@@ -98,7 +98,7 @@ def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
 
 
 def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
-        kafka: Any, spark: Any, tmp_path: Path) -> None:
+        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     from provisioning.delta.lock import RunLock
 
     warehouse = tmp_path / "wh"
@@ -111,7 +111,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
                      "20260101T000000Z-holder", "apply", ttl_seconds=600)
     holder.acquire()
     try:
-        refused = run_cli(["apply", "--conf", str(conf)])
+        refused = run_cli(["apply", "--conf", str(conf)], remote=connect_server.address)
     finally:
         holder.release()
     assert refused.returncode == 4, refused.output[-3000:]
@@ -123,7 +123,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
     assert [(r["command"], r["status"], r["exit_code"]) for r in runs] == [
         ("apply", "failed", 4)]
 
-    after = run_cli(["apply", "--conf", str(conf)])
+    after = run_cli(["apply", "--conf", str(conf)], remote=connect_server.address)
     assert after.returncode == 0, after.output[-3000:]
     assert _split(kafka, "lock.") == (["lock.000", "lock.001", "lock.002"], others)
 
@@ -213,6 +213,7 @@ def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) ->
 
 
 def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark: Any,
+                                                       connect_server: Any,
                                                        tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("stop.", 200, 3)
@@ -239,7 +240,7 @@ def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark:
 
     watcher = threading.Thread(target=stop_when_some_exist, daemon=True)
     watcher.start()
-    broken = run_cli(["apply", "--conf", str(conf), "--json"])
+    broken = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     watcher.join(timeout=60)
     assert stopped.is_set()
     assert broken.returncode == 1, broken.output[-3000:]
@@ -254,7 +255,7 @@ def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark:
 
     fresh_broker.start_node(1)
     live_before = broker_state(fresh_broker.bootstrap_servers)
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]
     after = broker_state(fresh_broker.bootstrap_servers)
     assert sorted(after) == names
@@ -265,7 +266,7 @@ def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark:
 
 
 def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
-        kafka: Any, spark: Any, tmp_path: Path) -> None:
+        kafka: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("slow.", 30, 3, partitions=3)
     names = [r["topic"] for r in rows]
@@ -276,7 +277,7 @@ def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
                       extra={"kafka": {"operation_timeout_ms": 0, "verify_timeout_ms": 5000}})
     mine, others = _split(kafka, "slow.")
     assert mine == []
-    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     run_id = done.json()["run_id"]
     rows_seen = audit_rows(spark, warehouse, run_id)
     assert {o for _, _, _, phase, o in rows_seen if phase == "apply"} == {"unknown"}
@@ -289,13 +290,14 @@ def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
     assert done.returncode == (0 if exists == set(names) else 1)
 
     conf_normal = write_conf(tmp_path / "conf2.yaml", kafka.bootstrap_servers, warehouse)
-    rerun = run_cli(["apply", "--conf", str(conf_normal), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf_normal), "--json"],
+                    remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]
     assert _split(kafka, "slow.") == (names, others)
 
 
 def test_controller_mutation_quota_is_retried_after_the_throttle(
-        fresh_broker: Any, spark: Any, tmp_path: Path) -> None:
+        fresh_broker: Any, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server",
                fresh_broker.bootstrap_servers, "--alter", "--add-config",
                "controller_mutation_rate=2", "--entity-type", "clients",
@@ -308,7 +310,7 @@ def test_controller_mutation_quota_is_retried_after_the_throttle(
     write_manifest_table(spark, warehouse / "desired_topics", rows)
     conf = write_conf(tmp_path / "conf.yaml", fresh_broker.bootstrap_servers, warehouse,
                       extra={"kafka": {"batch_size": 5, "throttle_retries": 30}})
-    done = run_cli(["apply", "--conf", str(conf), "--json"])
+    done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert done.returncode == 0, done.output[-3000:]
     run_id = done.json()["run_id"]
     assert audit_rows(spark, warehouse, run_id) == _created_rows(names)

@@ -1,4 +1,5 @@
-"""`snapshot` through spark-submit.sh against a real broker, checked against the broker."""
+"""`snapshot` through spark-submit.sh (a thin client of the shared Spark Connect server)
+against a real broker, checked against the broker."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def _topics_with_committed_offsets(admin: KafkaAdminClient) -> set[str]:
     return {tp.topic for group in offsets for tp, meta in group.items() if meta.offset >= 0}
 
 
-def test_snapshot_records_what_the_broker_reports(kafka, spark, tmp_path: Path) -> None:
+def test_snapshot_records_what_the_broker_reports(kafka, spark, connect_server,
+                                                  tmp_path: Path) -> None:
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
     try:
         admin.create_topics(TOPICS, raise_errors=True, wait_for_metadata=True)
@@ -66,7 +68,7 @@ def test_snapshot_records_what_the_broker_reports(kafka, spark, tmp_path: Path) 
 
     warehouse = tmp_path / "wh"
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
-    done = run_cli(["snapshot", "--conf", str(conf), "--json"])
+    done = run_cli(["snapshot", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = done.json()
     run_id = summary["run_id"]
@@ -107,12 +109,12 @@ def test_snapshot_records_what_the_broker_reports(kafka, spark, tmp_path: Path) 
     assert runs[0]["outcome_counts"] == {"topics": topics_total}
 
 
-def test_snapshot_of_unreachable_cluster_exits_3(spark, tmp_path: Path) -> None:
+def test_snapshot_of_unreachable_cluster_exits_3(spark, connect_server, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     # Port 9 (discard) on loopback: nothing listens there.
     conf = write_conf(tmp_path / "conf.yaml", "127.0.0.1:9", warehouse,
                       extra={"kafka": {"request_timeout_ms": 3000}})
-    done = run_cli(["snapshot", "--conf", str(conf)])
+    done = run_cli(["snapshot", "--conf", str(conf)], remote=connect_server.address)
     assert done.returncode == 3, done.stderr[-3000:]
     assert "error: cluster local at 127.0.0.1:9 is unreachable" in done.output
     runs = spark.read.format("delta").load(str(warehouse / "provision_runs")).collect()
