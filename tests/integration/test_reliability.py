@@ -496,11 +496,13 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
     wanted[0]["configs"] = {"retention.ms": week}
     write_manifest_table(spark, warehouse / "desired_topics", wanted)
     before = {t: version(t) for t in tables}
-    alter = run_cli(["apply", "--conf", str(conf), "--allow-alter", "--json"],
-                    remote=connect_server.address)
+    alter = run_cli(["apply", "--conf", str(conf), "--allow-alter", "--topics", "relock.*",
+                     "--json"], remote=connect_server.address)
     assert alter.returncode == 0, alter.output[-3000:]
     assert "step first plan kept under the lock:" in alter.output
     assert "plan again under the lock" not in alter.output
+    # The first pass's count of unmanaged topics is the kept plan's: relock.x.
+    assert alter.json()["unmanaged"] == {"local": 1}
     assert audit_rows(spark, warehouse, alter.json()["run_id"]) == sorted([
         *(("local", "relock.a", "ALTER", phase, outcome) for phase, outcome in
           (("plan", "planned"), ("validate", "validated"), ("apply", "altered"),

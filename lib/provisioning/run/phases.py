@@ -226,20 +226,25 @@ class Plan(Phase):
 
     def keep(self, ctx: RunContext, state: RunState, plan: DataFrame,
              counts: Mapping[tuple[str, str, str], int],
-             move_counts: Mapping[tuple[str, str], int] | None) -> None:
-        """`plan` (with its `counts` and `move_counts`) as this phase's plan, recorded as
-        `run` records one: an apply's first plan, when the view read under its lock is the
-        view it was made on (run/relock.py)."""
+             move_counts: Mapping[tuple[str, str], int] | None,
+             unmanaged: Mapping[str, int] | None) -> None:
+        """`plan` (with its `counts`, `move_counts` and `unmanaged` count, counted again
+        when None) as this phase's plan, recorded as `run` records one: an apply's first
+        plan, when the view read under its lock is the view it was made on
+        (run/relock.py)."""
         started = time.monotonic()
         state.move_counts = move_counts
-        self._record(ctx, state, plan, counts, _in_run(ctx, require(state.live, "live")),
-                     started)
+        state.unmanaged = unmanaged
+        self._record(ctx, state, plan, counts,
+                     None if unmanaged is not None
+                     else _in_run(ctx, require(state.live, "live")), started)
 
     def _record(self, ctx: RunContext, state: RunState, plan: DataFrame,
-                counts: Mapping[tuple[str, str, str], int], in_run: DataFrame,
+                counts: Mapping[tuple[str, str, str], int], in_run: DataFrame | None,
                 started: float) -> None:
-        """The plan's audit rows committed, its unmanaged topics counted off the run's
-        path, the saved-plan hook given it; `state` holds it."""
+        """The plan's audit rows committed, its unmanaged topics (of `in_run`, unless
+        None) counted off the run's path, the saved-plan hook given it; `state` holds
+        it."""
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             audit = plan_audit(plan, ctx.run_id, utc_now())
             by_outcome: dict[str, int] = {}
@@ -248,13 +253,16 @@ class Plan(Phase):
             log_counts(names.PLAN, started, by_outcome)
             ctx.commits.audit(names.PLAN, audit)
 
-        def count_unmanaged() -> None:
-            with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
-                state.unmanaged = {
-                    r["cluster"]: int(r["n"]) for r in unmanaged(in_run, plan)
-                    .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
+        if in_run is not None:
+            scope: DataFrame = in_run
 
-        ctx.commits.side("unmanaged", count_unmanaged)
+            def count_unmanaged() -> None:
+                with job_label(ctx.spark, f"{ctx.command}: count unmanaged topics"):
+                    state.unmanaged = {
+                        r["cluster"]: int(r["n"]) for r in unmanaged(scope, plan)
+                        .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+            ctx.commits.side("unmanaged", count_unmanaged)
         state.plan, state.plan_rows, state.plan_counts = plan, audit, counts
         state.audit_rows.append(audit)
         on_plan = pipeline_options(ctx).on_plan

@@ -110,7 +110,7 @@ def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> bool:
     ctx.steps.done("read again under the lock")
     keys = ctx.spark.createDataFrame(again, "cluster string, topic string")
     with job_label(ctx.spark, f"{ctx.command}: snapshot under the lock"):
-        fresh = ctx.spark.createDataFrame(rows, SNAPSHOT).localCheckpoint(eager=True)
+        fresh = ctx.spark.createDataFrame(rows, SNAPSHOT)
         live = (first.join(keys, ["cluster", "topic"], "left_anti").unionByName(fresh)
                 .localCheckpoint(eager=True))
     # The view the run changes Kafka on is recorded, changed or not.
@@ -145,7 +145,9 @@ class Relock(Phase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         first_plan = require(state.plan, "plan")
         first_counts = require(state.plan_counts, "plan_counts")
-        first_moves = state.move_counts
+        # Counted by the first pass off its path (the engine waited for it): None when
+        # that count failed.
+        first_move_counts, first_unmanaged = state.move_counts, state.unmanaged
         # The first pass's records are gone (the engine dropped them): what the phases
         # after this one read comes from the view read under the lock.
         for stale in ("plan", "plan_rows", "plan_counts", "move_counts", "unmanaged",
@@ -155,7 +157,8 @@ class Relock(Phase):
         state.audit_rows.clear()
         state.acl_audit_rows.clear()
         if _reread(ctx, state, first_plan):
-            self._plan.keep(ctx, state, first_plan, first_counts, first_moves)
+            self._plan.keep(ctx, state, first_plan, first_counts, first_move_counts,
+                            first_unmanaged)
             step = "first plan kept under the lock"
         else:
             self._plan.run(ctx, state)
