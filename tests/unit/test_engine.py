@@ -172,11 +172,34 @@ def test_a_run_that_plans_again_under_its_lock_records_only_the_second_view() ->
         "validate: validate rows", "apply: apply rows"]
 
 
+def test_the_lock_is_started_before_the_first_views_side_queries_are_waited_for() -> None:
+    Step.ran = []
+    order: list[str] = []
+    started = threading.Event()
+    ctx = _ctx(Commits(Log()))  # type: ignore[arg-type]
+
+    def start() -> None:
+        order.append("lock started")
+        started.set()
+
+    def count() -> None:
+        # A side query of the first view, still running when the lock is asked for.
+        order.append("side query done" if started.wait(10) else "side query never overlapped")
+
+    ctx.commits.side("count", count)
+    ctx.start_lock = start
+    ctx.wait_for_lock = lambda: order.append("lock held")
+    _locked_apply(True).execute(ctx)
+    assert order == ["lock started", "side query done", "lock held"]
+    assert Step.ran == ["snapshot", "plan", "snapshot again", "plan again", "validate", "apply"]
+
+
 def test_a_run_with_nothing_to_change_takes_no_lock_and_keeps_its_first_view() -> None:
     Step.ran = []
     log = Log()
     taken: list[str] = []
     ctx = _ctx(Commits(log))  # type: ignore[arg-type]
+    ctx.start_lock = lambda: taken.append("lock started")
     ctx.wait_for_lock = lambda: taken.append("lock")
     _locked_apply(False, applies=False).execute(ctx)
     assert taken == []

@@ -95,15 +95,19 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
                    conf.run.lock_clock_skew_seconds)
     taken: list[Future[Any]] = []
 
+    def start() -> None:
+        if not taken:
+            with job_label(spark, f"{options.command}: take the run lock"):
+                taken.append(helper(spark, "run-lock", lock.acquire))
+
     def take() -> None:
-        with job_label(spark, f"{options.command}: take the run lock"):
-            taken.append(helper(spark, "run-lock", lock.acquire))
+        start()
         taken[0].result()
 
     def held() -> bool:
         return bool(taken) and succeeded(taken[0])
 
-    ctx.wait_for_lock = take
+    ctx.start_lock, ctx.wait_for_lock = start, take
     ctx.check_lock = lock.check_held
     releasing: list[Future[Any]] = []
 

@@ -282,8 +282,11 @@ class RunContext:
     steps: Steps = field(default_factory=Steps)
     # What SIGTERM / SIGINT asked of the run (never requested where signals are not taken).
     stop: Stop = field(default_factory=Stop)
-    # Takes the run's lock, returning once the run holds it (or raising); None: the run
-    # takes no lock.
+    # Starts taking the run's lock on a helper thread and returns; None: the run takes no
+    # lock.
+    start_lock: Callable[[], None] | None = None
+    # Takes the run's lock (started or not), returning once the run holds it (or raising);
+    # None: the run takes no lock.
     wait_for_lock: Callable[[], None] | None = None
     # Raises LockUnavailable when the run lost its lock (fencing); `read_back` asks the lock
     # log itself, else the heartbeat's last word is taken. None: the run takes no lock.
@@ -405,6 +408,10 @@ class Run:
                 if phase.runs_tasks and ctx.wait_for_executors is not None:
                     ready, ctx.wait_for_executors = ctx.wait_for_executors, None
                     ready()
+                if phase.needs_lock and ctx.start_lock is not None:
+                    # The lock's claim and read back overlap the wait for the tentative
+                    # view's side queries.
+                    ctx.start_lock()
                 if phase.replans:
                     ctx.commits.drop_tentative()
                 if phase.needs_lock and ctx.wait_for_lock is not None:
