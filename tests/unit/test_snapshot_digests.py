@@ -7,7 +7,13 @@ import datetime as dt
 import json
 from typing import Any
 
-from provisioning.delta.snapshots import DIGESTS_KEY, digests, recorded_digests, unchanged
+from provisioning.delta.snapshots import (
+    DIGESTS_KEY,
+    digests,
+    recorded_digests,
+    same_rows,
+    unchanged,
+)
 from tests.builders import config_entry, snapshot_df
 
 AT = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
@@ -46,6 +52,21 @@ def test_a_changed_value_changes_only_its_clusters_digest(spark: Any) -> None:
     moved[0]["partitions"], moved[1]["partitions"] = 1, 3
     assert digests(snapshot_df(spark, moved))["a"] != first["a"]
     assert digests(snapshot_df(spark, _rows("r4")[1:]))["a"] != first["a"]
+
+
+def test_two_reads_have_the_same_rows_only_when_every_clusters_digest_is_the_same(
+        spark: Any) -> None:
+    first = snapshot_df(spark, _rows("r1"))
+    keys = spark.createDataFrame([("a", "t2"), ("a", "t1")], "cluster string, topic string")
+    # rows read again, in another run, order and column order, against the first read's
+    assert same_rows(first.join(keys, ["cluster", "topic"], "left_semi"),
+                     snapshot_df(spark, list(reversed(_rows("r2", at=AT + dt.timedelta(1))[:2]))))
+    assert same_rows(first, snapshot_df(spark, _rows("r2")))
+    assert not same_rows(first, snapshot_df(spark, _rows("r2", retention="3600000")))
+    # a row gone, a cluster gone
+    assert not same_rows(first, snapshot_df(spark, _rows("r2")[1:]))
+    assert not same_rows(first, snapshot_df(spark, _rows("r2")[:2]))
+    assert not same_rows(first.where("cluster = 'b'"), first.where("cluster = 'a'"))
 
 
 def test_a_view_is_unchanged_only_when_every_cluster_has_the_recorded_digest() -> None:

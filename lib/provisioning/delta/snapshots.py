@@ -35,14 +35,33 @@ def digests(rows: DataFrame, skip: Sequence[str] = RUN_COLUMNS) -> dict[str, str
     """cluster -> digest of its rows: SHA-256 of the sorted SHA-256s of each row's values
     (as JSON, nulls kept, columns by name: a join's column order does not change it),
     leaving out the `skip` columns (one small Spark job)."""
-    kept = sorted(c for c in rows.columns if c not in skip)
+    return {cluster: digest for (_, cluster), digest in _digests(rows, skip).items()}
+
+
+def same_rows(first: DataFrame, second: DataFrame, skip: Sequence[str] = RUN_COLUMNS
+              ) -> bool:
+    """Whether every cluster has the same `digests` in `first` as in `second` (a cluster
+    in only one of them is a difference), both digested by one small Spark job."""
+    found = _digests(first.withColumn(_SIDE, F.lit(0))
+                     .unionByName(second.withColumn(_SIDE, F.lit(1))), skip)
+    return ({c: d for (side, c), d in found.items() if side == 0}
+            == {c: d for (side, c), d in found.items() if side == 1})
+
+
+_SIDE = "_side"
+
+
+def _digests(rows: DataFrame, skip: Sequence[str]) -> dict[tuple[int, str], str]:
+    """(side, cluster) -> digest, as `digests` (side 0 when `rows` has no `_side` column)."""
+    kept = sorted(c for c in rows.columns if c not in (*skip, _SIDE))
     row_hash = F.sha2(F.to_json(F.struct(*[F.col(f"`{c}`") for c in kept]),
                                 {"ignoreNullFields": "false"}), 256)
-    found = (rows.groupBy("cluster")
+    side = F.col(_SIDE) if _SIDE in rows.columns else F.lit(0)
+    found = (rows.groupBy(side.alias(_SIDE), "cluster")
              .agg(F.sha2(F.array_join(F.array_sort(F.collect_list(row_hash)), ","), 256)
                   .alias("digest"))
              .collect())
-    return {str(r["cluster"]): str(r["digest"]) for r in found}
+    return {(int(r[_SIDE]), str(r["cluster"])): str(r["digest"]) for r in found}
 
 
 def recorded_digests(metadata: str | None) -> dict[str, str]:

@@ -47,7 +47,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.delta.snapshots import digests
+from provisioning.delta.snapshots import same_rows
 from provisioning.kafka import reassign
 from provisioning.kafka.snapshot import TopicShape, reread, topic_shape
 from provisioning.run.acl_phases import AclPlan, AclSnapshot, acl_planned
@@ -119,7 +119,7 @@ def _reread(ctx: RunContext, state: RunState, first_plan: DataFrame) -> bool:
     if _moves(state.in_flight, state.unlisted) != first_moves:
         return False
     with job_label(ctx.spark, f"{ctx.command}: rows read again against the first read"):
-        return digests(first.join(keys, ["cluster", "topic"], "left_semi")) == digests(fresh)
+        return same_rows(first.join(keys, ["cluster", "topic"], "left_semi"), fresh)
 
 
 class Relock(Phase):
