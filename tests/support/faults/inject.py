@@ -146,15 +146,15 @@ def _pause_in_snapshot(path: str) -> None:
 
 
 def _pause_before_lock(path: str) -> None:
-    from provisioning.run.engine import Commits
+    from provisioning.delta.lock import RunLock
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def drop_tentative(self: Any) -> None:
+        def acquire(self: Any) -> None:
             _pause(path)
             original(self)
-        return drop_tentative
+        return acquire
 
-    _wrap(Commits, "drop_tentative", make)
+    _wrap(RunLock, "acquire", make)
 
 
 def _pause_after_phases(path: str) -> None:

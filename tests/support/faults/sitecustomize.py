@@ -16,7 +16,8 @@ PROVISIONING_FAULT is a comma-separated list of `point` or `point:argument`:
 - pause-between-waves:PATH        before each wave of apply requests after the first,
 - pause-in-snapshot:PATH          when the snapshot phase starts,
 - pause-before-lock:PATH          once an apply's plan, made without its lock, has
-                                  changes, before it takes the lock and plans again,
+                                  changes, before it writes its lock claim and plans
+                                  again,
 - pause-after-phases:PATH         once every phase is done (before the last commits land):
                                   create PATH.waiting, then wait (at most five minutes)
                                   until PATH exists
