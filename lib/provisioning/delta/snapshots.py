@@ -35,7 +35,8 @@ def digests(rows: DataFrame, skip: Sequence[str] = RUN_COLUMNS) -> dict[str, str
     """cluster -> digest of its rows: SHA-256 of the sorted SHA-256s of each row's values
     (as JSON, nulls kept, columns by name: a join's column order does not change it),
     leaving out the `skip` columns (one small Spark job)."""
-    return {cluster: digest for (_, cluster), digest in _digests(rows, skip).items()}
+    return {cluster: digest for (_, cluster), digest in
+            _digests(rows.withColumn(_SIDE, F.lit(0)), skip).items()}
 
 
 def same_rows(first: DataFrame, second: DataFrame, skip: Sequence[str] = RUN_COLUMNS
@@ -52,12 +53,11 @@ _SIDE = "_side"
 
 
 def _digests(rows: DataFrame, skip: Sequence[str]) -> dict[tuple[int, str], str]:
-    """(side, cluster) -> digest, as `digests` (side 0 when `rows` has no `_side` column)."""
+    """(`_side`, cluster) -> digest of those rows, as `digests` says."""
     kept = sorted(c for c in rows.columns if c not in (*skip, _SIDE))
     row_hash = F.sha2(F.to_json(F.struct(*[F.col(f"`{c}`") for c in kept]),
                                 {"ignoreNullFields": "false"}), 256)
-    side = F.col(_SIDE) if _SIDE in rows.columns else F.lit(0)
-    found = (rows.groupBy(side.alias(_SIDE), "cluster")
+    found = (rows.groupBy(_SIDE, "cluster")
              .agg(F.sha2(F.array_join(F.array_sort(F.collect_list(row_hash)), ","), 256)
                   .alias("digest"))
              .collect())
