@@ -167,6 +167,11 @@ SNAPSHOT = _fields(
     ("default_configs", ArrayType(CONFIG_ENTRY, True)),
 )
 
+# What the one reader of live topics gives (kafka.snapshot.snapshot_results): SNAPSHOT
+# rows, and, reading a cluster again under an apply's lock, one row with `found` false and
+# only cluster and topic for each topic read again that is gone.
+LIVE_READ = StructType([*SNAPSHOT.fields, StructField("found", BooleanType(), True)])
+
 # One row per (cluster, topic) the run considers: desired joined with live.
 PLAN = _fields(
     ("cluster", StringType()),
@@ -197,11 +202,11 @@ PLAN = _fields(
     # ALTER rows: the config operations to send (empty otherwise); the partition count to
     # reach is `partitions` (more than live_partitions) or the assignment's size.
     ("config_ops", ArrayType(CONFIG_OP, True)),
-    # REASSIGN rows (and ALTER rows that also move replicas): each partition whose replicas
-    # change, before -> after, by partition; null on other rows.
+    # The replica moves' columns (their kind's layer fills them: run.reassign): each
+    # partition whose replicas change, before -> after, by partition (REASSIGN rows, and
+    # ALTER rows that also move replicas; null on other rows), and why the job will not
+    # send that reassignment (its checks before sending; the row is then rejected).
     ("reassignment", ArrayType(REPLICA_MOVE, True)),
-    # Why the job will not send that reassignment (its checks before sending); the row is
-    # then rejected. Null or empty: nothing against it.
     ("reassign_problems", ArrayType(StringType(), True)),
 )
 
@@ -298,6 +303,15 @@ CLUSTER_SUMMARY = _fields(
     ("error", StringType()),
 )
 
+# One kind's plan rows of one cluster, action and plan outcome, counted.
+PLAN_COUNT = _fields(
+    ("kind", StringType()),
+    ("cluster", StringType()),
+    ("action", StringType()),
+    ("outcome", StringType()),
+    ("rows", LongType()),
+)
+
 # One row per run.
 RUNS = _fields(
     ("run_id", StringType()),
@@ -311,6 +325,9 @@ RUNS = _fields(
     ("outcome_counts", MapType(StringType(), LongType(), True)),
     ("clusters", ArrayType(CLUSTER_SUMMARY, True)),
     ("conf_digest", StringType()),
+    # Added after the first release (older rows hold null): the run's plan, counted per
+    # kind, cluster, action and plan outcome (`plan` and `apply`; empty for the others).
+    ("plan_counts", ArrayType(PLAN_COUNT, True)),
 )
 
 

@@ -22,6 +22,7 @@ from provisioning.kafka.tasks.reassign import (
     reassign_results,
     reassign_verify_results,
 )
+from provisioning.names import reassign as move_names
 from provisioning.transforms.reassign.placement import PartitionSpec, place
 from schemas import TOPIC_RESULT, column_names
 from tests.conftest import RACKS
@@ -117,7 +118,7 @@ def wait_settled(admin: ClusterAdmin, targets: dict[tuple[str, int], list[int]],
     deadline = time.monotonic() + timeout_s
     while True:
         states, _ = reassign_progress(admin, targets)
-        if names.REASSIGNING not in states.values() or time.monotonic() > deadline:
+        if move_names.REASSIGNING not in states.values() or time.monotonic() > deadline:
             return states
         time.sleep(1)
 
@@ -188,10 +189,10 @@ def test_rf_1_to_3_throttled_in_flight_then_done_and_unthrottled(
         for p, t in targets.items()]}]
     (again,) = [as_dict(r) for r in reassign_results(rows, {"racked": conf}, {}, KAFKA, SLOW)]
     assert (again["outcome"], again["throttle_rate"], again["throttled_brokers"]) == (
-        names.REASSIGNING, None, [])
+        move_names.REASSIGNING, None, [])
     assert {(p["partition"], p["outcome"], p["error_message"])
             for p in again["result_reassignment"]} == {
-        (p, names.REASSIGNING, "already under way") for p in range(6)}
+        (p, move_names.REASSIGNING, "already under way") for p in range(6)}
 
     # Somebody raises the rate: the job's value is gone, so it removes nothing.
     reassign.set_broker_rates(admin, [1, 2, 3], FAST)
@@ -202,7 +203,7 @@ def test_rf_1_to_3_throttled_in_flight_then_done_and_unthrottled(
     removed = reassign.remove_broker_rates(admin, [1, 2, 3], only_value=SLOW)
     assert {b: a["removed"] for b, a in removed.items()} == {1: [], 2: [], 3: []}
     keyed = {(topic, p): t for p, t in targets.items()}
-    assert wait_settled(admin, keyed) == {k: names.REASSIGNED for k in keyed}
+    assert wait_settled(admin, keyed) == {k: move_names.REASSIGNED for k in keyed}
 
     assert reassign.throttle_topics(admin, entries, names.SUBTRACT) == {
         topic: {**NONE, "topic": topic}}
@@ -236,10 +237,10 @@ def test_rf_3_to_2_through_the_tasks_keeps_the_leaders_and_clears_its_throttles(
     (started,) = [as_dict(r) for r in reassign_results(rows, {"racked": conf}, {}, KAFKA,
                                                         10_000_000)]
     assert (started["outcome"], started["error_name"], started["throttle_rate"],
-            started["throttled_brokers"]) == (names.REASSIGNING, "NONE", 10_000_000, [1, 2, 3])
+            started["throttled_brokers"]) == (move_names.REASSIGNING, "NONE", 10_000_000, [1, 2, 3])
     assert started["result_reassignment"] == [
         {"partition": p, "before": live[p], "after": targets[(topic, p)],
-         "outcome": names.REASSIGNING, "error_name": "NONE", "error_message": None}
+         "outcome": move_names.REASSIGNING, "error_name": "NONE", "error_message": None}
         for p in range(6)]
 
     (verified,) = [as_dict(r) for r in reassign_verify_results(
@@ -247,8 +248,8 @@ def test_rf_3_to_2_through_the_tasks_keeps_the_leaders_and_clears_its_throttles(
         owned_brokers={"racked": dict.fromkeys((1, 2, 3), 10_000_000)})]
     assert (verified["phase"], verified["outcome"], verified["result_replication_factor"],
             verified["result_assignment"]) == (
-        names.VERIFY, names.REASSIGNED, 2, {p: targets[(topic, p)] for p in range(6)})
-    assert [p["outcome"] for p in verified["result_reassignment"]] == [names.REASSIGNED] * 6
+        names.VERIFY, move_names.REASSIGNED, 2, {p: targets[(topic, p)] for p in range(6)})
+    assert [p["outcome"] for p in verified["result_reassignment"]] == [move_names.REASSIGNED] * 6
     after = described(racked, topic)
     assert {p: leader for p, (leader, _) in after.items()} == leaders
     assert {p: replicas for p, (_, replicas) in after.items()} == {
@@ -278,12 +279,12 @@ def test_per_partition_errors_for_a_bad_target(admin: ClusterAdmin, racked: Kafk
     assert (first["outcome"], first["error_name"]) == (names.REJECTED,
                                                        "INVALID_REPLICA_ASSIGNMENT")
     assert (second["outcome"], second["error_message"]) == (
-        names.REASSIGNING, "under way since an earlier run")
+        move_names.REASSIGNING, "under way since an earlier run")
     # Part started, part refused: the topic is half moved.
     assert (started["outcome"], started["error_name"]) == (
         names.FAILED, "INVALID_REPLICA_ASSIGNMENT")
     assert wait_settled(admin, {(topic, 0): [1, 9], (topic, 1): [2, 3]}) == {
-        (topic, 0): names.FAILED, (topic, 1): names.REASSIGNED}
+        (topic, 0): names.FAILED, (topic, 1): move_names.REASSIGNED}
 
 
 def test_a_fenced_broker_is_listed_apart_and_a_move_to_it_waits_until_cancelled(

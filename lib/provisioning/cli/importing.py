@@ -1,114 +1,89 @@
-"""`import`: write the live topics of the selected clusters as a manifest table."""
+"""`import`: write the live state of the selected clusters as a manifest table, of the kind
+its option chooses (`CliKind.import_option`; none: the default kind's)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
+from provisioning.cli.kind import CliKind, cli_kinds
 from provisioning.conf import select_clusters
 from provisioning.run.options import IMPORT_MODES, ImportOptions, Scope
 
 
-@click.command("import")
-@common_options
-@click.option("--table", required=True,
-              help="The manifest table to write (a path or a catalog name).")
-@click.option("--owner", default=None, help="The owner of every imported row (default: none).")
-@click.option("--mode", type=click.Choice(IMPORT_MODES), default="error", show_default=True,
-              help="error: refuse a table that exists; append: add the rows; overwrite: "
-                   "replace the table's rows.")
-@click.option("--with-assignment", is_flag=True,
-              help="Also write each topic's replica assignment (default: null, any "
-                   "assignment accepted).")
-@click.option("--include-protected", is_flag=True,
-              help="Also import internal topics and the ones the delete policies protect.")
-@click.option("--acls", is_flag=True,
-              help="Import the live ACL bindings (as ACL manifest rows) instead of topics.")
-def import_(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
+def _chosen(values: dict[str, Any]) -> CliKind:
+    """The kind an import writes: the one whose option was given (at most one), else the
+    default one; UsageError when a kind's own option goes with another kind."""
+    parts = [k for k in cli_kinds() if k.imports()]
+    chosen = [k for k in parts if k.import_option is not None
+              and values.get(k.import_option.argument)]
+    if len(chosen) > 1:
+        raise click.UsageError(" and ".join(k.import_option.option for k in chosen
+                                            if k.import_option) + " exclude each other")
+    kind = chosen[0] if chosen else next(k for k in parts if k.import_option is None)
+    for other in parts:
+        if other is kind:
+            continue
+        own = [(s.argument, s.option) for s in other.import_switches]
+        for argument, option in (*own, *other.import_only):
+            if values.get(argument):
+                against = kind.import_option.option if kind.import_option else "the default"
+                raise click.UsageError(f"{option} is for {other.name}; it does not go with "
+                                       f"{against}")
+    return kind
+
+
+def _import(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
             as_json: bool, verbose: bool, table: str, owner: str | None, mode: str,
-            with_assignment: bool, include_protected: bool, acls: bool) -> None:
-    """Write the live topics (or, with --acls, ACL bindings) as manifest rows (one commit);
-    changes nothing on Kafka."""
-    if acls:
-        for flag, on in (("--topics", topics_glob), ("--with-assignment", with_assignment),
-                         ("--include-protected", include_protected)):
-            if on:
-                raise click.UsageError(f"{flag} is for topics; it does not go with --acls")
-        _import_acls(conf_path, clusters, as_json, verbose, table, owner, mode)
-        return
-    options = ImportOptions(table=table, scope=Scope(clusters, topics_glob), mode=mode,
-                            owner=owner, with_assignment=with_assignment,
-                            include_protected=include_protected)
+            **values: Any) -> None:
+    """Write the live state (topics; with a kind's option, that kind) as manifest rows (one
+    commit); changes nothing on Kafka."""
+    kind = _chosen({**values, "topics_glob": topics_glob})
+    options = ImportOptions(kind=kind.name, table=table, scope=Scope(clusters, topics_glob),
+                            mode=mode, owner=owner,
+                            switches={s.argument: values.get(s.argument)
+                                      for s in kind.import_switches})
 
     def work(cmd: Command) -> Outcome:
-        from provisioning.run.commands import import_topics
+        from provisioning.run.commands import run_import
 
         record = cmd.record
         assert record is not None
         selected = select_clusters(cmd.conf, clusters)
-        credentials = cmd.credentials()
-        summaries = import_topics(cmd.session(), cmd.conf, selected, credentials, record,
-                                  options, cmd.stop)
-        version = record.outcome_counts.get("table_version")
-
-        def human() -> list[str]:
-            total = sum(s.rows_written for s in summaries)
-            lines = [f"import {record.run_id}: {total} manifest row(s) written to {table} "
-                     f"(version {version})"]
-            for s in summaries:
-                left_out = []
-                if s.left_out_managed:
-                    left_out.append(f"{s.left_out_managed} already named by a manifest")
-                if s.left_out_protected:
-                    left_out.append(f"{s.left_out_protected} internal or protected "
-                                    "(--include-protected imports them)")
-                if s.left_out_undescribable:
-                    left_out.append(f"{s.left_out_undescribable} not describable by this "
-                                    "principal")
-                lines.append(f"  cluster {s.cluster}: {s.rows_written} row(s)"
-                             + (f"; left out {', '.join(left_out)}" if left_out else ""))
-            lines.append("next: review the table, then add it to tables.manifests and run "
-                         "plan: every imported topic plans as NOOP")
-            return lines
-
-        return Outcome(0, {"table": table, "table_version": version,
-                           "clusters": [s.as_dict() for s in summaries]}, human)
-
-    execute("import", conf_path, as_json, verbose,
-            {"clusters": list(clusters), "topics": topics_glob, "table": table,
-             "owner": owner, "mode": mode, "with_assignment": with_assignment,
-             "include_protected": include_protected}, work)
-
-
-def _import_acls(conf_path: str, clusters: tuple[str, ...], as_json: bool, verbose: bool,
-                 table: str, owner: str | None, mode: str) -> None:
-    def work(cmd: Command) -> Outcome:
-        from provisioning.run.commands import import_acls
-
-        record = cmd.record
-        assert record is not None
-        selected = select_clusters(cmd.conf, clusters)
-        payload = import_acls(cmd.session(), cmd.conf, selected, cmd.credentials(), record,
-                              table, mode, owner)
-
-        def human() -> list[str]:
-            total = sum(c["rows_written"] for c in payload["clusters"])
-            lines = [f"import {record.run_id}: {total} ACL manifest row(s) written to {table} "
-                     f"(version {payload['table_version']})"]
-            for c in payload["clusters"]:
-                line = (f"  cluster {c['cluster']}: {c['rows_written']} row(s), "
-                        f"{c['bindings_written']} binding(s)")
-                if c["left_out_managed"]:
-                    line += f"; left out {c['left_out_managed']} already named by a manifest"
-                if c["error_name"]:
-                    line += f"; none read: {c['error_message']}"
-                lines.append(line)
-            lines.append("next: review the table, then add it to tables.acl_manifests and run "
-                         "plan: every imported binding plans as NOOP")
-            return lines
-
-        return Outcome(0, payload, human)
+        imported = run_import(cmd.session(), cmd.conf, selected, cmd.credentials(), record,
+                              options, cmd.stop)
+        return kind.import_outcome(cmd, table, imported)
 
     execute("import", conf_path, as_json, verbose,
             {"clusters": list(clusters), "table": table, "owner": owner, "mode": mode,
-             "acls": True}, work)
+             **kind.import_arguments({**values, "topics_glob": topics_glob})}, work)
+
+
+def _import_command() -> click.Command:
+    fn: Callable[..., None] = _import
+    options = [s for k in cli_kinds() for s in (*k.import_switches,
+                                                *([k.import_option] if k.import_option
+                                                  else []))]
+    for switch in reversed(options):
+        fn = click.option(switch.option, switch.argument, is_flag=switch.is_flag,
+                          default=None if not switch.is_flag else False,
+                          help=switch.help)(fn)
+    fn = click.option("--mode", type=click.Choice(IMPORT_MODES), default="error",
+                      show_default=True,
+                      help="error: refuse a table that exists; append: add the rows; "
+                           "overwrite: replace the table's rows.")(fn)
+    fn = click.option("--owner", default=None,
+                      help="The owner of every imported row (default: none).")(fn)
+    fn = click.option("--table", required=True,
+                      help="The manifest table to write (a path or a catalog name).")(fn)
+    fn = common_options(fn)
+    return click.command("import", help=(
+        "Write the live topics (or, with " + ", ".join(
+            k.import_option.option for k in cli_kinds() if k.import_option)
+        + ", that kind) as manifest rows (one commit); changes nothing on Kafka."))(fn)
+
+
+import_ = _import_command()

@@ -3,10 +3,13 @@
     ./spark-submit.sh jobs/load_manifest.py --source manifest.yaml --table warehouse/desired_topics
 
 Teams that keep manifests in git use this to publish them; the table is
-overwritten as one commit, so its Delta history is the manifest's history.
+overwritten as one commit, so its Delta history is the manifest's history. `--kind`
+chooses whose manifest it is (every kind with manifest files: `CliKind.manifest_kind`).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -18,31 +21,28 @@ from provisioning.cli.common import (
     remote_option,
     verbose_option,
 )
-from provisioning.cli.manifest_file import load_acl_manifest_file, load_manifest_file
+from provisioning.cli.kind import cli_kinds
+
+_KINDS = {k.manifest_kind: k for k in cli_kinds() if k.manifest_kind is not None}
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--table", required=True, help="Delta path or catalog table name.")
 @click.option("--mode", type=click.Choice(["overwrite", "append"]), default="overwrite")
-@click.option("--kind", type=click.Choice(["topics", "acls"]), default="topics",
-              show_default=True, help="topics: a topic manifest; acls: an ACL manifest.")
+@click.option("--kind", type=click.Choice(list(_KINDS)), default=next(iter(_KINDS)),
+              show_default=True, help="Whose manifest the file holds.")
 @remote_option
 @json_option
 @verbose_option
 def main(source: str, table: str, mode: str, kind: str, as_json: bool, verbose: bool) -> None:
-    """Load a manifest file (topics, or ACL bindings) into a Delta table."""
+    """Load a manifest file (topics, or another kind's rows) into a Delta table."""
 
     def work(cmd: Command) -> Outcome:
         from provisioning.delta.manifests import write_manifest
-        from schemas import ACL_MANIFEST, MANIFEST
 
-        if kind == "acls":
-            rows = load_acl_manifest_file(source)
-            version = write_manifest(cmd.session(), rows, table, mode, ACL_MANIFEST)
-        else:
-            rows = load_manifest_file(source)
-            version = write_manifest(cmd.session(), rows, table, mode, MANIFEST)
+        rows, schema = _KINDS[kind].manifest_rows(Path(source))
+        version = write_manifest(cmd.session(), rows, table, mode, schema)
         return Outcome(0, {"table": table, "rows": len(rows), "version": version},
                        lambda: [f"wrote {len(rows)} manifest row(s) to {table} "
                                 f"(version {version})"])

@@ -1,70 +1,78 @@
-"""`report`: recent runs, one run, a topic's history, drift, unmanaged topics, the trend of
-check's violations, read from the Delta tables; the reassignments in flight, read live."""
+"""`report`: recent runs and one run's rows of every kind (`--run-id`), read from the Delta
+tables; every kind's own views (`CliKind.report_views`: a topic's history, drift,
+unmanaged topics or bindings, check's trend, the reassignments in flight read live)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
-from provisioning.conf import select_clusters
-from provisioning.errors import UsageError
-from provisioning.views.report import build_report, reassignments_view, render_report
+from provisioning.cli.kind import ReportArgs, ReportView, cli_kinds
+from provisioning.session import job_label
+from provisioning.views.report import (
+    recent_runs,
+    render_recent_runs,
+    render_run_view,
+    run_view,
+)
 
 
-@click.command()
-@common_options
-@click.option("--run-id", default=None, help="Show this run's outcomes.")
-@click.option("--topic", default=None, help="Show this topic's history across runs.")
-@click.option("--drift", is_flag=True,
-              help="Show the topics whose latest plan found drift, per cluster.")
-@click.option("--unmanaged", is_flag=True,
-              help="List the live topics no manifest names (latest snapshot per cluster).")
-@click.option("--unmanaged-acls", is_flag=True,
-              help="List the live ACL bindings no ACL manifest names (latest ACL snapshot "
-                   "per cluster).")
-@click.option("--orphaned-acls", is_flag=True,
-              help="List the LITERAL TOPIC bindings that name no live topic.")
-@click.option("--violations", is_flag=True,
-              help="Show check's violations per rule per day (each day's last check run) "
-                   "and when each topic started and stopped breaking a rule.")
-@click.option("--reassignments", is_flag=True,
-              help="List the partition reassignments in flight on each cluster, read live "
-                   "from Kafka, with the bytes each still has to copy.")
-@click.option("--since", "since_days", type=click.IntRange(min=1), default=None,
-              metavar="DAYS", help="With --violations: only the last DAYS days.")
-@click.option("--limit", default=20, show_default=True, help="How many runs or rows to show.")
-def report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-           verbose: bool, run_id: str | None, topic: str | None, drift: bool,
-           unmanaged: bool, unmanaged_acls: bool, orphaned_acls: bool, violations: bool,
-           reassignments: bool, since_days: int | None, limit: int) -> None:
-    """Show recent runs, one run's outcomes, a topic's history, drift across clusters, the
-    unmanaged topics, the trend of check's violations or the reassignments in flight."""
+def _views() -> list[ReportView]:
+    return [v for k in cli_kinds() for v in k.report_views]
+
+
+def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
+            as_json: bool, verbose: bool, run_id: str | None, limit: int,
+            **values: Any) -> None:
+    """Show recent runs, one run's outcomes, or a kind's view (see the options)."""
+    views = _views()
+    chosen = [v for v in views if values.get(v.option.argument)]
+    names = ["--run-id" if run_id else "", *(v.option.option for v in chosen)]
+    given = [n for n in names if n]
+    if len(given) > 1:
+        every = ", ".join(["--run-id", *(v.option.option for v in views)])
+        raise click.UsageError(f"report takes one of {every}; got {' and '.join(given)}")
+    for view in views:
+        for extra in view.extras:
+            if values.get(extra.argument) is not None and view not in chosen:
+                raise click.UsageError(f"{extra.option} goes with {view.option.option}")
+    args = ReportArgs(clusters=clusters, topics_glob=topics_glob, limit=limit, values=values)
 
     def work(cmd: Command) -> Outcome:
-        if reassignments:
-            return in_flight(cmd)
-        payload = build_report(cmd.session(), cmd.conf, run_id=run_id, topic=topic,
-                               clusters=clusters, limit=limit, drift=drift,
-                               topics_glob=topics_glob, unmanaged=unmanaged,
-                               violations=violations, since_days=since_days,
-                               unmanaged_acls=unmanaged_acls, orphaned_acls=orphaned_acls)
-        return Outcome(0, payload, lambda: render_report(payload))
-
-    def in_flight(cmd: Command) -> Outcome:
-        from provisioning.kafka.in_flight import reassignments_in_flight
-
-        others = [name for name, on in (("--run-id", run_id), ("--topic", topic),
-                                        ("--drift", drift), ("--unmanaged", unmanaged),
-                                        ("--violations", violations), ("--since", since_days),
-                                        ("--unmanaged-acls", unmanaged_acls),
-                                        ("--orphaned-acls", orphaned_acls)) if on]
-        if others:
-            raise UsageError(f"--reassignments goes alone; got it with {' and '.join(others)}")
-        blocks = reassignments_in_flight(select_clusters(cmd.conf, clusters),
-                                         cmd.credentials(), cmd.conf.kafka)
-        payload = reassignments_view(blocks, topics_glob)
-        # A cluster that could not be read is the exit code of an unreachable one.
-        code = 3 if any(b["error"] for b in blocks) else 0
-        return Outcome(code, payload, lambda: render_report(payload))
+        if chosen:
+            view = chosen[0]
+            payload, code = view.build(cmd, values[view.option.argument], args)
+            return Outcome(code, payload, lambda: view.render(payload))
+        spark = cmd.session()
+        if run_id is not None:
+            with job_label(spark, "report: run-id"):
+                payload = run_view(spark, cmd.conf, run_id, clusters, topics_glob, limit)
+            return Outcome(0, payload, lambda: render_run_view(payload))
+        with job_label(spark, "report: recent runs"):
+            payload = recent_runs(spark, cmd.conf, limit)
+        return Outcome(0, payload, lambda: render_recent_runs(payload))
 
     execute("report", conf_path, as_json, verbose, {}, work, records_run=False)
+
+
+def _report_command() -> click.Command:
+    fn: Callable[..., None] = _report
+    fn = click.option("--limit", default=20, show_default=True,
+                      help="How many runs to show (with --run-id: 50 audit rows per unit).")(fn)
+    for view in reversed(_views()):
+        for switch in reversed((view.option, *view.extras)):
+            fn = click.option(switch.option, switch.argument, is_flag=switch.is_flag,
+                              default=False if switch.is_flag else None,
+                              metavar=switch.metavar, type=switch.type,
+                              help=switch.help)(fn)
+    fn = click.option("--run-id", default=None, help="Show this run's outcomes.")(fn)
+    fn = common_options(fn)
+    return click.command("report", help=(
+        "Show recent runs, one run's outcomes (every kind's rows), or one of the views "
+        "below."))(fn)
+
+
+report = _report_command()

@@ -1,31 +1,38 @@
-"""`plan` and `apply`: the pipeline commands, their saved plans and their output."""
+"""`plan` and `apply`: the pipeline commands, their saved plans and their output. `apply`
+takes every kind's `--allow-*` flags (`CliKind.apply_flags`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
+from provisioning.cli.kind import cli_kinds
 from provisioning.conf import select_clusters
 from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions, Scope
 from provisioning.views import planfile
 from provisioning.views.plan_markdown import render_markdown
-from provisioning.views.plan_text import render_run
+from provisioning.views.plan_text import render_run, run_json
 
 
 def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 topics_glob: str | None, as_json: bool, verbose: bool,
                 out_path: str | None = None, plan_path: str | None = None,
-                validate: bool = True, allow_deletes: bool = False, allow_alter: bool = False,
-                output_format: str = "text", allow_revokes: bool = False,
-                allow_reassign: bool = False) -> None:
-    """Run `plan` or `apply` through the command skeleton (`common.execute`)."""
+                validate: bool = True, output_format: str = "text",
+                allowed: Mapping[str, bool] | None = None) -> None:
+    """Run `plan` or `apply` through the command skeleton (`common.execute`).
+
+    allowed: an apply's `--allow-*` flags, by change (`deletes`, `alter`, ...).
+    """
+    flags = [f for k in cli_kinds() for f in k.apply_flags]
+    given = dict(allowed or {})
     arguments: dict[str, Any] = {"clusters": list(clusters), "topics": topics_glob,
                                  "out": out_path, "plan": plan_path, "validate": validate}
     if command == "apply":
-        arguments.update(apply=True, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                         allow_revokes=allow_revokes, allow_reassign=allow_reassign)
+        arguments["apply"] = True
+        arguments.update({f.argument: bool(given.get(f.change)) for f in flags})
 
     def work(cmd: Command) -> Outcome:
         from provisioning.run.commands import run_plan
@@ -38,20 +45,20 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
             scope_clusters, scope_topics = saved.document.clusters, saved.document.topics
         selected = select_clusters(conf, scope_clusters)
         names = tuple(c.name for c in selected)
-        keep_plan, keep_acls, saved_doc = (
-            planfile.recorder(conf.digest, names, scope_topics) if out_path
-            else (None, None, None))
-        on_plan, on_acl_plan = (planfile.stale_check(saved, conf.digest, names, scope_topics)
-                                if saved is not None else (keep_plan, keep_acls))
+        hooks: dict[str, Callable[..., None]] = {}
+        plans_done: Callable[[], None] | None = None
+        saved_doc = None
+        if saved is not None:
+            hooks, plans_done = planfile.stale_check(saved, conf.digest, names, scope_topics)
+        elif out_path:
+            hooks, saved_doc = planfile.recorder(conf.digest, names, scope_topics)
         scope = Scope(names, scope_topics)
         options: RunOptions = (
-            ApplyOptions(scope=scope, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                         allow_revokes=allow_revokes, allow_reassign=allow_reassign,
-                         on_plan=on_plan,
-                         on_acl_plan=on_acl_plan)
+            ApplyOptions(scope=scope, on_plan=hooks, plans_done=plans_done,
+                         allowed=frozenset(c for c, on in given.items() if on))
             if command == "apply" else
-            PlanOptions(scope=scope, validate=validate, on_plan=on_plan,
-                        on_acl_plan=on_acl_plan))
+            PlanOptions(scope=scope, validate=validate, on_plan=hooks,
+                        plans_done=plans_done))
         credentials = cmd.credentials()
         record = cmd.record
         assert record is not None
@@ -65,13 +72,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 record.started_at))
             saved_plan = (out_path, document.digest)
         record.outcome_counts = result.counts
-        payload = {"counts": result.counts, "actions": result.actions, "topics": result.topics,
-                   "topics_not_listed": result.topics_not_listed,
-                   "deletes_not_allowed": result.deletes_not_allowed,
-                   "alters_not_allowed": result.alters_not_allowed,
-                   "reassigns_not_allowed": result.reassigns_not_allowed,
-                   "unmanaged": result.unmanaged,
-                   "acls": result.acls,
+        payload = {**run_json(result),
                    "plan_file": None if saved_plan is None else {
                        "path": saved_plan[0], "digest": saved_plan[1]}}
         return Outcome(result.exit_code, payload, lambda: (
@@ -99,31 +100,30 @@ def plan(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_
                 out_path=out_path, validate=not no_validate, output_format=output_format)
 
 
-@click.command()
-@common_options
-@click.option("--allow-deletes", is_flag=True,
-              help="Also delete the topics the manifests mark `absent` (off by default).")
-@click.option("--allow-alter", is_flag=True,
-              help="Also change live topics (configs, more partitions) as the manifests ask "
-                   "(off by default: planned and validated only).")
-@click.option("--allow-revokes", is_flag=True,
-              help="Also revoke the ACL bindings the ACL manifests mark `absent` (and, with "
-                   "acls.remove_unlisted, those no manifest names); off by default: planned "
-                   "and counted only.")
-@click.option("--allow-reassign", is_flag=True,
-              help="Also move replicas as the manifests ask (replication factor, "
-                   "replica_assignment), throttled, and finish the moves under way; off by "
-                   "default: planned and checked only.")
-@click.option("--plan", "plan_path", default=None,
-              type=click.Path(dir_okay=False),
-              help="Apply only if a fresh plan equals this saved plan (`plan --out`); "
-                   "otherwise exit 2 before any request reaches Kafka.")
-def apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
-          verbose: bool, allow_deletes: bool, allow_alter: bool, allow_revokes: bool,
-          allow_reassign: bool, plan_path: str | None) -> None:
-    """Plan, validate, then create and grant (with --allow-deletes, delete; with
-    --allow-alter, alter; with --allow-revokes, revoke; with --allow-reassign, move
-    replicas)."""
+def _apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as_json: bool,
+           verbose: bool, plan_path: str | None, **allowed: bool) -> None:
+    """Plan, validate, then create and grant; the changes each `--allow-*` flag names as
+    well."""
+    by_argument = {f.argument: f.change for k in cli_kinds() for f in k.apply_flags}
     run_command("apply", conf_path, clusters, topics_glob, as_json, verbose,
-                plan_path=plan_path, allow_deletes=allow_deletes, allow_alter=allow_alter,
-                allow_revokes=allow_revokes, allow_reassign=allow_reassign)
+                plan_path=plan_path,
+                allowed={by_argument[a]: on for a, on in allowed.items()})
+
+
+def _apply_command() -> click.Command:
+    """`apply`, with every kind's `--allow-*` flags."""
+    fn: Callable[..., None] = _apply
+    fn = click.option("--plan", "plan_path", default=None, type=click.Path(dir_okay=False),
+                      help="Apply only if a fresh plan equals this saved plan "
+                           "(`plan --out`); otherwise exit 2 before any request reaches "
+                           "Kafka.")(fn)
+    for flag in reversed([f for k in cli_kinds() for f in k.apply_flags]):
+        fn = click.option(flag.option, flag.argument, is_flag=True, help=flag.help)(fn)
+    fn = common_options(fn)
+    help_text = ("Plan, validate, then create and grant; each --allow-* flag adds the "
+                 "changes it names (" + ", ".join(
+                     f.option for k in cli_kinds() for f in k.apply_flags) + ").")
+    return click.command("apply", help=help_text)(fn)
+
+
+apply = _apply_command()

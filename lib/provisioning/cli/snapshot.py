@@ -26,7 +26,7 @@ def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         credentials = cmd.credentials()
         assert cmd.record is not None
         summaries = take_snapshot(cmd.session(), cmd.conf, selected, credentials, cmd.record,
-                                  cmd.stop)
+                                  cmd.stop)["topics"]
 
         def human() -> list[str]:
             assert cmd.record is not None

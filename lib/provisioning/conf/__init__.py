@@ -1,27 +1,24 @@
 """The job's conf: one YAML file per environment, loaded into typed, frozen objects.
 
 A base room: every other room may read it, it reads none of them (and never
-imports Spark). Every problem of a file is reported at once, naming its key.
+imports Spark). Every problem of a file is reported at once, naming its key. What is
+shared by every run is here (`model`); each kind's section is its own module
+(`conf.<kind>`, found through `provisioning.kinds`).
 """
 
 from provisioning.conf.load import load_conf, parse_conf, resolve_credentials, select_clusters
 from provisioning.conf.model import (
     CHECK_SEVERITY_LEVELS,
-    DEFAULT_PROTECTED_TOPICS,
     DELTA_SAFE_RETAIN_HOURS,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
-    AclsConf,
-    AltersConf,
     ChecksConf,
     ClusterConf,
     Conf,
     Credentials,
-    DeletesConf,
     KafkaConf,
     MaintenanceConf,
     PolicySpec,
-    ReassignConf,
     RunConf,
     Secret,
     SparkConf,
@@ -30,21 +27,16 @@ from provisioning.conf.model import (
 
 __all__ = [
     "CHECK_SEVERITY_LEVELS",
-    "DEFAULT_PROTECTED_TOPICS",
     "DELTA_SAFE_RETAIN_HOURS",
     "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
-    "AclsConf",
-    "AltersConf",
     "ChecksConf",
     "ClusterConf",
     "Conf",
     "Credentials",
-    "DeletesConf",
     "KafkaConf",
     "MaintenanceConf",
     "PolicySpec",
-    "ReassignConf",
     "RunConf",
     "Secret",
     "SparkConf",

@@ -8,23 +8,19 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from provisioning import kinds
 from provisioning.conf.model import (
     CHECK_SEVERITY_LEVELS,
-    DEFAULT_PROTECTED_TOPICS,
     DELTA_SAFE_RETAIN_HOURS,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
-    AclsConf,
-    AltersConf,
     ChecksConf,
     ClusterConf,
     Conf,
     Credentials,
-    DeletesConf,
     KafkaConf,
     MaintenanceConf,
     PolicySpec,
-    ReassignConf,
     RunConf,
     Secret,
     SparkConf,
@@ -39,10 +35,12 @@ from provisioning.conf.reader import (
     one_of,
     positive,
     readable_file,
+    table_list,
     type_name,
 )
+from provisioning.conf.section import Given, Section
 from provisioning.errors import ConfError, UsageError
-from provisioning.names import CHECK_RULES, PRINCIPAL_FORMAT
+from provisioning.names import CHECK_RULES
 from provisioning.session import redact_remote
 
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
@@ -120,16 +118,6 @@ def _read_cluster(r: Reader, name: str, node: Any,
     return cluster
 
 
-def _table_list(r: Reader, node: Mapping[str, Any], key: str, name: str) -> tuple[str, ...]:
-    raw = node.get(name)
-    if isinstance(raw, str):
-        return (raw,)
-    if isinstance(raw, list) and raw and all(isinstance(x, str) and x for x in raw):
-        return tuple(raw)
-    r.problem(f"{key}.{name}", "expected a table path or name, or a non-empty list of them")
-    return ()
-
-
 def _read_policies(r: Reader, node: Any, key: str) -> tuple[PolicySpec, ...]:
     if node is None:
         return ()
@@ -147,19 +135,15 @@ def _read_policies(r: Reader, node: Any, key: str) -> tuple[PolicySpec, ...]:
     return tuple(specs)
 
 
-def _string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
-                 default: tuple[str, ...]) -> tuple[str, ...]:
-    if name not in node or node[name] is None:
-        return default
-    raw = node[name]
-    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-        r.problem(f"{key}.{name}", "expected a list of strings")
-        return default
-    return tuple(raw)
+# The keys every run shares; each kind's section declares its own (conf.section).
+_SHARED_KEYS = ("clusters", "tables", "kafka", "spark", "policies", "run", "maintenance",
+                "checks")
+_SHARED_TABLE_KEYS = ("manifests", "audit", "runs", "snapshots", "locks", "violations")
 
 
-_TOP_KEYS = ("clusters", "tables", "kafka", "spark", "deletes", "alters", "reassign",
-             "policies", "run", "maintenance", "checks", "acls")
+def sections() -> tuple[Section, ...]:
+    """Every registered kind's conf section (`kinds.parts("conf")`)."""
+    return kinds.parts("conf", Section)  # type: ignore[type-abstract]
 
 
 def parse_conf(data: Any, source: str, digest: str = "",
@@ -169,19 +153,15 @@ def parse_conf(data: Any, source: str, digest: str = "",
     top = r.mapping(data, "(top level)")
     if top is None:
         raise ConfError(source, r.problems)
-    r.no_unknown(top, "", _TOP_KEYS)
+    parts = sections()
+    r.no_unknown(top, "", (*_SHARED_KEYS, *(k for s in parts for k in s.keys)))
     clusters = _read_clusters(r, top.get("clusters"), environ or {})
-    tables = _read_tables(r, top.get("tables"))
+    tables, table_node = _read_tables(r, top.get("tables"),
+                                      tuple(k for s in parts for k in s.table_keys))
     kafka = _read_kafka(r, r.section(top, "kafka"))
     spark = _read_spark(r, r.section(top, "spark"))
-    deletes = _read_deletes(r, r.section(top, "deletes"))
-    alters = _read_alters(r, r.section(top, "alters"))
-    reassign = _read_reassign(r, r.section(top, "reassign"))
-    (create_policies, delete_policies, alter_policies, reassign_policies,
-     acl_policies) = _read_policy_sections(
-        r, r.section(top, "policies"))
-    acls = _read_acls(r, r.section(top, "acls"))
-    acl_policies = _with_owner_scope(r, acls, acl_policies)
+    policies = _read_policy_sections(r, r.section(top, "policies"), parts)
+    values = {s.kind: s.read(r, Given(top, table_node, policies, tables)) for s in parts}
     run = _read_run(r, r.section(top, "run"))
     maintenance = _read_maintenance(r, top.get("maintenance"), spark)
     checks = _read_checks(r, r.section(top, "checks"))
@@ -196,16 +176,8 @@ def parse_conf(data: Any, source: str, digest: str = "",
         tables=tables,
         kafka=kafka,
         spark=spark,
-        deletes=deletes,
-        create_policies=create_policies,
-        delete_policies=delete_policies,
-        alters=alters,
-        alter_policies=alter_policies,
-        reassign=reassign,
-        reassign_policies=reassign_policies,
         checks=checks,
-        acls=acls,
-        acl_policies=acl_policies,
+        sections=values,
     )
 
 
@@ -227,23 +199,21 @@ def _read_clusters(r: Reader, node: Any, environ: Mapping[str, str]
     return clusters
 
 
-def _read_tables(r: Reader, node: Any) -> TablesConf:
+def _read_tables(r: Reader, node: Any, kind_keys: tuple[str, ...]
+                 ) -> tuple[TablesConf, Mapping[str, Any]]:
+    """The shared tables, and the `tables` mapping as written (the kinds read their keys)."""
+    empty = TablesConf(manifests=(), audit="", runs="", snapshots="")
     if node is None:
         r.problem("tables", "required key is missing")
-        return TablesConf(manifests=(), audit="", runs="", snapshots="")
+        return empty, {}
     body = r.mapping(node, "tables")
     if body is None:
-        return TablesConf(manifests=(), audit="", runs="", snapshots="")
-    r.no_unknown(body, "tables", ("manifests", "audit", "runs", "snapshots", "locks",
-                                  "violations", "acl_manifests", "acl_snapshots"))
+        return empty, {}
+    r.no_unknown(body, "tables", (*_SHARED_TABLE_KEYS, *kind_keys))
     runs = r.value(body, "tables", "runs", str) or ""
-    manifests = _table_list(r, body, "tables", "manifests")
+    manifests = table_list(r, body, "tables", "manifests")
     audit = r.value(body, "tables", "audit", str) or ""
     snapshots = r.value(body, "tables", "snapshots", str) or ""
-    # Left out (or null): ACLs are not managed. An empty list is a mistake, not a way to
-    # say so: it would read as "every live binding is unlisted".
-    acl_manifests = (_table_list(r, body, "tables", "acl_manifests")
-                     if body.get("acl_manifests") is not None else None)
     return TablesConf(
         manifests=manifests,
         audit=audit,
@@ -251,9 +221,7 @@ def _read_tables(r: Reader, node: Any) -> TablesConf:
         snapshots=snapshots,
         locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
         violations=r.value(body, "tables", "violations", str, f"{runs}_violations"),
-        acl_manifests=acl_manifests,
-        acl_snapshots=r.value(body, "tables", "acl_snapshots", str, f"{snapshots}_acls"),
-    )
+    ), body
 
 
 def _read_kafka(r: Reader, body: Mapping[str, Any] | None) -> KafkaConf:
@@ -296,104 +264,18 @@ def _read_spark(r: Reader, body: Mapping[str, Any] | None) -> SparkConf:
     )
 
 
-def _read_deletes(r: Reader, body: Mapping[str, Any] | None) -> DeletesConf:
-    deletes = DeletesConf()
-    if body is None:
-        return deletes
-    r.no_unknown(body, "deletes", ("max_per_cluster", "protected", "deny_list", "prune"))
-    return DeletesConf(
-        max_per_cluster=r.value(body, "deletes", "max_per_cluster", int,
-                                deletes.max_per_cluster, at_least_zero),
-        # The built-in protections always stay; conf can only add to them.
-        protected=tuple(dict.fromkeys(
-            DEFAULT_PROTECTED_TOPICS + _string_list(r, body, "deletes", "protected", ()))),
-        deny_list=_string_list(r, body, "deletes", "deny_list", ()),
-        prune=r.value(body, "deletes", "prune", bool, False),
-    )
-
-
-def _read_alters(r: Reader, body: Mapping[str, Any] | None) -> AltersConf:
-    alters = AltersConf()
-    if body is None:
-        return alters
-    r.no_unknown(body, "alters", ("max_per_cluster", "remove_unlisted_configs"))
-    return AltersConf(
-        max_per_cluster=r.value(body, "alters", "max_per_cluster", int,
-                                alters.max_per_cluster, at_least_zero),
-        remove_unlisted_configs=r.value(body, "alters", "remove_unlisted_configs", bool,
-                                        False),
-    )
-
-
-def _read_reassign(r: Reader, body: Mapping[str, Any] | None) -> ReassignConf:
-    reassign = ReassignConf()
-    if body is None:
-        return reassign
-    r.no_unknown(body, "reassign", tuple(ReassignConf.__dataclass_fields__))
-    # An explicit null turns the throttle off; a missing key keeps the default.
-    throttle = (None if "throttle_bytes_per_second" in body
-                and body["throttle_bytes_per_second"] is None
-                else r.value(body, "reassign", "throttle_bytes_per_second", int,
-                             reassign.throttle_bytes_per_second, positive))
-    return ReassignConf(
-        max_partitions_per_cluster=r.value(body, "reassign", "max_partitions_per_cluster", int,
-                                           reassign.max_partitions_per_cluster, at_least_zero),
-        throttle_bytes_per_second=throttle,
-        wait_seconds=r.value(body, "reassign", "wait_seconds", int, reassign.wait_seconds,
-                             at_least_zero),
-    )
-
-
-_POLICY_KINDS = ("create", "delete", "alter", "reassign", "acl")
-
-
-def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None
-                          ) -> tuple[tuple[PolicySpec, ...], ...]:
-    specs: dict[str, tuple[PolicySpec, ...]] = dict.fromkeys(_POLICY_KINDS, ())
+def _read_policy_sections(r: Reader, body: Mapping[str, Any] | None,
+                          parts: tuple[Section, ...]) -> dict[str, tuple[PolicySpec, ...]]:
+    """`policies.<key>` for every key a section declares, parsed and checked."""
+    keys = tuple(k for s in parts for k in s.policy_keys)
+    specs: dict[str, tuple[PolicySpec, ...]] = dict.fromkeys(keys, ())
     if body is not None:
-        r.no_unknown(body, "policies", _POLICY_KINDS)
-        for kind in _POLICY_KINDS:
-            specs[kind] = _read_policies(r, body.get(kind), f"policies.{kind}")
-    for kind in _POLICY_KINDS:
-        r.problems.extend(check_policy_specs(specs[kind], kind))
-    return tuple(specs[kind] for kind in _POLICY_KINDS)
-
-
-def _read_acls(r: Reader, body: Mapping[str, Any] | None) -> AclsConf:
-    acls = AclsConf()
-    if body is None:
-        return acls
-    key = "acls"
-    r.no_unknown(body, key, tuple(AclsConf.__dataclass_fields__))
-    principals = _string_list(r, body, key, "cluster_principals", ())
-    for i, principal in enumerate(principals):
-        if not re.match(PRINCIPAL_FORMAT, principal):
-            r.problem(f"{key}.cluster_principals[{i}]",
-                      f"{principal!r} is not a principal Type:name (e.g. User:platform-admin)")
-    return AclsConf(
-        remove_unlisted=r.value(body, key, "remove_unlisted", bool, acls.remove_unlisted),
-        cluster_principals=principals,
-        max_changes_per_cluster=r.value(body, key, "max_changes_per_cluster", int,
-                                        acls.max_changes_per_cluster, at_least_zero),
-        batch_size=r.value(body, key, "batch_size", int, acls.batch_size, positive),
-        revoke_with_deleted_topics=r.value(body, key, "revoke_with_deleted_topics", bool,
-                                           acls.revoke_with_deleted_topics),
-        owner_scope=r.value(body, key, "owner_scope", bool, acls.owner_scope),
-    )
-
-
-def _with_owner_scope(r: Reader, acls: AclsConf, specs: tuple[PolicySpec, ...]
-                      ) -> tuple[PolicySpec, ...]:
-    """`policies.acl`, plus owner_scope when `acls.owner_scope` turns it on; on in both
-    places is a problem (which parameters would count is not to be guessed)."""
-    if not acls.owner_scope:
-        return specs
-    listed = [s.key for s in specs if s.name == "owner_scope"]
-    if listed:
-        r.problem("acls.owner_scope", f"owner_scope is also listed at {', '.join(listed)}; "
-                  "keep one of the two")
-        return specs
-    return (*specs, PolicySpec(name="owner_scope", params={}, key="acls.owner_scope"))
+        r.no_unknown(body, "policies", keys)
+        for key in keys:
+            specs[key] = _read_policies(r, body.get(key), f"policies.{key}")
+    for key in keys:
+        r.problems.extend(check_policy_specs(specs[key], key))
+    return specs
 
 
 def _read_run(r: Reader, body: Mapping[str, Any] | None) -> RunConf:

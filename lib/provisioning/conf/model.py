@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from provisioning.names import ALWAYS_PROTECTED, OFF, SEVERITIES
+from provisioning.names import OFF, SEVERITIES
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-DEFAULT_PROTECTED_TOPICS = ALWAYS_PROTECTED
 
 
 class Secret:
@@ -58,10 +57,6 @@ class TablesConf:
     locks: str = ""
     # `check`'s violations (schemas.VIOLATIONS).
     violations: str = ""
-    # The ACL manifests; None (the key left out): the run manages no ACL at all.
-    acl_manifests: tuple[str, ...] | None = None
-    # Where the live bindings of each run are recorded (default `<snapshots>_acls`).
-    acl_snapshots: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,52 +87,6 @@ class PolicySpec:
     name: str
     params: Mapping[str, Any]
     key: str  # where it was written, e.g. "policies.create[2]"
-
-
-@dataclass(frozen=True)
-class DeletesConf:
-    max_per_cluster: int = 10
-    protected: tuple[str, ...] = DEFAULT_PROTECTED_TOPICS
-    deny_list: tuple[str, ...] = ()
-    prune: bool = False
-
-
-@dataclass(frozen=True)
-class AltersConf:
-    # Over this many alters on one cluster in one run, none of that cluster's is made.
-    max_per_cluster: int = 50
-    # Remove a live override the manifest row does not list (DELETE: back to the default).
-    remove_unlisted_configs: bool = False
-
-
-@dataclass(frozen=True)
-class ReassignConf:
-    # Over this many partitions to move on one cluster in one run, none of that cluster's
-    # moves start.
-    max_partitions_per_cluster: int = 500
-    # The replication throttle of a move, bytes per second on each broker involved (its
-    # leader and follower rates); None: moves are not throttled.
-    throttle_bytes_per_second: int | None = 52428800
-    # How long `verify` waits for moves to complete; the partitions still moving then are
-    # recorded `reassigning` and finished by a later run.
-    wait_seconds: int = 300
-
-
-@dataclass(frozen=True)
-class AclsConf:
-    # Revoke live bindings no ACL manifest names (planned as REVOKE; made with revokes).
-    remove_unlisted: bool = False
-    # The only principals a CLUSTER binding may be granted to (unless the row says `force`).
-    cluster_principals: tuple[str, ...] = ()
-    # Over this many grants and revokes on one cluster in one run, none of that cluster's
-    # is made.
-    max_changes_per_cluster: int = 200
-    # Bindings per CreateAcls / DeleteAcls request.
-    batch_size: int = 1000
-    # A topic this job deletes takes its LITERAL TOPIC bindings with it.
-    revoke_with_deleted_topics: bool = True
-    # Turn on the `owner_scope` ACL policy (the same as listing it in `policies.acl`).
-    owner_scope: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,6 +122,9 @@ class MaintenanceConf:
     snapshot_retention_days: int | None = None
 
 
+S = TypeVar("S")
+
+
 @dataclass(frozen=True)
 class Conf:
     source: str
@@ -181,21 +133,18 @@ class Conf:
     tables: TablesConf
     kafka: KafkaConf = KafkaConf()
     spark: SparkConf = SparkConf()
-    deletes: DeletesConf = DeletesConf()
-    create_policies: tuple[PolicySpec, ...] = ()
-    delete_policies: tuple[PolicySpec, ...] = ()
-    alters: AltersConf = AltersConf()
-    alter_policies: tuple[PolicySpec, ...] = ()
-    reassign: ReassignConf = ReassignConf()
-    reassign_policies: tuple[PolicySpec, ...] = ()
     run: RunConf = RunConf()
     maintenance: MaintenanceConf = MaintenanceConf()
     checks: ChecksConf = ChecksConf()
-    acls: AclsConf = AclsConf()
-    # `policies.acl`, in conf order (with `owner_scope` appended when `acls.owner_scope`
-    # turns it on).
-    acl_policies: tuple[PolicySpec, ...] = ()
+    # Each registered kind's section (conf.section.Section), by kind name.
+    sections: Mapping[str, object] = field(default_factory=dict)
 
+    def section(self, kind: type[S]) -> S:
+        """The section of type `kind` (its defaults when the conf was built without it)."""
+        for value in self.sections.values():
+            if isinstance(value, kind):
+                return value
+        return kind()
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-r"""The policies a conf may name and the checks of their parameter blocks (no Spark here).
+r"""How a policy's parameter block is checked (no Spark here), and the catalogue of the
+policies a conf may name, gathered from the kinds' conf sections.
 
-The conf loader checks every configured policy against this catalogue, so a bad
-block is reported with the other conf problems, by key; the transforms that
-enforce the policies (`provisioning.transforms.policies`) are built from the
-same names. A custom policy's `callable` is imported here to prove it exists.
+The conf loader checks every configured policy against its kind's catalogue
+(`Section.policy_checks`), so a bad block is reported with the other conf problems, by
+key; the transforms that enforce the policies are built from the same names. A custom
+policy's `callable` is imported here to prove it exists.
 
 Regular expressions are checked with Python's `re`; Spark evaluates them with
 java.util.regex. The two agree on the syntax policies need (classes, groups,
@@ -159,65 +160,6 @@ class Params:
             self.problem(low, f"must be <= {high} ({lo} > {hi})")
 
 
-# -- built-in policies ------------------------------------------------------------------
-
-def check_topic_name_pattern(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("default", "by_owner"))
-    p.regex("default")
-    p.regex_map("by_owner")
-    p.at_least_one("default", "by_owner")
-    return p.problems
-
-
-def check_range(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("min", "max"))
-    p.integer("min", 1)
-    p.integer("max", 1)
-    p.at_least_one("min", "max")
-    p.ordered("min", "max")
-    return p.problems
-
-
-def check_required_configs(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("configs",))
-    configs = p.regex_map("configs", required=True, nullable_values=True)
-    if configs is not None and not params["configs"]:
-        p.problem("configs", "name at least one config")
-    return p.problems
-
-
-def _one_list(name: str) -> Check:
-    """The check of a policy whose only parameter is a required list of strings."""
-    def check(params: Mapping[str, Any]) -> list[str]:
-        p = Params(params, (name,))
-        p.string_list(name, required=True)
-        return p.problems
-
-    return check
-
-
-check_forbidden_configs = _one_list("configs")
-check_protected_patterns = _one_list("patterns")
-
-
-def check_no_params(params: Mapping[str, Any]) -> list[str]:
-    return Params(params, ()).problems
-
-
-def check_partition_budget(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("max_partitions",))
-    p.integer("max_partitions", 1, required=True)
-    return p.problems
-
-
-def check_owner_partition_quota(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("quotas", "default"))
-    p.int_map("quotas", 0)
-    p.integer("default", 0)
-    p.at_least_one("quotas", "default")
-    return p.problems
-
-
 # -- custom policies --------------------------------------------------------------------
 
 def resolve_callable(target: str) -> Callable[..., Any]:
@@ -258,69 +200,20 @@ def check_custom(params: Mapping[str, Any]) -> list[str]:
     return p.problems
 
 
-# -- the catalogue ----------------------------------------------------------------------
+def catalogue(kind: str) -> Mapping[str, Check]:
+    """The policies a conf may name under `policies.<kind>`, with their parameter checks:
+    the registered kinds' conf sections declare them (`Section.policy_checks`)."""
+    from provisioning.conf.load import sections
 
-PARAMETER_CHECKS: dict[str, dict[str, Check]] = {
-    "create": {
-        "topic_name_pattern": check_topic_name_pattern,
-        "partitions_range": check_range,
-        "replication_factor_range": check_range,
-        "required_configs": check_required_configs,
-        "forbidden_configs": check_forbidden_configs,
-        "min_insync_below_rf": check_no_params,
-        "partition_budget": check_partition_budget,
-        "owner_partition_quota": check_owner_partition_quota,
-        "custom": check_custom,
-    },
-    "delete": {
-        "protected_patterns": check_protected_patterns,
-        "custom": check_custom,
-    },
-}
-# Alter policies: the create policies that judge a topic's shape, applied to the topic as
-# it will be after the alter (transforms.policies.alter.AFTER_ALTER), and custom.
-PARAMETER_CHECKS["alter"] = {
-    **{name: PARAMETER_CHECKS["create"][name] for name in (
-        "required_configs", "forbidden_configs", "min_insync_below_rf", "partitions_range",
-        "partition_budget", "owner_partition_quota")},
-    "custom": check_custom,
-}
-
-
-# Reassign policies: the always-on ones (transforms.reassign.policies) take no conf; a team
-# adds its own with custom.
-PARAMETER_CHECKS["reassign"] = {"custom": check_custom}
-
-
-# -- ACL policies (`policies.acl`; transforms.acls.policies builds them) ------------------
-
-def check_owner_scope(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("exempt_owners",))
-    p.string_list("exempt_owners")
-    return p.problems
-
-
-def check_principal_pattern(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("default", "by_owner"))
-    p.regex("default")
-    p.regex_map("by_owner")
-    p.at_least_one("default", "by_owner")
-    return p.problems
-
-
-# Kept apart from PARAMETER_CHECKS: ACL policies judge ACL_PLAN rows, not PLAN rows, and are
-# built by their own registry (kept equal to this one by a unit test).
-ACL_PARAMETER_CHECKS: dict[str, Check] = {
-    "owner_scope": check_owner_scope,
-    "principal_pattern": check_principal_pattern,
-    "custom": check_custom,
-}
-_CATALOGUES: dict[str, dict[str, Check]] = {**PARAMETER_CHECKS, "acl": ACL_PARAMETER_CHECKS}
+    for section in sections():
+        if kind in section.policy_checks:
+            return section.policy_checks[kind]
+    raise KeyError(f"no registered kind declares policies.{kind}")
 
 
 def check_policy_specs(specs: Iterable[PolicySpec], kind: str) -> list[str]:
     """Problems with configured policies of `kind`: unknown names and bad parameter blocks."""
-    checks = _CATALOGUES[kind]
+    checks = catalogue(kind)
     problems = []
     for spec in specs:
         check = checks.get(spec.name)
@@ -335,6 +228,6 @@ def check_policy_specs(specs: Iterable[PolicySpec], kind: str) -> list[str]:
 
 def require_valid(kind: str, name: str, params: Mapping[str, Any]) -> None:
     """Raise PolicyError naming every problem of a `kind` policy's parameter block."""
-    problems = _CATALOGUES[kind][name](params)
+    problems = catalogue(kind)[name](params)
     if problems:
         raise PolicyError(f"{kind} policy {name}: {'; '.join(problems)}")

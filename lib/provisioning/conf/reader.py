@@ -142,3 +142,26 @@ def bootstrap(v: Any) -> str | None:
     return f"expected host:port[,host:port...], bad entries: {bad}" if bad or not v else None
 
 
+
+
+def string_list(r: Reader, node: Mapping[str, Any], key: str, name: str,
+                default: tuple[str, ...]) -> tuple[str, ...]:
+    """`node[name]`, a list of strings (`default` when absent or null)."""
+    if name not in node or node[name] is None:
+        return default
+    raw = node[name]
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        r.problem(f"{key}.{name}", "expected a list of strings")
+        return default
+    return tuple(raw)
+
+
+def table_list(r: Reader, node: Mapping[str, Any], key: str, name: str) -> tuple[str, ...]:
+    """`node[name]`: a table path or name, or a non-empty list of them."""
+    raw = node.get(name)
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list) and raw and all(isinstance(x, str) and x for x in raw):
+        return tuple(raw)
+    r.problem(f"{key}.{name}", "expected a table path or name, or a non-empty list of them")
+    return ()

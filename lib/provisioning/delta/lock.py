@@ -61,6 +61,8 @@ from schemas import LOCKS
 log = logging.getLogger(__name__)
 
 CLAIM, RENEW, RELEASE = "claim", "renew", "release"
+# Seconds between the attempts to give a claim back (five attempts in about 7.5 s).
+GIVE_BACK_PAUSES = (0.5, 1.0, 2.0, 4.0)
 # Columns added since the MERGE-based lock: a table of an earlier release lacks them until
 # its next append.
 _EVENT_COLUMNS = ("event", "written_epoch", "takes_over", "boot_id", "pid_namespace",
@@ -282,8 +284,10 @@ class RunLock:
         try:
             self._ensure_table()
             claimed = time.monotonic()
-            self._append(CLAIM)
+            # Marked before the append: an append that fails may still have landed, and a
+            # release of a claim that never landed ends nothing of anyone's.
             self._claimed = True
+            self._append(CLAIM)
             now = self._standing()
             if now.stale and not now.others:
                 for lease in now.stale:
@@ -294,11 +298,17 @@ class RunLock:
                 self._append(CLAIM, {lease.name: lease.run_id for lease in now.stale})
                 now = self._standing()
         except (LockUnavailable, LockHeld):
+            self._give_back()
             raise
         except PySparkException as exc:
             self._give_back()
             raise self._unavailable("the claim could not be written or read back",
                                     exc) from exc
+        except BaseException:
+            # Whatever else went wrong (an interrupt, a driver-side error), the claim is
+            # given back rather than left standing until it expires.
+            self._give_back()
+            raise
         if now.others:
             self._give_back()
             raise LockHeld(_held_message(now.others))
@@ -361,16 +371,21 @@ class RunLock:
         self._give_back()
 
     def _give_back(self) -> None:
+        """Append the release, retried with a growing pause (GIVE_BACK_PAUSES); when every
+        attempt fails the lease expires by itself."""
         if not self._claimed:
             return
-        for attempt in range(5):
+        for attempt, pause in enumerate((*GIVE_BACK_PAUSES, None), start=1):
             try:
                 self._append(RELEASE)
                 self._claimed = False
                 return
-            except PySparkException as exc:
-                log.warning("releasing the lock failed (attempt %d: %s)", attempt + 1,
-                            type(exc).__name__)
+            except Exception as exc:
+                log.warning("releasing the lock failed (attempt %d: %s: %s)", attempt,
+                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc)
+                            else "")
+            if pause is not None:
+                time.sleep(pause)
         log.error("could not release the lock; it expires by itself after %ss", self.ttl)
 
 

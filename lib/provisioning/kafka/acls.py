@@ -32,6 +32,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.names import acls as acl_names
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +352,7 @@ def acl_state(admin: ClusterAdmin) -> AclState:
                              "needs DESCRIBE on the cluster resource), so its ACLs can be "
                              "neither compared nor changed"))
     if live is None:
-        return AclState([], (names.SECURITY_DISABLED,
+        return AclState([], (acl_names.SECURITY_DISABLED,
                              f"cluster {cluster} has no authorizer (authorizer.class.name is "
                              "not set), so it has no ACL to grant or revoke"))
     operations = authorized_operations(admin)

@@ -56,15 +56,3 @@ def alter_outcome(error_name: str, validate_only: bool) -> str:
     if error_name in UNCERTAIN and not validate_only:
         return names.UNKNOWN
     return names.FAILED
-
-
-def reassign_outcome(error_name: str) -> str:
-    """The audit outcome of one partition's AlterPartitionReassignments result: a move the
-    controller accepted is under way (`reassigning`) until verify sees it complete."""
-    if error_name == "NONE":
-        return names.REASSIGNING
-    if error_name in REJECTIONS or error_name == "UNKNOWN_TOPIC_OR_PARTITION":
-        return names.REJECTED
-    if error_name in UNCERTAIN:
-        return names.UNKNOWN
-    return names.FAILED

@@ -37,7 +37,6 @@ from kafka.protocol.admin import (
 )
 
 from provisioning import names
-from provisioning.errors import ProvisioningError
 from provisioning.kafka import requests
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import CONFIG_SOURCES, error_name
@@ -415,27 +414,3 @@ def bytes_left(admin: ClusterAdmin, moves: Mapping[Partition, Ongoing]
         left[(topic, partition)] = sum(max(0, source - sizes.get((topic, partition, b), 0))
                                        for b in ongoing.adding)
     return left
-
-
-# -- the run's view ------------------------------------------------------------------------
-
-def in_flight(clusters: Sequence[Any], credentials: Mapping[str, Any], kafka: Any
-              ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Every partition being reassigned on each cluster (REASSIGNMENT_IN_FLIGHT rows, from
-    the driver: one ListPartitionReassignments per cluster), and cluster -> why it could not
-    be listed (say the job's principal may not describe the cluster): the plan then starts
-    no move there, since it cannot tell which partitions are moving already."""
-    rows: list[dict[str, Any]] = []
-    problems: dict[str, str] = {}
-    for cluster in clusters:
-        try:
-            with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-                found = list_reassignments(admin)
-        except (Errors.KafkaError, OSError, ProvisioningError) as exc:
-            problems[cluster.name] = f"{type(exc).__name__}: {exc}".rstrip(": ")
-            continue
-        rows += [{"cluster": cluster.name, "topic": topic, "partition": partition,
-                  "replicas": list(o.replicas), "adding": list(o.adding),
-                  "removing": list(o.removing)}
-                 for (topic, partition), o in sorted(found.items())]
-    return rows, problems

@@ -1,4 +1,6 @@
-"""The live state of each cluster: a driver-side preflight and a per-cluster topic snapshot."""
+"""The live state of each cluster: a driver-side preflight, and the one reader of each
+cluster's live topics (`snapshot_results`: the snapshot, the re-read under an apply's lock
+and `import` all read through it, as Spark tasks like the other admin work)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,13 @@ def preflight(
     return states
 
 
+# What a work row of `snapshot_results` asks for its cluster: the cluster's listing (one
+# marker row per cluster, topic null), a topic wanted by name, a topic the first read saw
+# (with its shape: read again only if the listing now shows it otherwise), a topic to read
+# again whatever its shape.
+LISTING, WANTED, SEEN, CHANGING = "listing", "wanted", "seen", "changing"
+
+
 def snapshot_results(
     rows: Iterable[Mapping[str, Any]],
     clusters: Mapping[str, ClusterConf],
@@ -63,13 +72,47 @@ def snapshot_results(
     cluster_ids: Mapping[str, str | None],
     taken_at: dt.datetime,
 ) -> Iterator[tuple[Any, ...]]:
-    """SNAPSHOT rows of each cluster named by `rows` (cluster, topic; sorted by cluster, the
-    cluster's marker row with a null topic first): every listed topic, then the rows'
-    topics the listing lacked (see `snapshot_rows`)."""
+    """LIVE_READ rows (SNAPSHOT and `found`) of each cluster named by `rows` (cluster, topic,
+    `ask`, and a SEEN row's shape columns: topic_id, partitions, replication_factor,
+    replica_assignment, error_name; sorted by cluster, the LISTING row first).
+
+    A cluster with no SEEN or CHANGING row is read whole: every listed topic, then the
+    WANTED topics the listing lacked (`snapshot_rows`). A cluster with some is read again
+    where it matters (`reread_rows`): the CHANGING topics and every topic the listing
+    shows otherwise than SEEN; each name read again that is not there any more is one row
+    with only its cluster and topic and `found` false.
+    """
     for name, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
-        wanted = (r["topic"] for r in group if r["topic"] is not None)
+        wanted: list[str] = []
+        seen: dict[str, TopicShape] = {}
+        changing: set[str] = set()
+        for r in group:
+            if r["ask"] == WANTED:
+                wanted.append(r["topic"])
+            elif r["ask"] == SEEN:
+                seen[r["topic"]] = topic_shape(r["topic_id"], r["partitions"],
+                                               r["replication_factor"],
+                                               r["replica_assignment"], r["error_name"])
+            elif r["ask"] == CHANGING:
+                changing.add(r["topic"])
         with ClusterAdmin(clusters[name], credentials.get(name), kafka) as admin:
-            yield from snapshot_rows(admin, run_id, cluster_ids.get(name), taken_at, wanted)
+            if not seen and not changing:
+                for row in snapshot_rows(admin, run_id, cluster_ids.get(name), taken_at,
+                                         wanted):
+                    yield (*row, True)
+                continue
+            found, again = reread_rows(admin, run_id, cluster_ids.get(name), taken_at, seen,
+                                       changing)
+        got = set()
+        for row in found:
+            got.add(row[_TOPIC])
+            yield (*row, True)
+        for topic in sorted(again - got):
+            yield (*(name if c == "cluster" else topic if c == "topic" else None
+                     for c in column_names(SNAPSHOT)), False)
+
+
+_TOPIC = column_names(SNAPSHOT).index("topic")
 
 
 def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
@@ -138,27 +181,6 @@ def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
         if found:
             rows.extend(_rows_of(admin, found, row))
     return rows, again
-
-
-def reread(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
-           kafka: KafkaConf, run_id: str, cluster_ids: Mapping[str, str | None],
-           seen: Mapping[str, Mapping[str, TopicShape]],
-           changing: Mapping[str, Collection[str]]
-           ) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
-    """`reread_rows` of every cluster, from the driver: the SNAPSHOT rows read again and
-    the (cluster, topic) keys read again. `seen` and `changing` are per cluster name."""
-    # Aware: Spark reads it as this instant whatever the driver's time zone.
-    taken_at = dt.datetime.now(dt.UTC)
-    rows: list[tuple[Any, ...]] = []
-    keys: list[tuple[str, str]] = []
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            found, again = reread_rows(admin, run_id, cluster_ids.get(cluster.name),
-                                       taken_at, seen.get(cluster.name, {}),
-                                       changing.get(cluster.name, ()))
-        rows += found
-        keys += [(cluster.name, t) for t in sorted(again)]
-    return rows, keys
 
 
 def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any

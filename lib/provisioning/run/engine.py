@@ -1,30 +1,21 @@
 """The phase engine: a run is an ordered list of phases over one shared state.
 
-Each phase is one unit that names the state it reads and the state it writes; a list whose
-phase reads something no earlier phase writes is refused when the list is built, not
-halfway through a run.
+Each phase is one unit that names the state it reads and the state it writes
+(`run.state`: `kind.field`, or a shared field); a list whose phase reads something no
+earlier phase writes is refused when the list is built, not halfway through a run, and a
+phase that touches a field it did not declare fails as it does (the guarded state).
 
-The engine owns the commit policy, from what each phase is and what the run has ahead:
-
-- rows of a phase that changed Kafka are committed at once (on a helper thread);
-- rows of a phase before one that changes Kafka are committed on a helper thread, and the
-  run's view (the snapshot, the plan's rows: `Phase.records_view`) lands before that phase
-  starts;
-- rows of a run with nothing ahead that changes Kafka wait and land with the next rows (a
-  `plan` run makes one audit commit);
-- rows and records of the phases before one that plans again under the run's lock
-  (`Phase.replans`: an apply plans first without its lock) are tentative: when that phase
-  runs, they are dropped and its own pass records the view it plans on; when it is skipped
-  (nothing to change), the records go out and the rows land with the next ones (a no-op
-  apply makes one audit commit);
-- audit commits land in phase order. Before Kafka was changed, a failed commit stops the
-  run; after, every phase's rows are still written and the first failure is raised once
-  they are (what happened must be recorded).
+What the run commits, and when, is `run.commits`: its intent (every row recorded before
+the first phase that changes Kafka) as one commit that lands before that phase; its
+results as one commit once the phases are done, or as the run fails; a run that changes
+nothing commits its findings only. What the phases before a phase that plans again under
+the run's lock (`Phase.replans`) record is tentative: dropped when that phase runs, kept
+when it is skipped.
 
 Safe points. Before each phase, and before each wave of requests inside a phase that
 changes Kafka, the engine asks whether a signal asked the run to stop (`RunContext.stop`)
 and whether the run still holds its lock (`RunContext.check_lock`). A phase never reached
-records, for every topic it would have changed, a `failed` row saying why (`unreached`).
+records, for everything it would have changed, a `failed` row saying why (`unreached`).
 A stop ends the run there (RunCancelled, exit 6). A lost lock ends it once the requests
 in flight are recorded and what they did is verified (`Phase.settles`), with
 LockUnavailable (exit 4). A phase with nothing to do (`needed` is false) is skipped: no
@@ -37,81 +28,23 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Conf, Credentials
-from provisioning.delta.audit_log import AuditLog
 from provisioning.errors import LockUnavailable, ProvisioningError
-from provisioning.results import ImportSummary, RunRecord
-from provisioning.session import Stop, helper, succeeded
+from provisioning.results import RunRecord
+from provisioning.run.commits import Commits
+from provisioning.run.state import KindState, RunState, declarable
+from provisioning.session import Stop
 
 if TYPE_CHECKING:
-    from provisioning.kafka.client import ClusterState
     from provisioning.run.options import AnyOptions
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunState:
-    """What the phases of one run hand each other; a field is None until a phase writes it."""
-
-    states: Mapping[str, ClusterState] | None = None   # preflight: each cluster's facts
-    desired: DataFrame | None = None                    # DESIRED rows, validated, in scope
-    live: DataFrame | None = None                       # SNAPSHOT rows of the run's clusters
-    plan: DataFrame | None = None                       # judged PLAN rows
-    plan_rows: DataFrame | None = None                  # the plan phase's AUDIT rows
-    validated: DataFrame | None = None                  # validateOnly TOPIC_RESULT rows
-    applied: DataFrame | None = None                    # real request TOPIC_RESULT rows
-    audit_rows: list[DataFrame] = field(default_factory=list)  # every phase's AUDIT rows
-    # Live topics (not internal) in scope that no plan row names, per cluster.
-    unmanaged: Mapping[str, int] | None = None
-    imported: Sequence[ImportSummary] | None = None     # what `import` wrote, per cluster
-    violations: DataFrame | None = None                 # `check`'s VIOLATIONS rows
-    # Rows per (cluster, action, outcome) of the plan phase: what the later phases have to
-    # do (nothing: they are skipped).
-    plan_counts: Mapping[tuple[str, str, str], int] | None = None
-    # Under an apply's lock (run/relock.py): the (cluster, topic) keys planned again, and
-    # the first pass's plan, whose rows of every other key are kept (nothing is sent for
-    # them).
-    replanned: DataFrame | None = None
-    kept_plan: DataFrame | None = None
-    # Why the run stopped changing Kafka mid-phase (its lock was lost): the phases that
-    # settle what was sent still run, then this is raised.
-    halted: ProvisioningError | None = None
-    verified: DataFrame | None = None                   # verify's TOPIC_RESULT rows
-    # Replica moves (see run/reassign_phases.py): the partitions being reassigned on each
-    # cluster (REASSIGNMENT_IN_FLIGHT rows, as dicts) and the clusters where they could not
-    # be listed (cluster -> why); PLAN rows with moves per (cluster, plan outcome); their
-    # checks' and their requests' TOPIC_RESULT rows.
-    in_flight: Sequence[Mapping[str, Any]] | None = None
-    unlisted: Mapping[str, str] | None = None
-    move_counts: Mapping[tuple[str, str], int] | None = None
-    moves_validated: DataFrame | None = None
-    moves_applied: DataFrame | None = None
-    # ACL bindings (only when the conf names ACL manifests; see run/acl_phases.py).
-    acl_desired: DataFrame | None = None                # ACL_DESIRED rows, validated
-    acl_live: DataFrame | None = None                   # ACL_BINDING rows, live
-    acl_plan: DataFrame | None = None                   # judged ACL_PLAN rows
-    acl_validated: DataFrame | None = None              # the authority check's ACL_RESULT
-    acl_applied: DataFrame | None = None                # CreateAcls / DeleteAcls ACL_RESULT
-    acl_audit_rows: list[DataFrame] = field(default_factory=list)  # their AUDIT rows
-    # ACL_PLAN rows per (cluster, action, plan outcome).
-    acl_counts: Mapping[tuple[str, str, str], int] | None = None
-    # Live bindings no ACL manifest names, and LITERAL TOPIC ones naming no live topic,
-    # per cluster.
-    acl_unmanaged: Mapping[str, int] | None = None
-    acl_orphaned: Mapping[str, int] | None = None
-    # Why the job may not change a cluster's ACLs (the snapshot's word), per cluster.
-    acl_problems: Mapping[str, tuple[str, str]] | None = None
-
-
-STATE_FIELDS = frozenset(f.name for f in fields(RunState))
 
 
 class Steps:
@@ -145,129 +78,6 @@ def log_counts(phase: str, started: float, counts: Mapping[str, int]) -> None:
     log.info("phase %s: %d topic(s) in %.1fs%s; %s", phase, total, elapsed, rate, detail)
 
 
-# How a phase's audit rows are committed (chosen by the engine, see the module docstring).
-NOW, BEFORE_CHANGES, DEFER, TENTATIVE = "now", "before changes", "defer", "tentative"
-
-
-class Commits:
-    """The run's Delta commits and the order they land in (see the module docstring)."""
-
-    def __init__(self, audit: AuditLog) -> None:
-        self.audit_log = audit
-        self.kafka_changed = False
-        # How the current phase's audit rows are committed; set by the engine.
-        self.policy = NOW
-        self._before_changes: list[Future[Any]] = []  # must land before Kafka is changed
-        self._audits: list[Future[Any]] = []          # audit commits in flight, phase order
-        self._others: list[Future[Any]] = []          # other commits in flight
-        self._side: list[Future[Any]] = []            # side queries in flight
-        self._deferred: list[tuple[str, DataFrame]] = []  # rows of the next audit commit
-        # Records of a tentative view (policy TENTATIVE), started or dropped once the run
-        # knows whether it plans again under its lock.
-        self._tentative: list[tuple[str, Callable[[], object]]] = []
-
-    def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
-        return helper(self.audit_log.spark, name, work)
-
-    def record(self, name: str, commit: Callable[[], object]) -> None:
-        """Start a commit of the run's view on a helper thread; it lands before Kafka is
-        changed. A tentative view's record waits for `keep_tentative`."""
-        if self.policy == TENTATIVE:
-            self._tentative.append((name, commit))
-            return
-        task = self._start(name, commit)
-        self._before_changes.append(task)
-        self._others.append(task)
-
-    def audit(self, phase: str, rows: DataFrame) -> None:
-        """Commit the phase's AUDIT rows as the engine's policy for the phase says, once
-        every earlier audit commit has landed."""
-        if self.policy in (DEFER, TENTATIVE):
-            self._deferred.append((phase, rows))
-            return
-        phases = [*(p for p, _ in self._deferred), phase]
-        if self._deferred:
-            rows = functools.reduce(lambda a, b: a.unionByName(b),
-                                    [*(r for _, r in self._deferred), rows])
-            self._deferred = []
-        previous = list(self._audits)
-
-        def commit() -> None:
-            # Phase order: this commit waits for the audit commits before it.
-            for earlier in previous:
-                if not succeeded(earlier) and not self.kafka_changed:
-                    return  # the run stops on that failure; nothing lands after it
-            self.audit_log.write(phase, rows)
-
-        task = self._start(f"audit-{'+'.join(phases)}", commit)
-        self._audits.append(task)
-        if self.policy == BEFORE_CHANGES:
-            self._before_changes.append(task)
-
-    def keep_tentative(self) -> None:
-        """The tentative view is the run's: its records start, its rows land with the next
-        audit commit."""
-        pending, self._tentative = self._tentative, []
-        for name, commit in pending:
-            task = self._start(name, commit)
-            self._before_changes.append(task)
-            self._others.append(task)
-
-    def drop_tentative(self) -> None:
-        """The tentative view is replaced (the run plans again): nothing of it is written.
-        Its side queries are waited for, so none of them writes the run's state late."""
-        self._tentative, self._deferred = [], []
-        pending, self._side = self._side, []
-        for task in pending:
-            task.exception()
-
-    def flush(self) -> None:
-        """Commit rows still deferred (the run ended before another phase recorded any)."""
-        if self._deferred:
-            policy, self.policy = self.policy, NOW
-            try:
-                phase, rows = self._deferred.pop()
-                self.audit(phase, rows)
-            finally:
-                self.policy = policy
-
-    def side(self, name: str, work: Callable[[], object]) -> None:
-        """Run `work` (a query the run's result needs, not the next phase) on a helper
-        thread; it is waited for with the run's commits, and its error raised as theirs."""
-        self._side.append(self._start(name, work))
-
-    def before_kafka_changes(self) -> None:
-        """Wait for the commits that must land before Kafka is changed (raising their
-        error)."""
-        pending, self._before_changes = self._before_changes, []
-        for task in pending:
-            task.result()
-        self.kafka_changed = True
-
-    def finish(self) -> None:
-        """The run ended normally: every commit and side query has landed, or the first
-        error among them is raised."""
-        self.flush()
-        failures = [t.exception() for t in [*self._audits, *self._others, *self._side]]
-        self._audits, self._others, self._side = [], [], []
-        failure = next((f for f in failures if f is not None), None)
-        if failure is not None:
-            raise failure
-
-    def abandon(self) -> None:
-        """The run failed: what it recorded still lands; wait for commits and side queries
-        without raising their errors."""
-        try:
-            self.flush()
-        except Exception as exc:
-            log.error("the deferred audit rows could not be written: %s", exc)
-        for task in [*self._audits, *self._others, *self._side]:
-            error = task.exception()
-            if error is not None and task in self._audits:
-                log.error("an audit commit failed: %s: %s", type(error).__name__, error)
-        self._audits, self._others, self._side = [], [], []
-
-
 @dataclass
 class RunContext:
     """What every phase of one run may use; fixed for the run."""
@@ -296,6 +106,13 @@ class RunContext:
     wait_for_executors: Callable[[], None] | None = None
     # Called once every phase is done, before the last commits are waited for.
     phases_done: Callable[[], None] | None = None
+    # Called once the run's plan is final (after the last phase that plans), before any
+    # phase that sends requests: the saved plan's check that every kind's section was
+    # compared (`views.planfile`).
+    plans_done: Callable[[], None] | None = None
+    # Whether the run's plan has anything to change (`run.commands`: every kind asked); a
+    # run that changed nothing and has nothing planned records its findings only.
+    changes_planned: Callable[[RunState], bool] = lambda _state: True
 
     @property
     def run_id(self) -> str:
@@ -318,11 +135,14 @@ class RunContext:
 
 
 class Phase:
-    """One unit of a run. `reads` and `writes` name RunState fields."""
+    """One unit of a run. `reads` and `writes` name state fields (`run.state`); `kind` is
+    the kind whose phase it is (its slice's `rows` it may always append to)."""
 
     name: ClassVar[str]
-    reads: ClassVar[tuple[str, ...]] = ()
-    writes: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str | None] = None
+    # Plain attributes: a phase whose declarations depend on its kind's layers sets its own.
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
     changes_kafka: ClassVar[bool] = False
     needs_lock: ClassVar[bool] = False
     # Whether the phase runs admin tasks on the executors (the Kafka room in Spark tasks).
@@ -334,8 +154,11 @@ class Phase:
     # was lost mid-phase.
     settles: ClassVar[bool] = False
     # Whether it takes the run's lock and plans again under it: what the phases before it
-    # recorded is tentative (see Commits).
+    # recorded is tentative (see run.commits).
     replans: ClassVar[bool] = False
+    # Whether it makes (part of) the run's plan: the saved-plan check runs once the last
+    # such phase is done.
+    plans: ClassVar[bool] = False
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
@@ -352,11 +175,13 @@ class Phase:
         return None
 
 
-def check_order(phases: Sequence[Phase]) -> None:
-    """Raise ValueError unless every phase reads only what an earlier phase writes."""
-    written: set[str] = {"audit_rows", "acl_audit_rows", "halted"}
+def check_order(phases: Sequence[Phase], slices: Mapping[str, type[KindState]]) -> None:
+    """Raise ValueError unless every phase names only fields of `slices` (or shared ones)
+    and reads only what an earlier phase writes."""
+    known = declarable(slices)
+    written: set[str] = {"halted", *(f"{kind}.rows" for kind in slices)}
     for phase in phases:
-        unknown = [f for f in (*phase.reads, *phase.writes) if f not in STATE_FIELDS]
+        unknown = [f for f in (*phase.reads, *phase.writes) if f not in known]
         if unknown:
             raise ValueError(f"phase {phase.name} names unknown state {unknown}")
         missing = [f for f in phase.reads if f not in written]
@@ -366,24 +191,19 @@ def check_order(phases: Sequence[Phase]) -> None:
         written.update(phase.writes)
 
 
-def commit_policy(phases: Sequence[Phase], index: int) -> str:
-    """How the audit rows of `phases[index]` are committed (see the module docstring)."""
-    phase = phases[index]
-    if any(p.replans for p in phases[index + 1:]):
-        return TENTATIVE
-    if phase.changes_kafka:
-        return NOW
-    if any(p.changes_kafka for p in phases[index + 1:]):
-        return BEFORE_CHANGES if phase.records_view else NOW
-    return DEFER
+def view(state: RunState, phase: Phase) -> RunState:
+    """`state` as `phase` may touch it (`RunState.guarded`)."""
+    return state.guarded(phase.name, phase.reads, phase.writes, phase.kind)
 
 
 class Run:
-    """An ordered list of phases, checked when built."""
+    """An ordered list of phases over the slices of `slices` (kind -> slice class),
+    checked when built."""
 
-    def __init__(self, *phases: Phase) -> None:
-        check_order(phases)
+    def __init__(self, *phases: Phase, slices: Mapping[str, type[KindState]]) -> None:
+        check_order(phases, slices)
         self.phases = phases
+        self.slices = dict(slices)
 
     def execute(self, ctx: RunContext,
                 while_committing: Callable[[RunState], None] | None = None) -> RunState:
@@ -393,46 +213,63 @@ class Run:
         back: nothing changes Kafka any more), then `while_committing` (the run's summary)
         while the last commits land.
         """
-        state = RunState()
+        state = RunState({kind: cls() for kind, cls in self.slices.items()})
+        last_plan = max((i for i, p in enumerate(self.phases) if p.plans or p.replans),
+                        default=-1)
         try:
             for index, phase in enumerate(self.phases):
-                if not phase.changes_kafka:  # its fence checks, recording what it skips
-                    ctx.stop.check()
-                if state.halted is not None and not phase.settles:
-                    continue
-                if not phase.needed(ctx, state):
-                    log.info("phase %s: nothing to do", phase.name)
-                    if phase.replans:
-                        ctx.commits.keep_tentative()
-                    continue
-                if phase.runs_tasks and ctx.wait_for_executors is not None:
-                    ready, ctx.wait_for_executors = ctx.wait_for_executors, None
-                    ready()
-                if phase.needs_lock and ctx.start_lock is not None:
-                    # The lock's claim and read back overlap the wait for the tentative
-                    # view's side queries.
-                    ctx.start_lock()
-                if phase.replans:
-                    ctx.commits.drop_tentative()
-                if phase.needs_lock and ctx.wait_for_lock is not None:
-                    ctx.wait_for_lock()
-                    ctx.steps.done("lock")
-                ctx.commits.policy = commit_policy(self.phases, index)
-                if phase.changes_kafka:
-                    ctx.commits.before_kafka_changes()
-                    fence(ctx, state, phase, read_back=True)
-                phase.run(ctx, state)
+                self._step(ctx, state, index, phase)
+                if index == last_plan and ctx.plans_done is not None:
+                    ctx.plans_done()
             if state.halted is not None:
                 raise state.halted
             if ctx.phases_done is not None:
                 ctx.phases_done()
             if while_committing is not None:
                 while_committing(state)
-            ctx.commits.finish()
+            ctx.commits.finish(ctx.changes_planned(state))
         except BaseException:
-            ctx.commits.abandon()
+            ctx.commits.abandon(_planned_or_true(ctx, state))
             raise
         return state
+
+    def _step(self, ctx: RunContext, state: RunState, index: int, phase: Phase) -> None:
+        if not phase.changes_kafka:  # its fence checks, recording what it skips
+            ctx.stop.check()
+        if state.halted is not None and not phase.settles:
+            return
+        seen = view(state, phase)
+        if not phase.needed(ctx, seen):
+            log.info("phase %s: nothing to do", phase.name)
+            if phase.replans:
+                ctx.commits.keep_tentative()
+            return
+        if phase.runs_tasks and ctx.wait_for_executors is not None:
+            ready, ctx.wait_for_executors = ctx.wait_for_executors, None
+            ready()
+        if phase.needs_lock and ctx.start_lock is not None:
+            # The lock's claim and read back overlap the wait for the tentative view's
+            # side queries.
+            ctx.start_lock()
+        if phase.replans:
+            ctx.commits.drop_tentative()
+        if phase.needs_lock and ctx.wait_for_lock is not None:
+            ctx.wait_for_lock()
+            ctx.steps.done("lock")
+        ctx.commits.tentative = any(p.replans for p in self.phases[index + 1:])
+        if phase.changes_kafka:
+            ctx.commits.before_kafka_changes()
+            fence(ctx, seen, phase, read_back=True)
+        phase.run(ctx, seen)
+
+
+def _planned_or_true(ctx: RunContext, state: RunState) -> bool:
+    """Whether the failed run's plan had anything to change (true when that cannot be
+    told: what it recorded is kept whole)."""
+    try:
+        return ctx.changes_planned(state)
+    except Exception:
+        return True
 
 
 def fence(ctx: RunContext, state: RunState, phase: Phase, read_back: bool = False,
@@ -454,13 +291,17 @@ def fence(ctx: RunContext, state: RunState, phase: Phase, read_back: bool = Fals
         make = unsent or functools.partial(phase.unreached, ctx, state)
         rows = make(error_name, reason)
         if rows is not None:
-            policy, ctx.commits.policy = ctx.commits.policy, NOW
-            try:
-                ctx.commits.audit(phase.name, rows)
-            finally:
-                ctx.commits.policy = policy
-            state.audit_rows.append(rows)
+            recorded(ctx, state.slice(phase.kind) if phase.kind else None, phase.name, rows)
         raise
+
+
+def recorded(ctx: RunContext, rows_of: KindState | None, phase: str, rows: DataFrame
+             ) -> None:
+    """`rows` (AUDIT) recorded by `phase`: kept in its kind's slice (`rows_of`, for the
+    summary) and committed with the run's intent or results (`run.commits`)."""
+    if rows_of is not None:
+        rows_of.rows.append(rows)
+    ctx.commits.audit(phase, rows)
 
 
 def require(value: Any, name: str) -> Any:

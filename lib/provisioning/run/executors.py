@@ -1,15 +1,12 @@
 """The admin I/O as Spark tasks: a DataFrame of requests in, a DataFrame of results out.
 
-Rows are spread one cluster per partition and sorted by topic; each task hands its
-rows to the Kafka room's per-cluster functions (`provisioning.kafka.tasks`,
-`provisioning.kafka.snapshot`) and their rows become the output DataFrame. Nothing is
-collected on the driver.
+Rows are spread one cluster per partition and sorted by their key; each task hands its
+rows to a function of the Kafka room (each kind's senders, `run.<kind>.executors`, name
+which) and their rows become the output DataFrame. Nothing is collected on the driver.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,20 +18,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning import names
-from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.conf import ClusterConf
 from provisioning.errors import ExecutorsUnfit, ProvisioningError
-from provisioning.kafka import snapshot, tasks
 from provisioning.kafka.client import ClusterState
 from provisioning.run import arrow
-from provisioning.transforms.results import without_answer
-from schemas import ACL_RESULT, BINDING_KEY, CLUSTER_STATE, SNAPSHOT, TOPIC_RESULT
+from schemas import CLUSTER_STATE
 
 log = logging.getLogger(__name__)
 
 PartitionWork = Callable[[Iterable[Mapping[str, Any]]], Iterator[tuple[Any, ...]]]
 
 
-def _task_attempt() -> int:
+def task_attempt() -> int:
     """Which attempt of the current Spark task this is (0 outside a task)."""
     from pyspark import TaskContext
 
@@ -42,7 +37,7 @@ def _task_attempt() -> int:
     return 0 if ctx is None else ctx.attemptNumber()
 
 
-def _on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[ClusterConf],
+def on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[ClusterConf],
                   schema: StructType, order: Sequence[Any] = ("cluster", "topic")
                   ) -> DataFrame:
     # One partition per cluster of the run, so clusters go to parallel tasks. Sized from
@@ -61,7 +56,7 @@ def _on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[C
 
 # What the admin tasks import that a stock PySpark lacks (they are shipped with the job) or
 # may lack (pyarrow carries their rows: mapInArrow).
-EXECUTOR_MODULES = ("pyarrow", "kafka", "provisioning.kafka.tasks")
+EXECUTOR_MODULES = ("pyarrow", "kafka", "provisioning.kafka.tasks.common")
 
 
 def _executor_probe(modules: Sequence[str]) -> Callable[[int], str]:
@@ -115,117 +110,23 @@ def check_executors(spark: SparkSession, clusters: Sequence[ClusterConf]) -> Non
         sorted({f"{a['python']} (Python {a['version']})" for a in answers})))
 
 
-def _by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:
+def by_name(clusters: Sequence[ClusterConf]) -> dict[str, ClusterConf]:
     return {c.name: c for c in clusters}
 
 
-def send_creates(requests: DataFrame, clusters: Sequence[ClusterConf],
-                 credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                 validate_only: bool) -> DataFrame:
-    """CreateTopics for every request row (validateOnly or for real), batched per cluster.
-
-    `requests` has cluster, topic, partitions, replication_factor, replica_assignment,
-    configs and known_partitions (the count validateOnly returned).
-    """
-    by_name, creds = _by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
-        return tasks.create_results(rows, by_name, creds, kafka, validate_only,
-                                    attempt=_task_attempt())
-
-    return _on_executors(requests, work, clusters, TOPIC_RESULT)
-
-
-def send_deletes(requests: DataFrame, clusters: Sequence[ClusterConf],
-                 credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
-    """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
-    by_name, creds = _by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
-        return tasks.delete_results(rows, by_name, creds, kafka, attempt=_task_attempt())
-
-    return _on_executors(requests, work, clusters, TOPIC_RESULT)
-
-
-def send_alters(requests: DataFrame, clusters: Sequence[ClusterConf],
-                credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                validate_only: bool) -> DataFrame:
-    """IncrementalAlterConfigs and CreatePartitions (validateOnly or for real) for every
-    request row (cluster, topic, config_ops, partitions_to, new_assignment)."""
-    by_name, creds = _by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
-        return tasks.alter_results(rows, by_name, creds, kafka, validate_only,
-                                   attempt=_task_attempt())
-
-    return _on_executors(requests, work, clusters, TOPIC_RESULT)
-
-
-def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
-           credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
-    """Wait until created topics have a leader on every partition, deleted ones are gone and
-    altered ones show the change.
-
-    `requests` has cluster, topic, action, config_ops, partitions_to and before_partitions.
-    """
-    work = functools.partial(tasks.verify_results, clusters=_by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka)
-    return _on_executors(requests, work, clusters, TOPIC_RESULT)
-
-
-def send_reassigns(requests: DataFrame, clusters: Sequence[ClusterConf],
-                   credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                   throttle_rate: int | None) -> DataFrame:
-    """Start the replica moves of every request row (cluster, topic, live_topic_id,
-    reassignment), throttled at `throttle_rate` bytes per second (None: not throttled)."""
-    work = functools.partial(tasks.reassign_results, clusters=_by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka,
-                             throttle_rate=throttle_rate)
-    return _on_executors(requests, work, clusters, TOPIC_RESULT)
-
-
-def verify_reassigns(requests: DataFrame, clusters: Sequence[ClusterConf],
-                     credentials: Mapping[str, Credentials], kafka: KafkaConf,
-                     wait_seconds: float, owned_brokers: Mapping[str, Mapping[int, int]]
-                     ) -> DataFrame:
-    """Wait up to `wait_seconds` for the moves of every request row (as for
-    `send_reassigns`), clear the finished ones' throttles and the broker rates the job set
-    (`owned_brokers`: cluster -> {broker: rate}) that no move in flight uses any more."""
-    work = functools.partial(tasks.reassign_verify_results, clusters=_by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka,
-                             wait_seconds=wait_seconds,
-                             owned_brokers={c: dict(b) for c, b in owned_brokers.items()})
-    return _on_executors(requests, work, clusters, TOPIC_RESULT)
-
-
-def send_acls(requests: DataFrame, clusters: Sequence[ClusterConf],
-              credentials: Mapping[str, Credentials], kafka: KafkaConf, kind: str,
-              batch_size: int) -> DataFrame:
-    """The ACL work of `kind` (`kafka.tasks.acls`: authority, grant, revoke, verify) for
-    binding rows (cluster and the binding columns; `action` for verify): one ACL_RESULT row
-    per binding, `batch_size` bindings per CreateAcls / DeleteAcls request."""
-    by_name, creds = _by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
-        return tasks.acl_results(rows, by_name, creds, kafka, kind, batch_size,
-                                 attempt=_task_attempt())
-
-    return _on_executors(requests, work, clusters, ACL_RESULT, order=BINDING_KEY)
-
-
 def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str,
-             unanswered: Callable[..., DataFrame] | None = None) -> DataFrame:
-    """The admin job's result rows (TOPIC_RESULT, or ACL_RESULT), materialized (Kafka is
-    asked once).
+             unanswered: Callable[..., DataFrame]) -> DataFrame:
+    """The admin job's result rows (a kind's result schema), materialized (Kafka is asked
+    once).
 
     When the job itself fails (a task died: in local mode at once, on a cluster once Spark
     gave up retrying it), the answers it got are lost with it: every request row
-    (`requests`: cluster, topic) is then recorded with the outcome `lost` and the job's
+    (`requests`, its key columns) is then recorded with the outcome `lost` and the job's
     error: `unknown` for requests that may have changed Kafka (and for verify), which
     `verify` and the next run's snapshot settle; `failed` for validateOnly requests.
 
-    unanswered: how those rows are made (default: topic rows, `without_answer`; ACL
-      bindings: `acl_without_answer`, with `requests` the binding rows).
+    unanswered: how those rows are made (the kind's `without_answer(targets, phase,
+      outcome, error_name, message, attempts)`).
     """
     try:
         return results.localCheckpoint(eager=True)
@@ -235,50 +136,10 @@ def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str,
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:1500]
         log.error("the admin job of phase %s failed (%s: %s); its rows are recorded %s",
                   phase, type(exc).__name__, first, lost)
-        targets = (requests.select("cluster", "topic") if unanswered is None else requests)
-        return (unanswered or without_answer)(
-            targets, phase, lost, type(exc).__name__,
+        return unanswered(
+            requests, phase, lost, type(exc).__name__,
             f"the Spark job sending this request failed, its answers lost with it: {first}",
             attempts=0 if lost == names.FAILED else 1).localCheckpoint(eager=True)
-
-
-def snapshot_topics(
-    spark: SparkSession,
-    clusters: Sequence[ClusterConf],
-    credentials: Mapping[str, Credentials],
-    kafka: KafkaConf,
-    run_id: str,
-    cluster_ids: Mapping[str, str | None],
-    wanted: DataFrame | None = None,
-) -> DataFrame:
-    """Every live topic of every cluster (SNAPSHOT), one Spark task per cluster.
-
-    wanted: (cluster, topic) rows, the manifests' topics. A listing shows a
-      principal only the topics it may describe, so each wanted topic the listing
-      lacks is described by name: absent ones leave no row, and one the principal
-      may not see gets a row with `error_name` (TOPIC_AUTHORIZATION_FAILED) rather
-      than passing for absent.
-    """
-    if not clusters:
-        return spark.createDataFrame([], SNAPSHOT)
-    names = [c.name for c in clusters]
-    # One marker row per cluster, so a cluster no wanted row names is still listed.
-    work_rows = spark.createDataFrame([(n, None) for n in names], "cluster string, topic string")
-    if wanted is not None:
-        work_rows = work_rows.unionByName(
-            wanted.where(F.col("cluster").isin(*names) & F.col("topic").isNotNull())
-            .select("cluster", "topic").distinct())
-    work = functools.partial(
-        snapshot.snapshot_results,
-        clusters=_by_name(clusters),
-        credentials=dict(credentials),
-        kafka=kafka,
-        run_id=run_id,
-        cluster_ids=dict(cluster_ids),
-        taken_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
-    )
-    return _on_executors(work_rows, work, clusters, SNAPSHOT,
-                         order=("cluster", F.col("topic").asc_nulls_first()))
 
 
 def cluster_states_frame(spark: SparkSession, states: Mapping[str, ClusterState]) -> DataFrame:

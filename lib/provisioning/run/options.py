@@ -1,13 +1,18 @@
-"""What each command was asked to do, as frozen, typed options (one class per command)."""
+"""What each command was asked to do, as frozen, typed options (one class per command).
+
+What a kind adds to a command (an apply's `--allow-*` flags, its saved-plan hook, its
+import's switches) is keyed by the kind's own names, so these classes name no kind.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame
 
-# A hook given the judged PLAN rows once the plan phase is recorded and before any
+# A hook given a kind's judged plan rows once its plan phase is recorded and before any
 # validate or apply request; it may raise to stop the run (a stale saved plan).
 PlanHook = Callable[[DataFrame], None]
 
@@ -25,11 +30,17 @@ class _Pipeline:
     """What `plan` and `apply` share."""
 
     scope: Scope = Scope()
-    on_plan: PlanHook | None = None
-    # The same for the judged ACL_PLAN rows (runs that manage ACLs).
-    on_acl_plan: PlanHook | None = None
-    # Topics listed in the output (the rest are counted; `report --run-id` lists them all).
+    # kind name -> the hook its plan phase calls with its judged plan rows.
+    on_plan: Mapping[str, PlanHook] = field(default_factory=dict)
+    # Called once the run's plan is final, before any request (the saved plan's check
+    # that every kind's section was compared).
+    plans_done: Callable[[], None] | None = None
+    # Subjects listed in the output (the rest are counted; `report --run-id` lists them
+    # all).
     listing_limit: int = 500
+
+    def hook(self, kind: str) -> PlanHook | None:
+        return self.on_plan.get(kind)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,32 +50,40 @@ class PlanOptions(_Pipeline):
     validate: bool = True
     command: str = "plan"
 
+    def allows(self, change: str) -> bool:
+        """A plan makes no change; it plans (and validates) every kind of change."""
+        return False
+
 
 @dataclass(frozen=True, kw_only=True)
 class ApplyOptions(_Pipeline):
-    """`apply`: plan, validateOnly (always), then create, and delete and alter when allowed."""
+    """`apply`: plan, validateOnly (always), then create and grant; the changes `allowed`
+    names (each kind's `--allow-*` flags: cli.<kind>) as well."""
 
-    allow_deletes: bool = False
-    allow_alter: bool = False
-    # Revoke the ACL bindings the plan revokes (`state: absent`, unlisted removals).
-    allow_revokes: bool = False
-    # Start (and finish) the replica moves the plan has (REASSIGN, and an ALTER's moves).
-    allow_reassign: bool = False
+    allowed: frozenset[str] = frozenset()
     command: str = "apply"
+
+    def allows(self, change: str) -> bool:
+        """Whether `--allow-<change>` was given (`deletes`, `alter`, ...)."""
+        return change in self.allowed
 
 
 @dataclass(frozen=True, kw_only=True)
 class ImportOptions:
-    """`import`: write the live topics in scope as manifest rows to `table`."""
+    """`import`: write the live `kind` in scope as manifest rows to `table`."""
 
+    kind: str
     table: str
     scope: Scope = Scope()
     # Delta save mode: "error" refuses a table that exists, or "append", "overwrite".
     mode: str = "error"
     owner: str | None = None
-    with_assignment: bool = False
-    include_protected: bool = False
+    # The kind's own switches of its import (cli.<kind>), by name.
+    switches: Mapping[str, Any] = field(default_factory=dict)
     command: str = "import"
+
+    def switch(self, name: str) -> Any:
+        return self.switches.get(name)
 
 
 @dataclass(frozen=True, kw_only=True)

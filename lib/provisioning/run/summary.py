@@ -1,136 +1,24 @@
-"""What a run tells the operator: outcome counts, actions per cluster, the topics to look at."""
+"""The run's result: every kind's typed summary (`RunKind.summary`), and its plan counted
+per kind, cluster, action and plan outcome for the runs row."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from provisioning import names
 from provisioning.results import RunResult
-from provisioning.transforms.acls.audit import acl_final_rows, is_binding_row
-from provisioning.transforms.acls.plan import binding_text
-from provisioning.transforms.audit import final_rows
-
-# The columns of a listed topic (views.plan_text renders them).
-LISTED_COLUMNS = ("cluster", "topic", "action", "phase", "outcome", "error_name",
-                  "error_message", "drift", "policy_violations", "result_partitions",
-                  "result_replication_factor", "result_configs", "source_table",
-                  "source_version", "topic_id", "requested_partitions",
-                  "requested_replication_factor", "requested_configs", "requested_assignment",
-                  "before_partitions", "before_configs", "config_ops", "reassignment",
-                  "result_reassignment", "throttle_rate")
+from provisioning.run.engine import RunContext
+from provisioning.run.kind import RunKind
+from provisioning.run.state import RunState
 
 
-def _nulls_first(value: Any) -> tuple[bool, Any]:
-    return (value is not None, value if value is not None else "")
-
-
-def summarize(run_id: str, audit_rows: Sequence[DataFrame], listing_limit: int,
-              deletes_allowed: bool, alters_allowed: bool = True,
-              count_unmade_moves: bool = False,
-              final_counts: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
-    """The run's result from every AUDIT row it recorded (the final rows computed once, then
-    counted and the first `listing_limit` topics that are not simply settled listed; no
-    Spark job when the counts are known and every topic is settled).
-
-    deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
-      counted as not made); True otherwise.
-    alters_allowed: False for an apply without --allow-alter (its validated alters are
-      counted as not made); True otherwise.
-    count_unmade_moves: True for an apply: the replica moves it checked but did not start
-      (no --allow-reassign, or an ALTER's moves whose alter was not made) are counted.
-    final_counts: the final rows counted per cluster, action, phase and outcome (`n`),
-      when the run knows them already (only its plan phase recorded rows).
-    """
-    every = functools.reduce(DataFrame.unionByName, audit_rows)
-    final = final_rows(every.where(~is_binding_row()))
-    if final_counts is None:
-        # Computed once (each phase's rows join its results with the plan): the counts
-        # and the listing both read it.
-        final = final.localCheckpoint(eager=True)
-    grouped = final_counts if final_counts is not None else (
-        final.groupBy("cluster", "action", "phase", "outcome")
-        .agg(F.count(F.lit(1)).alias("n")).collect())
-    counts: dict[str, int] = {}
-    actions: dict[tuple[Any, Any], int] = {}
-    deletes_not_allowed = alters_not_allowed = reassigns_not_allowed = 0
-    for r in grouped:
-        n = int(r["n"])
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
-        key = (r["cluster"], r["action"])
-        actions[key] = actions.get(key, 0) + n
-        if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED
-                and r["action"] == names.DELETE):
-            deletes_not_allowed += n
-        if (not alters_allowed and r["phase"] == names.VALIDATE
-                and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
-            alters_not_allowed += n
-        if (count_unmade_moves and r["phase"] == names.VALIDATE
-                and r["outcome"] == names.VALIDATED and r["action"] == names.REASSIGN):
-            reassigns_not_allowed += n
-    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
-    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
-              .orderBy("cluster", "topic").select(*LISTED_COLUMNS)
-              .limit(listing_limit).collect()) if total else []
-    return RunResult(
-        run_id=run_id,
-        counts=counts,
-        actions=[{"cluster": c, "action": a, "topics": n} for (c, a), n in
-                 sorted(actions.items(), key=lambda i: (_nulls_first(i[0][0]),
-                                                        _nulls_first(i[0][1])))],
-        topics=[r.asDict(recursive=True) for r in listed],
-        topics_not_listed=max(0, total - len(listed)),
-        deletes_not_allowed=deletes_not_allowed,
-        alters_not_allowed=alters_not_allowed,
-        reassigns_not_allowed=reassigns_not_allowed,
-    )
-
-
-# The columns of a listed binding (views.plan_text renders them).
-ACL_LISTED_COLUMNS = ("cluster", "action", "phase", "outcome", "error_name", "error_message",
-                      "policy_violations", "note", "owner", "source_table", "source_version")
-
-
-def summarize_acls(audit_rows: Sequence[DataFrame], listing_limit: int,
-                   revokes_allowed: bool) -> dict[str, Any]:
-    """What a run did with ACL bindings, from their AUDIT rows (`acl` set): outcome counts,
-    bindings per cluster and action, and the first `listing_limit` bindings that are not
-    simply settled (each with its one-line `binding` text).
-
-    revokes_allowed: False for an apply without --allow-revokes (its validated revokes are
-      counted as not made).
-    """
-    rows = functools.reduce(DataFrame.unionByName, audit_rows).where(is_binding_row())
-    final = acl_final_rows(rows).localCheckpoint(eager=True)
-    grouped = (final.groupBy("cluster", "action", "phase", "outcome")
-               .agg(F.count(F.lit(1)).alias("n")).collect())
-    counts: dict[str, int] = {}
-    actions: dict[tuple[Any, Any], int] = {}
-    revokes_not_allowed = 0
-    for r in grouped:
-        n = int(r["n"])
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
-        actions[(r["cluster"], r["action"])] = actions.get((r["cluster"], r["action"]), 0) + n
-        if (not revokes_allowed and r["phase"] == names.VALIDATE
-                and r["outcome"] == names.VALIDATED and r["action"] == names.REVOKE):
-            revokes_not_allowed += n
-    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
-    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
-              .select(*ACL_LISTED_COLUMNS, "acl.*")
-              .withColumn("binding", binding_text())
-              .orderBy("cluster", "binding").limit(listing_limit).collect()) if total else []
-    return {
-        "counts": counts,
-        "actions": [{"cluster": c, "action": a, "bindings": n} for (c, a), n in
-                    sorted(actions.items(), key=lambda i: (_nulls_first(i[0][0]),
-                                                           _nulls_first(i[0][1])))],
-        "bindings": [r.asDict(recursive=True) for r in listed],
-        "bindings_not_listed": max(0, total - len(listed)),
-        "revokes_not_allowed": revokes_not_allowed,
-        "unmanaged": {},
-        "orphaned": {},
-    }
+def summarize(ctx: RunContext, state: RunState, kinds: Sequence[RunKind]) -> RunResult:
+    """The run's result; `ctx.record.plan_counts` holds every kind's plan counts."""
+    ctx.record.plan_counts = [
+        {"kind": kind.name, "cluster": cluster, "action": action, "outcome": outcome,
+         "rows": n}
+        for kind in kinds
+        for (cluster, action, outcome), n in sorted(
+            kind.plan_counts(state).items(),
+            key=lambda i: tuple("" if v is None else str(v) for v in i[0]))]
+    return RunResult(run_id=ctx.run_id,
+                     summaries={kind.name: kind.summary(ctx, state) for kind in kinds})

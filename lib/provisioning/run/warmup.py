@@ -20,7 +20,7 @@ from provisioning.delta.lock import RunLock
 from provisioning.delta.manifests import write_manifest
 from provisioning.delta.tables import TableRef, append
 from provisioning.run import arrow
-from provisioning.run.planning import read_desired
+from provisioning.run.topics.planning import read_desired
 from provisioning.session import build_session
 from schemas import MANIFEST, column_names
 

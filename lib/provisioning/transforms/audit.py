@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.transforms.drift import override_map
+from provisioning.transforms.shape import to_schema
 from schemas import AUDIT, column_names
 
 
@@ -25,11 +26,12 @@ def plan_outcome() -> Column:
         F.when(invalid, names.REJECTED)
         .when(unseen, names.FAILED)
         .when(blocked, names.BLOCKED)
-        .when(clean & action.isin(names.CREATE, names.DELETE, names.ALTER, names.REASSIGN),
-              names.PLANNED)
         .when(clean & (action == names.DRIFT), names.DRIFTED)
         .when(clean & (action == names.NOOP) & ~wants_absent, names.ALREADY_PRESENT)
         .when(clean & (action == names.NOOP) & wants_absent, names.ALREADY_ABSENT)
+        # Every other action is a change to make: CREATE, DELETE, ALTER, or the action a
+        # kind extending the topics' rows gives a row.
+        .when(clean & action.isNotNull(), names.PLANNED)
     )
 
 
@@ -65,98 +67,71 @@ def plan_error_name(seen_check: bool = True) -> Column:
     return name.when(F.size("policy_violations") > 0, F.lit(names.POLICY_VIOLATION))
 
 
-def _requested() -> list[Column]:
-    return [
-        F.col("partitions").alias("requested_partitions"),
-        F.col("replication_factor").alias("requested_replication_factor"),
-        F.col("configs").alias("requested_configs"),
-        F.col("replica_assignment").alias("requested_assignment"),
-    ]
+def _requested(prefix: str = "") -> dict[str, Column]:
+    return {
+        "requested_partitions": F.col(f"{prefix}partitions"),
+        "requested_replication_factor": F.col(f"{prefix}replication_factor"),
+        "requested_configs": F.col(f"{prefix}configs"),
+        "requested_assignment": F.col(f"{prefix}replica_assignment"),
+    }
 
 
-def _before_and_ops(prefix: str = "") -> list[Column]:
+def _before_and_ops(prefix: str = "") -> dict[str, Column]:
     """ALTER rows: the live partitions and own overrides before, and the config operations
     to send; null for every other action."""
     alter = F.col(f"{prefix}action") == names.ALTER
     live_configs = F.coalesce(F.col(f"{prefix}live_configs"),
                               F.array().cast(AUDIT["result_configs"].dataType))
-    return [
-        F.when(alter, F.col(f"{prefix}live_partitions")).alias("before_partitions"),
-        F.when(alter, override_map(live_configs)).alias("before_configs"),
-        F.when(alter, F.col(f"{prefix}config_ops")).alias("config_ops"),
-    ]
-
-
-def _no_binding() -> list[Column]:
-    """The ACL columns of a topic row: null."""
-    return [F.lit(None).cast(AUDIT["acl"].dataType).alias("acl"),
-            F.lit(None).cast("string").alias("note")]
+    return {
+        "before_partitions": F.when(alter, F.col(f"{prefix}live_partitions")),
+        "before_configs": F.when(alter, override_map(live_configs)),
+        "config_ops": F.when(alter, F.col(f"{prefix}config_ops")),
+    }
 
 
 def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
-    """One AUDIT row per PLAN row, phase `plan`."""
-    return plan.select(
-        F.lit(run_id).alias("run_id"),
-        "cluster",
-        "topic",
-        F.col("live_topic_id").alias("topic_id"),
-        "action",
-        F.lit(names.PLAN).alias("phase"),
-        plan_outcome().alias("outcome"),
-        F.lit(None).cast("int").alias("error_code"),
-        plan_error_name().alias("error_name"),
-        plan_error_message().alias("error_message"),
-        "policy_violations",
-        "drift",
-        *_requested(),
-        F.lit(None).cast(AUDIT["result_partitions"].dataType).alias("result_partitions"),
-        F.lit(None).cast(AUDIT["result_replication_factor"].dataType)
-        .alias("result_replication_factor"),
-        F.lit(None).cast(AUDIT["result_configs"].dataType).alias("result_configs"),
-        F.lit(None).cast("int").alias("topic_config_error_code"),
-        F.lit(None).cast("int").alias("attempts"),
-        "owner",
-        "source_table",
-        "source_version",
-        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
-        *_before_and_ops(),
-        *_no_binding(),
-        "reassignment",
-        *_no_move_results(),
-    ).select(*column_names(AUDIT))
+    """One AUDIT row per PLAN row, phase `plan`; the columns a kind extending the topics'
+    rows added to the plan (and the audit has) carried as they are, the rest null."""
+    return to_schema(plan, AUDIT, {
+        "run_id": F.lit(run_id),
+        "topic_id": F.col("live_topic_id"),
+        "phase": F.lit(names.PLAN),
+        "outcome": plan_outcome(),
+        "error_code": F.lit(None),
+        "error_name": plan_error_name(),
+        "error_message": plan_error_message(),
+        **_requested(),
+        "recorded_at": F.lit(recorded_at),
+        **_before_and_ops(),
+    })
 
 
-def _no_move_results() -> list[Column]:
-    """The result columns of replica moves: null (a plan row, or a topic result without
-    moves)."""
-    return [F.lit(None).cast(AUDIT[c].dataType).alias(c)
-            for c in ("result_reassignment", "throttle_rate", "throttled_brokers")]
-
-
-def result_columns(run_id: str, recorded_at: dt.datetime) -> list[Column]:
+def result_columns(run_id: str, recorded_at: dt.datetime) -> dict[str, Column]:
     """The AUDIT columns every admin result row takes alike, topic or ACL binding: from the
     result (aliased `r`) and the plan row it was joined to (aliased `p`)."""
-    return [
-        F.lit(run_id).alias("run_id"),
-        F.col("r.cluster").alias("cluster"),
-        F.col("p.action").alias("action"),
-        F.col("r.phase").alias("phase"),
-        F.col("r.outcome").alias("outcome"),
-        F.col("r.error_code").alias("error_code"),
-        F.col("r.error_name").alias("error_name"),
-        F.col("r.error_message").alias("error_message"),
-        F.col("p.policy_violations").alias("policy_violations"),
-        F.col("r.attempts").alias("attempts"),
-        F.col("p.owner").alias("owner"),
-        F.col("p.source_table").alias("source_table"),
-        F.col("p.source_version").alias("source_version"),
-        F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
-    ]
+    return {
+        "run_id": F.lit(run_id),
+        "cluster": F.col("r.cluster"),
+        "action": F.col("p.action"),
+        "phase": F.col("r.phase"),
+        "outcome": F.col("r.outcome"),
+        "error_code": F.col("r.error_code"),
+        "error_name": F.col("r.error_name"),
+        "error_message": F.col("r.error_message"),
+        "policy_violations": F.col("p.policy_violations"),
+        "attempts": F.col("r.attempts"),
+        "owner": F.col("p.owner"),
+        "source_table": F.col("p.source_table"),
+        "source_version": F.col("p.source_version"),
+        "recorded_at": F.lit(recorded_at),
+    }
 
 
 def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: dt.datetime,
                  action: str | None = None) -> DataFrame:
-    """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row.
+    """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row; the
+    audit's other columns from the result row when it has them, else from the plan row
+    (what a kind extending the topics' rows added to either), else null.
 
     action: the rows' action instead of their plan row's (REASSIGN: the replica moves of
       an ALTER row have rows of their own).
@@ -165,27 +140,16 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
     p = plan.alias("p")
     joined = r.join(p, on=[F.col("r.cluster") == F.col("p.cluster"),
                            F.col("r.topic") == F.col("p.topic")], how="left")
-    rows = joined.select(
-        *result_columns(run_id, recorded_at),
-        F.col("r.topic").alias("topic"),
-        F.coalesce("r.topic_id", "p.live_topic_id").alias("topic_id"),
-        F.col("p.drift").alias("drift"),
-        F.col("p.partitions").alias("requested_partitions"),
-        F.col("p.replication_factor").alias("requested_replication_factor"),
-        F.col("p.configs").alias("requested_configs"),
-        F.col("p.replica_assignment").alias("requested_assignment"),
-        F.col("r.result_partitions").alias("result_partitions"),
-        F.col("r.result_replication_factor").alias("result_replication_factor"),
-        F.col("r.result_configs").alias("result_configs"),
-        F.col("r.topic_config_error_code").alias("topic_config_error_code"),
-        *_before_and_ops("p."),
-        *_no_binding(),
-        F.col("p.reassignment").alias("reassignment"),
-        F.col("r.result_reassignment").alias("result_reassignment"),
-        F.col("r.throttle_rate").alias("throttle_rate"),
-        F.col("r.throttled_brokers").alias("throttled_brokers"),
-    ).select(*column_names(AUDIT))
-    return rows if action is None else rows.withColumn("action", F.lit(action))
+    given = {
+        **result_columns(run_id, recorded_at),
+        "topic": F.col("r.topic"),
+        "topic_id": F.coalesce("r.topic_id", "p.live_topic_id"),
+        **_requested("p."),
+        **_before_and_ops("p."),
+    }
+    if action is not None:
+        given["action"] = F.lit(action)
+    return to_schema(joined, AUDIT, given, sources=("r.", "p."))
 
 
 def phase_order() -> Column:

@@ -12,6 +12,9 @@ NOOP     both agree (present and matching, or absent on both sides), or the job 
          not see the topic (`live_error`, e.g. TOPIC_AUTHORIZATION_FAILED): it may or
          may not exist, so the job neither creates nor deletes it nor calls it absent
 
+The kinds that extend the topics' rows may take over a row's action (a replication factor
+changed in place, by another kind's layer: `run.kind.PlanLayer`).
+
 Drift (`provisioning.transforms.drift`) is reported as data; an ALTER changes only
 what Kafka changes in place. A partition decrease or a replication factor change would
 need the topic recreated, which a provisioning job must never do behind an operator's
@@ -30,7 +33,8 @@ from provisioning.transforms.drift import (
     desired_partitions,
     drift_items,
 )
-from schemas import PLAN, column_names
+from provisioning.transforms.shape import to_schema
+from schemas import PLAN
 
 _LIVE_COLUMNS = {
     "topic_id": "live_topic_id",
@@ -73,19 +77,15 @@ def build_plan(desired: DataFrame, live: DataFrame, remove_unlisted: bool = Fals
     action = (F.when(create, CREATE).when(delete, DELETE).when(alter, ALTER)
               .when(differs, DRIFT).when(matches | unseen, NOOP))
 
-    return (
+    # The columns another kind's layer fills (run.kind.PlanLayer) stay null here.
+    return to_schema(
         joined
         .withColumn("drift", drift)
         .withColumn("action", action)
         .withColumn("policy_violations", F.array().cast(PLAN["policy_violations"].dataType))
         .withColumn("config_ops", F.when(F.col("action") == ALTER, config_ops(F.col("drift")))
-                    .otherwise(F.array().cast(PLAN["config_ops"].dataType)))
-        # Filled by transforms.reassign.plan.with_reassignments, which needs the cluster's
-        # whole live assignment and its moves in flight.
-        .withColumn("reassignment", F.lit(None).cast(PLAN["reassignment"].dataType))
-        .withColumn("reassign_problems", F.lit(None).cast(PLAN["reassign_problems"].dataType))
-        .select(*column_names(PLAN))
-    )
+                    .otherwise(F.array().cast(PLAN["config_ops"].dataType))),
+        PLAN)
 
 
 def prune_candidates(live: DataFrame, desired: DataFrame, created_by_job: DataFrame
@@ -103,23 +103,17 @@ def prune_candidates(live: DataFrame, desired: DataFrame, created_by_job: DataFr
         .join(created_by_job.select("cluster", "topic", F.col("topic_id")),
               on=["cluster", "topic", "topic_id"], how="left_semi")
     )
-    return orphans.select(
+    return to_schema(orphans.select(
         "cluster", "topic",
         F.lit(DELETE).alias("action"),
         F.lit(ABSENT).alias("state"),
-        *[F.lit(None).cast(PLAN[c].dataType).alias(c) for c in
-          ("partitions", "replication_factor", "replica_assignment", "configs", "owner",
-           "force")],
         F.lit("prune").alias("source_table"),
-        F.lit(None).cast("long").alias("source_version"),
         F.array().cast("array<string>").alias("row_errors"),
         *[F.col(src).alias(dst) for src, dst in _LIVE_COLUMNS.items()],
         F.array().cast(PLAN["drift"].dataType).alias("drift"),
         F.array().cast(PLAN["policy_violations"].dataType).alias("policy_violations"),
         F.array().cast(PLAN["config_ops"].dataType).alias("config_ops"),
-        F.lit(None).cast(PLAN["reassignment"].dataType).alias("reassignment"),
-        F.lit(None).cast(PLAN["reassign_problems"].dataType).alias("reassign_problems"),
-    ).select(*column_names(PLAN))
+    ), PLAN)
 
 
 

@@ -27,6 +27,7 @@ from provisioning.kafka.acls import (
 )
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.tasks.common import Result, Row, Sent, Shape, for_each_cluster
+from provisioning.names import acls as acl_names
 from schemas import ACL_RESULT, BINDING_KEY, column_names
 
 # What a task does with its rows: check the job may change ACLs (phase validate), grant or
@@ -119,7 +120,7 @@ def authority_part(part: list[Row], problem: tuple[str, str] | None) -> Iterator
                              error_name="NONE", attempts=1)
             continue
         error, message = problem
-        code = (Errors.SecurityDisabledError.errno if error == names.SECURITY_DISABLED
+        code = (Errors.SecurityDisabledError.errno if error == acl_names.SECURITY_DISABLED
                 else Errors.ClusterAuthorizationFailedError.errno)
         yield acl_result(row, names.VALIDATE, names.REJECTED, error_code=code,
                          error_name=error, error_message=message, attempts=1)
@@ -157,7 +158,7 @@ def grant_part(admin: ClusterAdmin, part: list[Row], sent: Sent, batch_size: int
     yield from refused
     sent.mark(binding_key(r) for r in part)
     for row, res in zip(part, create_acls(admin, part, batch_size), strict=True):
-        yield acl_result(row, names.APPLY, change_outcome(res["error_name"], names.GRANTED),
+        yield acl_result(row, names.APPLY, change_outcome(res["error_name"], acl_names.GRANTED),
                          **res)
 
 
@@ -170,8 +171,8 @@ def revoke_part(admin: ClusterAdmin, part: list[Row], sent: Sent, batch_size: in
     sent.mark(binding_key(r) for r in part)
     for row, res in zip(part, delete_acls(admin, part, batch_size), strict=True):
         deleted, resent = res.pop("deleted"), res.pop("resent")
-        outcome = change_outcome(res["error_name"], names.REVOKED)
-        if outcome == names.REVOKED and not deleted:
+        outcome = change_outcome(res["error_name"], acl_names.REVOKED)
+        if outcome == acl_names.REVOKED and not deleted:
             if resent:
                 res["error_message"] = ("revoked by this run: the answer to its DeleteAcls was "
                                         "lost and the resend found the binding gone")
@@ -202,7 +203,7 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
     cluster = admin.cluster.name
     pending: list[Row] = []
     for row in part:
-        if row.get("action") in (names.GRANT, names.REVOKE):
+        if row.get("action") in (acl_names.GRANT, acl_names.REVOKE):
             pending.append(row)
         else:
             yield acl_result(row, names.VERIFY, names.FAILED, error_code=-1,
@@ -217,16 +218,16 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
         if live is None:
             for row in pending:
                 yield acl_result(row, names.VERIFY, names.FAILED, error_code=54,
-                                 error_name=names.SECURITY_DISABLED, attempts=attempts,
+                                 error_name=acl_names.SECURITY_DISABLED, attempts=attempts,
                                  error_message=f"cluster {cluster} has no authorizer")
             return
         present = {binding_key({"cluster": cluster, **b}) for b in live}
         waiting = []
         for row in pending:
-            wanted = row["action"] == names.GRANT
+            wanted = row["action"] == acl_names.GRANT
             if (binding_key(row) in present) == wanted:
                 yield acl_result(row, names.VERIFY,
-                                 names.GRANTED if wanted else names.REVOKED,
+                                 acl_names.GRANTED if wanted else acl_names.REVOKED,
                                  error_code=0, error_name="NONE", attempts=attempts)
             else:
                 waiting.append(row)
@@ -237,7 +238,7 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
                     row, names.VERIFY, names.FAILED, error_code=-1,
                     error_name=names.VERIFY_TIMEOUT, attempts=attempts,
                     error_message=("the binding is still missing after its grant"
-                                   if row["action"] == names.GRANT else
+                                   if row["action"] == acl_names.GRANT else
                                    "the binding is still present after its revoke"))
             return
         if pending:

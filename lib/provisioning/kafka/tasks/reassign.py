@@ -28,7 +28,7 @@ from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka import reassign
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.outcomes import reassign_outcome
+from provisioning.kafka.outcomes import REJECTIONS, UNCERTAIN
 from provisioning.kafka.tasks.common import (
     IO_ERRORS,
     Result,
@@ -38,11 +38,24 @@ from provisioning.kafka.tasks.common import (
     for_each_cluster,
     result,
 )
+from provisioning.names import reassign as move_names
 
 Partition = tuple[str, int]
 # A topic's outcome from its partitions' (the first that applies).
-_PRECEDENCE = (names.UNKNOWN, names.FAILED, names.REJECTED, names.REASSIGNING,
-               names.REASSIGNED)
+_PRECEDENCE = (names.UNKNOWN, names.FAILED, names.REJECTED, move_names.REASSIGNING,
+               move_names.REASSIGNED)
+
+
+def reassign_outcome(error_name: str) -> str:
+    """The audit outcome of one partition's AlterPartitionReassignments result: a move the
+    controller accepted is under way (`reassigning`) until verify sees it complete."""
+    if error_name == "NONE":
+        return move_names.REASSIGNING
+    if error_name in REJECTIONS or error_name == "UNKNOWN_TOPIC_OR_PARTITION":
+        return names.REJECTED
+    if error_name in UNCERTAIN:
+        return names.UNKNOWN
+    return names.FAILED
 
 
 def _moves(row: Row) -> list[dict[str, Any]]:
@@ -61,10 +74,10 @@ def _topic_result(cluster: str, topic: str, phase: str, parts: list[dict[str, An
     """One TOPIC_RESULT row from its partitions' results: the topic's outcome is its
     partitions' when they agree; some started and some refused is `failed` (half moved)."""
     outcomes = {p["outcome"] for p in parts}
-    outcome = next((o for o in _PRECEDENCE if o in outcomes), names.REASSIGNED)
-    if outcome == names.REJECTED and names.REASSIGNING in outcomes:
+    outcome = next((o for o in _PRECEDENCE if o in outcomes), move_names.REASSIGNED)
+    if outcome == names.REJECTED and move_names.REASSIGNING in outcomes:
         outcome = names.FAILED
-    bad = [p for p in parts if p["outcome"] not in (names.REASSIGNING, names.REASSIGNED)]
+    bad = [p for p in parts if p["outcome"] not in (move_names.REASSIGNING, move_names.REASSIGNED)]
     message = "; ".join(f"partition {p['partition']}: {p['error_name']}: "
                         f"{p['error_message'] or ''}".rstrip(": ") for p in bad)
     return result(cluster, topic, phase, outcome,
@@ -114,7 +127,7 @@ def reassign_batches(admin: ClusterAdmin, rows: list[Row], throttle_rate: int | 
         for flying in _moves(r):
             if flying.get("in_flight"):
                 results[r["topic"]].append(_partition_result(
-                    flying, names.REASSIGNING, "NONE", "under way since an earlier run"))
+                    flying, move_names.REASSIGNING, "NONE", "under way since an earlier run"))
     # What is moving already is not sent again: an earlier attempt of this task (or run)
     # started it, or another move did, which is not touched.
     ongoing = reassign.list_reassignments(admin, sorted({t for t, _ in fresh})) if fresh else {}
@@ -124,11 +137,11 @@ def reassign_batches(admin: ClusterAdmin, rows: list[Row], throttle_rate: int | 
         if moving is None:
             to_send.append((topic, m))
         elif list(moving.target) == list(m["after"] or []):
-            results[topic].append(_partition_result(m, names.REASSIGNING, "NONE",
+            results[topic].append(_partition_result(m, move_names.REASSIGNING, "NONE",
                                                     "already under way"))
         else:
             results[topic].append(_partition_result(
-                m, names.REJECTED, names.INVALID_REASSIGNMENT,
+                m, names.REJECTED, move_names.INVALID_REASSIGNMENT,
                 f"being reassigned to {list(moving.target)} by another move; not touched"))
     set_here: list[int] = []
     if throttle_rate is not None and to_send:
@@ -187,9 +200,9 @@ def reassign_progress(admin: ClusterAdmin, moves: Mapping[Partition, Sequence[in
     for (topic, partition), after in moves.items():
         replicas = live.get(topic, {}).get(partition)
         if (topic, partition) in ongoing:
-            states[(topic, partition)] = names.REASSIGNING
+            states[(topic, partition)] = move_names.REASSIGNING
         elif replicas is not None and list(replicas) == list(after):
-            states[(topic, partition)] = names.REASSIGNED
+            states[(topic, partition)] = move_names.REASSIGNED
         else:
             states[(topic, partition)] = names.FAILED
     return states, live
@@ -232,11 +245,11 @@ def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
                 raise
             time.sleep(0.5)
             continue
-        if time.monotonic() >= deadline or names.REASSIGNING not in states.values():
+        if time.monotonic() >= deadline or move_names.REASSIGNING not in states.values():
             break
         time.sleep(1.0)
     done = [(t, int(m["partition"]), m["before"] or [], m["after"] or [])
-            for key, (t, m) in moves.items() if states[key] == names.REASSIGNED]
+            for key, (t, m) in moves.items() if states[key] == move_names.REASSIGNED]
     # Idempotent: entries never appended, or removed by an earlier run, are no-ops.
     cleared = reassign.throttle_topics(admin, reassign.throttled_replicas(done),
                                        names.SUBTRACT) if done else {}
@@ -253,11 +266,11 @@ def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
         parts = []
         for m in _moves(r):
             state = states[(topic, int(m["partition"]))]
-            message = {names.REASSIGNING: "still moving",
+            message = {move_names.REASSIGNING: "still moving",
                        names.FAILED: "neither moving nor at its target (refused, cancelled "
                                      "or changed by another move)"}.get(state)
             parts.append(_partition_result(m, state, "NONE" if state != names.FAILED
-                                           else names.INVALID_REASSIGNMENT, message))
+                                           else move_names.INVALID_REASSIGNMENT, message))
         answer = cleared.get(topic)
         if answer is not None and answer["error_code"] != 0:
             parts = [{**p, "error_message": (f"{p['error_message'] or 'done'}; its throttle "

@@ -10,22 +10,17 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.names import acls as acl_names
 from provisioning.transforms.audit import (
     phase_order,
     plan_error_message,
     plan_error_name,
     result_columns,
 )
+from provisioning.transforms.shape import to_schema
 from schemas import ACL_BINDING_STRUCT, ACL_RESULT, AUDIT, BINDING_KEY, column_names
 
 _BINDING = column_names(ACL_BINDING_STRUCT)
-# Audit columns a binding's row never fills.
-_TOPIC_ONLY = ("topic", "topic_id", "drift", "requested_partitions",
-               "requested_replication_factor", "requested_configs", "requested_assignment",
-               "result_partitions", "result_replication_factor", "result_configs",
-               "topic_config_error_code", "before_partitions", "before_configs",
-               "config_ops", "reassignment", "result_reassignment", "throttle_rate",
-               "throttled_brokers")
 
 
 def acl_struct(prefix: str = "") -> Column:
@@ -41,37 +36,30 @@ def acl_plan_outcome() -> Column:
     action = F.col("action")
     return (F.when(invalid, names.REJECTED)
             .when(blocked, names.BLOCKED)
-            .when(clean & action.isin(names.GRANT, names.REVOKE), names.PLANNED)
+            .when(clean & action.isin(acl_names.GRANT, acl_names.REVOKE), names.PLANNED)
             .when(clean & (action == names.NOOP) & (F.col("state") == names.ABSENT),
                   names.ALREADY_ABSENT)
             .otherwise(names.ALREADY_PRESENT))
 
 
-def _nulls() -> list[Column]:
-    return [F.lit(None).cast(AUDIT[c].dataType).alias(c) for c in _TOPIC_ONLY]
-
-
 def acl_plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
-    """One AUDIT row per ACL_PLAN row, phase `plan`."""
-    return plan.select(
+    """One AUDIT row per ACL_PLAN row, phase `plan` (the audit's other columns null)."""
+    return to_schema(plan.select(
         F.lit(run_id).alias("run_id"),
         "cluster",
         "action",
         F.lit(names.PLAN).alias("phase"),
         acl_plan_outcome().alias("outcome"),
-        F.lit(None).cast("int").alias("error_code"),
         plan_error_name(seen_check=False).alias("error_name"),
         plan_error_message(seen_check=False).alias("error_message"),
         "policy_violations",
-        F.lit(None).cast("int").alias("attempts"),
         "owner",
         "source_table",
         "source_version",
         F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
         acl_struct(),
         "note",
-        *_nulls(),
-    ).select(*column_names(AUDIT))
+    ), AUDIT)
 
 
 def acl_result_audit(results: DataFrame, plan: DataFrame, run_id: str,
@@ -79,12 +67,12 @@ def acl_result_audit(results: DataFrame, plan: DataFrame, run_id: str,
     """AUDIT rows for ACL_RESULT rows, with the action, owner and source of their plan row."""
     r, p = results.alias("r"), plan.alias("p")
     on = [F.col(f"r.{c}").eqNullSafe(F.col(f"p.{c}")) for c in ("cluster", *_BINDING)]
-    return r.join(p, on=on, how="left").select(
-        *result_columns(run_id, recorded_at),
+    joined = r.join(p, on=on, how="left")
+    return to_schema(joined.select(
+        *[column.alias(name) for name, column in result_columns(run_id, recorded_at).items()],
         acl_struct("r."),
         F.col("p.note").alias("note"),
-        *_nulls(),
-    ).select(*column_names(AUDIT))
+    ), AUDIT)
 
 
 def acl_final_rows(rows: DataFrame) -> DataFrame:

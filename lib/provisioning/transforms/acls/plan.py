@@ -20,12 +20,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from provisioning.names import (
-    ABSENT,
+from provisioning.names import ABSENT, NOOP, PRESENT
+from provisioning.names.acls import (
     GRANT,
     LITERAL,
-    NOOP,
-    PRESENT,
     REVOKE,
     SHORTHANDS,
     TOPIC_RESOURCE,

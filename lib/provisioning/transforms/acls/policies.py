@@ -45,8 +45,8 @@ from pyspark.sql import functions as F
 from provisioning.conf import PolicySpec
 from provisioning.conf.policies import check_custom, require_valid, resolve_callable
 from provisioning.errors import PolicyError
-from provisioning.names import (
-    ABSENT,
+from provisioning.names import ABSENT
+from provisioning.names.acls import (
     CLUSTER_RESOURCE,
     GRANT,
     LITERAL,

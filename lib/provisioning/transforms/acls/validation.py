@@ -3,7 +3,7 @@
 
 CreateAcls has no validateOnly, so everything the job can know about a row before sending
 it is checked here: the principal's form, Kafka's enums, each operation against the
-resource type (Kafka 4.3's matrix, `names.OPERATIONS_BY_RESOURCE`), the pattern rules of
+resource type (Kafka 4.3's matrix, `names.acls.OPERATIONS_BY_RESOURCE`), the pattern rules of
 the resource name. A row with reasons is rejected in the plan; the other rows go on.
 Duplicate rows are fine: the plan merges the bindings they imply.
 """
@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.names import (
+from provisioning.names import PRESENT, STATES
+from provisioning.names.acls import (
     ALLOW,
     CLUSTER_RESOURCE,
     CLUSTER_RESOURCE_NAME,
@@ -24,11 +25,9 @@ from provisioning.names import (
     PATTERN_TYPES,
     PERMISSIONS,
     PREFIXED,
-    PRESENT,
     PRINCIPAL_FORMAT,
     RESOURCE_TYPES,
     SHORTHANDS,
-    STATES,
     TOPIC_RESOURCE,
     WILDCARD,
 )

@@ -9,7 +9,7 @@ its `policy_violations` stays empty.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from pyspark.sql import DataFrame
 
@@ -77,15 +77,18 @@ def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
 def with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
                   kind: str, cut: Cut | None = None,
                   always_on: Sequence[tuple[str, PolicyFactory]] | None = None,
-                  only: Collection[str] | None = None) -> DataFrame:
+                  only: Collection[str] | None = None,
+                  registry: Mapping[str, PolicyFactory] | None = None) -> DataFrame:
     """Append the violations of `kind`'s always-on policies (`always_on`, else the
-    registry's), then of the configured ones (`specs`, named in `registry.POLICIES[kind]`).
+    registry's), then of the configured ones (`specs`, named in `registry`, else in
+    `registry.POLICIES[kind]`).
 
     cut: as for `with_create_policies`.
     only: the always-on policies to run, by name (None: all of them).
+    registry: the policies `specs` may name (another kind's own registry).
     """
     check_plan_schema(plan, f"the plan given to the {kind} policies")
-    registry = POLICIES[kind]
+    registry = POLICIES[kind] if registry is None else registry
     fixed = ALWAYS_ON.get(kind, ()) if always_on is None else always_on
     # (where it comes from, transform); `where` prefixes any PolicyError it raises.
     steps: list[tuple[str, Transform]] = [

@@ -36,8 +36,6 @@ class PolicyContext:
     protected, deny_list: globs of topics no deletion may touch (DeletesConf).
     max_deletes_per_cluster: the per-run cap on deletions of one cluster.
     max_alters_per_cluster: the per-run cap on alters of one cluster.
-    max_reassign_partitions_per_cluster: the per-run cap on partitions moved on one cluster
-      (`reassign.max_partitions_per_cluster`).
     """
 
     clusters: DataFrame
@@ -46,7 +44,6 @@ class PolicyContext:
     deny_list: tuple[str, ...] = ()
     max_deletes_per_cluster: int = 10
     max_alters_per_cluster: int = 50
-    max_reassign_partitions_per_cluster: int = 500
 
 
 PolicyFactory = Callable[[Mapping[str, Any], PolicyContext], Transform]

@@ -1,7 +1,8 @@
 """The policies a conf may name, by name, with the factory that builds each one.
 
-The names and their parameter checks are `provisioning.conf.policies.PARAMETER_CHECKS`
-(read when the conf loads); the two lists are kept equal by a unit test.
+The names and their parameter checks are the topics' conf section's
+(`provisioning.conf.topics`, read when the conf loads); the two lists are kept equal by a
+unit test.
 """
 
 from __future__ import annotations
@@ -51,11 +52,5 @@ ALWAYS_ON_CREATE: tuple[tuple[str, PolicyFactory], ...] = create.ALWAYS_ON
 ALWAYS_ON_DELETE: tuple[tuple[str, PolicyFactory], ...] = delete.ALWAYS_ON
 ALWAYS_ON_ALTER: tuple[tuple[str, PolicyFactory], ...] = alter.ALWAYS_ON
 
-# Reassign policies a conf may name; the always-on ones are
-# `provisioning.transforms.reassign.policies.ALWAYS_ON` (which imports this module, so it
-# hands them to `with_policies` itself).
-REASSIGN_POLICIES: dict[str, PolicyFactory] = {"custom": make_custom("reassign")}
-
-POLICIES = {"create": CREATE_POLICIES, "delete": DELETE_POLICIES, "alter": ALTER_POLICIES,
-            "reassign": REASSIGN_POLICIES}
+POLICIES = {"create": CREATE_POLICIES, "delete": DELETE_POLICIES, "alter": ALTER_POLICIES}
 ALWAYS_ON = {"create": ALWAYS_ON_CREATE, "delete": ALWAYS_ON_DELETE, "alter": ALWAYS_ON_ALTER}

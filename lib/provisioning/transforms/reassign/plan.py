@@ -36,6 +36,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.names import reassign as move_names
 from provisioning.transforms.reassign.placement import with_targets
 from schemas import PLAN, TOPIC_RESULT, column_names
 
@@ -177,7 +178,7 @@ def with_reassignments(plan: DataFrame, live: DataFrame, clusters: DataFrame,
         d["field"].alias("field"), d["desired"].alias("desired"), d["actual"].alias("actual"),
         (d["supported"] | d["field"].isin(*_MOVED_FIELDS)).alias("supported")))
     replaced = {
-        "action": F.when(has_moves & (F.col("action") != names.ALTER), F.lit(names.REASSIGN))
+        "action": F.when(has_moves & (F.col("action") != names.ALTER), F.lit(move_names.REASSIGN))
         .otherwise(F.col("action")),
         "drift": F.when(has_moves, supported).otherwise(F.col("drift")),
         "reassignment": F.when(has_moves, F.col("_reassignment"))
@@ -191,7 +192,7 @@ def with_reassignments(plan: DataFrame, live: DataFrame, clusters: DataFrame,
 
 def moves_planned() -> Column:
     """True on PLAN rows that move replicas (REASSIGN, or an ALTER with a reassignment)."""
-    return (F.col("action").isin(names.REASSIGN, names.ALTER)
+    return (F.col("action").isin(move_names.REASSIGN, names.ALTER)
             & (F.coalesce(F.size("reassignment"), F.lit(0)) > 0))
 
 
@@ -207,7 +208,7 @@ def check_results(plan: DataFrame) -> DataFrame:
         "outcome": F.when(refused, F.lit(names.REJECTED)).otherwise(F.lit(names.VALIDATED)),
         "topic_id": F.col("live_topic_id"),
         "error_code": F.when(refused, F.lit(-1)).otherwise(F.lit(0)),
-        "error_name": F.when(refused, F.lit(names.INVALID_REASSIGNMENT))
+        "error_name": F.when(refused, F.lit(move_names.INVALID_REASSIGNMENT))
         .otherwise(F.lit("NONE")),
         "error_message": F.when(refused, F.array_join("reassign_problems", "; ")),
         "attempts": F.lit(0),

@@ -22,6 +22,7 @@ the PLAN rows as they are (see provisioning.transforms.policies.custom).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -43,7 +44,23 @@ from provisioning.transforms.policies.columns import (
     no_violations_yet,
     with_cluster_facts,
 )
+from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.reassign.plan import moves_planned
+
+
+@dataclass(frozen=True)
+class ReassignContext(PolicyContext):
+    """The cluster facts the reassign policies judge with: the topic policies' (clusters,
+    live topics) and the per-run cap on partitions moved on one cluster
+    (`reassign.max_partitions_per_cluster`)."""
+
+    max_reassign_partitions_per_cluster: int = 500
+
+
+_DEFAULT_CAP = 500
+# The reassign policies a conf may name (`policies.reassign`); the always-on ones are
+# ALWAYS_ON.
+REASSIGN_POLICIES: dict[str, PolicyFactory] = {"custom": make_custom("reassign")}
 
 _FORCE_HINT = "set `force: true` on its manifest row to make this change anyway"
 _MIN_INSYNC = "min.insync.replicas"
@@ -147,7 +164,8 @@ def new_moves() -> Column:
 def max_reassign_partitions_per_cluster(params: Mapping[str, Any], context: PolicyContext
                                         ) -> Transform:
     """Over the per-run cap of partitions to move, no move starts on that cluster."""
-    cap = context.max_reassign_partitions_per_cluster
+    # A topic policy's context (a custom policy's test) has the default cap.
+    cap = getattr(context, "max_reassign_partitions_per_cluster", _DEFAULT_CAP)
 
     def transform(df: DataFrame) -> DataFrame:
         checked = F.coalesce(F.size("reassign_problems"), F.lit(0)) <= 0
@@ -180,4 +198,5 @@ def with_reassign_policies(plan: DataFrame, specs: Sequence[PolicySpec],
     specs: the conf's `policies.reassign`, applied in order after the always-on checks.
     cut: as for `provisioning.transforms.policies.with_create_policies`.
     """
-    return with_policies(plan, specs, context, "reassign", cut, always_on=ALWAYS_ON)
+    return with_policies(plan, specs, context, "reassign", cut, always_on=ALWAYS_ON,
+                         registry=REASSIGN_POLICIES)

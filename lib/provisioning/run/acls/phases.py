@@ -5,7 +5,7 @@
 They run only when the conf names ACL manifests (`tables.acl_manifests`) and the run is
 not narrowed to some topics (`--topics`): a run limited to some topics leaves ACLs alone.
 Their AUDIT rows carry the binding in `acl` (topic null) and go to the same audit table;
-the run's summary counts topics and bindings apart (`run.summary`).
+the run's summary counts topics and bindings apart (`run.acls.summary`).
 
 Kafka has no validateOnly for ACLs: the `validate` row of a binding is the job's own row
 validation (at plan) and the authority check (DescribeCluster's authorized operations,
@@ -17,22 +17,30 @@ its deletion is verified (`--allow-deletes` covers them).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.conf.acls import AclsConf
 from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.delta.snapshots import record_view
-from provisioning.delta.tables import TableRef, Transaction
+from provisioning.delta.tables import Commit, TableRef, Transaction
+from provisioning.kafka.acls import AclState as AclStateOf
 from provisioning.kafka.acls import acl_states
 from provisioning.kafka.tasks.acls import AUTHORITY, GRANT, REVOKE, VERIFY
+from provisioning.names import acls as acl_names
 from provisioning.results import utc_now
-from provisioning.run import executors
-from provisioning.run.engine import Phase, RunContext, RunState, log_counts, require
+from provisioning.run.acls.executors import send_acls
+from provisioning.run.acls.state import AclState
+from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
+from provisioning.run.executors import answered
 from provisioning.run.manifest_cache import manifest_rows
 from provisioning.run.options import ApplyOptions
-from provisioning.run.planning import cut
+from provisioning.run.state import RunState
+from provisioning.run.topics.planning import cut
+from provisioning.run.topics.state import TopicState
 from provisioning.session import job_label
 from provisioning.transforms.acls.audit import (
     acl_plan_audit,
@@ -51,12 +59,17 @@ from provisioning.transforms.acls.policies import AclPolicyContext, with_acl_pol
 from provisioning.transforms.acls.validation import with_acl_row_errors
 from schemas import ACL_BINDING, ACL_DESIRED, ACL_MANIFEST, ACL_SNAPSHOT, column_names
 
+NAME = "acls"
+# The `--allow-*` flags ACL bindings use (cli.acls; a deleted topic's bindings go with it
+# under the topics' `deletes`).
+REVOKES, DELETES = "revokes", "deletes"
+
 
 def acls_managed(ctx: RunContext) -> bool:
     """Whether this run manages ACL bindings: the conf names ACL manifests and the run is
     not narrowed to some topics."""
     scope = getattr(ctx.options, "scope", None)
-    return (ctx.conf.tables.acl_manifests is not None and scope is not None
+    return (ctx.conf.section(AclsConf).manifests is not None and scope is not None
             and scope.topics_glob is None)
 
 
@@ -68,8 +81,28 @@ def _clean(*actions: str) -> Column:
 
 def acl_planned(state: RunState, *actions: str) -> int:
     """Clean ACL_PLAN rows (outcome planned) of `actions`."""
-    return sum(n for (_, action, outcome), n in (state.acl_counts or {}).items()
+    return sum(n for (_, action, outcome), n in (state.of(AclState).counts or {}).items()
                if action in actions and outcome == names.PLANNED)
+
+
+_MANIFEST_KIND = "ACL manifest"
+
+
+def validated_rows(ctx: RunContext, tables: Sequence[str],
+                   commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
+    """The ACL manifests' rows (ACL_DESIRED), validated as data (`row_errors`)."""
+    return read_manifests(ctx.spark, tables, ACL_MANIFEST, ACL_DESIRED,
+                          ("cluster", "principal"), _MANIFEST_KIND, commits
+                          ).transform(with_acl_row_errors(tuple(ctx.conf.clusters)))
+
+
+def live_bindings(ctx: RunContext) -> tuple[Mapping[str, AclStateOf], DataFrame]:
+    """Every live binding of the run's clusters (DescribeAcls, from the driver), as each
+    cluster's state and as ACL_BINDING rows (materialized)."""
+    found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
+    rows = [(cluster, *(b[c] for c in column_names(ACL_BINDING)[1:]))
+            for cluster, s in sorted(found.items()) for b in s.bindings]
+    return found, ctx.spark.createDataFrame(rows, ACL_BINDING).localCheckpoint(eager=True)
 
 
 class AclManifests(Phase):
@@ -79,22 +112,21 @@ class AclManifests(Phase):
     (`run.manifest_cache`)."""
 
     name = "acl manifests"
-    writes = ("acl_desired",)
+    kind = NAME
+    writes = ("acls.desired",)
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return acls_managed(ctx)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         known = tuple(ctx.conf.clusters)
-        tables = ctx.conf.tables.acl_manifests or ()
-        kind = "ACL manifest"
+        tables = ctx.conf.section(AclsConf).manifests or ()
+        kind = _MANIFEST_KIND
         with job_label(ctx.spark, f"{ctx.command}: read ACL manifests"):
             commits = manifest_commits(ctx.spark, tables, kind)
 
             def validated() -> DataFrame:
-                return read_manifests(ctx.spark, tables, ACL_MANIFEST, ACL_DESIRED,
-                                      ("cluster", "principal"), kind, commits
-                                      ).transform(with_acl_row_errors(known))
+                return validated_rows(ctx, tables, commits)
 
             def finish(rows: DataFrame) -> DataFrame:
                 selected = (F.col("cluster").isNull() | ~F.col("cluster").isin(*known)
@@ -102,8 +134,8 @@ class AclManifests(Phase):
                 return rows.where(selected).localCheckpoint(eager=True)
 
             # Validated rows of every cluster: runs of other clusters share them.
-            state.acl_desired = manifest_rows(ctx.spark, kind, commits, known, validated,
-                                              finish)
+            state.of(AclState).desired = manifest_rows(ctx.spark, kind, commits, known,
+                                                       validated, finish)
         ctx.steps.done("ACL manifest read")
 
 
@@ -112,8 +144,9 @@ class AclSnapshot(Phase):
     the job may change them; recorded in `tables.acl_snapshots` before anything changes."""
 
     name = "acl snapshot"
-    reads = ("states", "acl_desired")
-    writes = ("acl_live", "acl_problems")
+    kind = NAME
+    reads = ("states", "acls.desired")
+    writes = ("acls.live", "acls.problems")
 
     def __init__(self, always_record: bool = False) -> None:
         # Recorded only when a cluster's bindings changed since the table's last record,
@@ -121,15 +154,13 @@ class AclSnapshot(Phase):
         self.always_record = always_record
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.acl_desired is not None
+        return state.of(AclState).desired is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
+        acls = state.of(AclState)
         with job_label(ctx.spark, f"{ctx.command}: snapshot live ACLs"):
-            found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
-            rows = [(cluster, *(b[c] for c in column_names(ACL_BINDING)[1:]))
-                    for cluster, s in sorted(found.items()) for b in s.bindings]
-            live = ctx.spark.createDataFrame(rows, ACL_BINDING).localCheckpoint(eager=True)
+            found, live = live_bindings(ctx)
             # One marker row per cluster (binding columns null), so that a cluster whose
             # bindings are all gone still has a newest snapshot of its own.
             markers = ctx.spark.createDataFrame(
@@ -140,13 +171,13 @@ class AclSnapshot(Phase):
                 F.lit(ctx.run_id).alias("run_id"), "*",
                 F.lit(taken).cast("timestamp").alias("snapshot_at")
             ).select(*column_names(ACL_SNAPSHOT))
-            table = TableRef(ctx.conf.tables.acl_snapshots)
+            table = TableRef(ctx.conf.section(AclsConf).snapshots)
             txn = Transaction(f"topic-provisioning-acl-snapshots-{ctx.run_id}", 1)
             ctx.commits.record("acl-snapshot-write", lambda: record_view(
                 recorded, table, txn, sorted(found), "the ACL snapshot",
                 always=self.always_record))
-        state.acl_live = live
-        state.acl_problems = {c: s.problem for c, s in found.items() if s.problem is not None}
+        acls.live = live
+        acls.problems = {c: s.problem for c, s in found.items() if s.problem is not None}
         log_counts("acl snapshot", started, {c: len(s.bindings) for c, s in found.items()})
         ctx.steps.done("ACL snapshot")
 
@@ -157,42 +188,43 @@ class AclPlan(Phase):
     the plan's audit rows land before anything changes Kafka."""
 
     name = "acl plan"
-    reads = ("desired", "live", "plan", "acl_desired", "acl_live")
-    writes = ("acl_plan", "acl_counts", "acl_unmanaged", "acl_orphaned")
+    kind = NAME
+    reads = ("topics.desired", "topics.live", "topics.plan", "acls.desired", "acls.live")
+    writes = ("acls.plan", "acls.counts", "acls.unmanaged", "acls.orphaned")
     records_view = True
+    plans = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.acl_live is not None
+        return state.of(AclState).live is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        desired, live = require(state.acl_desired, "acl_desired"), require(state.acl_live,
-                                                                           "acl_live")
-        conf = ctx.conf
+        acls, topics = state.of(AclState), state.of(TopicState)
+        desired, live = require(acls.desired, "acls.desired"), require(acls.live, "acls.live")
+        conf = ctx.conf.section(AclsConf)
         with job_label(ctx.spark, f"{ctx.command}: ACL plan, policies"):
-            plan = plan_acls(desired, live, conf.acls.remove_unlisted)
-            if conf.acls.revoke_with_deleted_topics:
-                deleting = require(state.plan, "plan").where(
+            plan = plan_acls(desired, live, conf.remove_unlisted)
+            if conf.revoke_with_deleted_topics:
+                deleting = require(topics.plan, "topics.plan").where(
                     (F.size("row_errors") == 0) & (F.size("policy_violations") == 0)
                     & (F.col("action") == names.DELETE))
                 gone = deleted_topic_bindings(live, deleting).join(
                     plan.select(*KEY), on=KEY, how="left_anti")
                 plan = plan.unionByName(gone)
-            topics = require(state.desired, "desired")
+            wanted = require(topics.desired, "topics.desired")
             context = AclPolicyContext(
-                topics=topics.select("cluster", "topic", "state", "owner"),
-                live_topics=require(state.live, "live"),
-                cluster_principals=conf.acls.cluster_principals,
-                max_changes_per_cluster=conf.acls.max_changes_per_cluster)
+                topics=wanted.select("cluster", "topic", "state", "owner"),
+                live_topics=require(topics.live, "topics.live"),
+                cluster_principals=conf.cluster_principals,
+                max_changes_per_cluster=conf.max_changes_per_cluster)
             valid = F.size("row_errors") == 0
-            judged = (with_acl_policies(plan.where(valid), conf.acl_policies, context, cut)
+            judged = (with_acl_policies(plan.where(valid), conf.policies, context, cut)
                       .unionByName(plan.where(~valid))).localCheckpoint(eager=True)
             counts = {(r["cluster"], r["action"], r["outcome"]): int(r["n"]) for r in
                       judged.groupBy("cluster", "action", acl_plan_outcome().alias("outcome"))
                       .agg(F.count(F.lit(1)).alias("n")).collect()}
             ctx.steps.done("ACL plan and policies")
-            rows = acl_plan_audit(judged, ctx.run_id, utc_now())
-            ctx.commits.audit(names.PLAN, rows)
+            recorded(ctx, acls, names.PLAN, acl_plan_audit(judged, ctx.run_id, utc_now()))
         by_outcome: dict[str, int] = {}
         for (_, _, outcome), n in counts.items():
             by_outcome[outcome] = by_outcome.get(outcome, 0) + n
@@ -200,17 +232,17 @@ class AclPlan(Phase):
 
         def count_loose() -> None:
             with job_label(ctx.spark, f"{ctx.command}: count unmanaged and orphaned ACLs"):
-                state.acl_unmanaged = _per_cluster(unmanaged_bindings(live, desired))
-                state.acl_orphaned = _per_cluster(orphaned_bindings(
-                    live, require(state.live, "live").where(F.col("error_name").isNull())))
+                acls.unmanaged = _per_cluster(unmanaged_bindings(live, desired))
+                acls.orphaned = _per_cluster(orphaned_bindings(
+                    live, require(topics.live, "topics.live").where(
+                        F.col("error_name").isNull())))
 
         ctx.commits.side("acl-loose", count_loose)
-        state.acl_plan, state.acl_counts = judged, counts
-        state.acl_audit_rows.append(rows)
-        on_acl_plan = getattr(ctx.options, "on_acl_plan", None)
-        if on_acl_plan is not None:
+        acls.plan, acls.counts = judged, counts
+        hook = getattr(ctx.options, "hook", lambda _kind: None)(NAME)
+        if hook is not None:
             with job_label(ctx.spark, f"{ctx.command}: saved plan (ACL bindings)"):
-                on_acl_plan(judged)
+                hook(judged)
 
 
 def _per_cluster(df: DataFrame) -> dict[str, int]:
@@ -225,26 +257,27 @@ class AclValidate(Phase):
     sent there. Topic work goes on either way."""
 
     name = "acl validate"
-    reads = ("acl_plan",)
-    writes = ("acl_validated",)
+    kind = NAME
+    reads = ("acls.plan", "acls.counts")
+    writes = ("acls.validated",)
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return acl_planned(state, names.GRANT, names.REVOKE) > 0
+        return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        plan = require(state.acl_plan, "acl_plan")
-        requests = plan.where(_clean(names.GRANT, names.REVOKE)).select(*KEY)
+        acls = state.of(AclState)
+        plan = require(acls.plan, "acls.plan")
+        requests = plan.where(_clean(acl_names.GRANT, acl_names.REVOKE)).select(*KEY)
         with job_label(ctx.spark, f"{ctx.command}: ACL authority check"):
-            validated = executors.answered(
-                executors.send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                                    AUTHORITY, ctx.conf.acls.batch_size),
+            validated = answered(
+                send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                          AUTHORITY, ctx.conf.section(AclsConf).batch_size),
                 requests, names.VALIDATE, names.FAILED, acl_without_answer)
-            rows = acl_result_audit(validated, plan, ctx.run_id, utc_now())
-            ctx.commits.audit(names.VALIDATE, rows)
+            recorded(ctx, acls, names.VALIDATE,
+                     acl_result_audit(validated, plan, ctx.run_id, utc_now()))
         ctx.steps.done("ACL validate")
-        state.acl_validated = validated
-        state.acl_audit_rows.append(rows)
+        acls.validated = validated
 
 
 class AclApply(Phase):
@@ -254,41 +287,44 @@ class AclApply(Phase):
     bindings per request."""
 
     name = "acl apply"
-    reads = ("acl_plan", "acl_validated", "verified")
-    writes = ("acl_applied",)
+    kind = NAME
+    reads = ("acls.plan", "acls.counts", "acls.validated", "topics.verified")
+    writes = ("acls.applied",)
     changes_kafka = True
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return (isinstance(ctx.options, ApplyOptions) and state.acl_validated is not None
-                and acl_planned(state, names.GRANT, names.REVOKE) > 0)
+        return (isinstance(ctx.options, ApplyOptions)
+                and state.of(AclState).validated is not None
+                and acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0)
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> tuple[DataFrame, DataFrame]:
         """The grants and the revokes this apply sends (ACL_PLAN rows)."""
-        plan = require(state.acl_plan, "acl_plan")
+        acls = state.of(AclState)
+        plan = require(acls.plan, "acls.plan")
         options = ctx.options
         assert isinstance(options, ApplyOptions)
-        passed = require(state.acl_validated, "acl_validated").where(
+        passed = require(acls.validated, "acls.validated").where(
             F.col("outcome") == names.VALIDATED).select(*KEY)
         ok = plan.join(passed, on=KEY, how="left_semi")
-        grants = ok.where(_clean(names.GRANT))
-        revokes = ok.where(_clean(names.REVOKE))
+        grants = ok.where(_clean(acl_names.GRANT))
+        revokes = ok.where(_clean(acl_names.REVOKE))
         # The bindings of topics this run deleted (and verified gone) go with them under
         # --allow-deletes; every other revoke needs --allow-revokes.
-        verified = state.verified
+        verified = state.of(TopicState).verified
         gone = (verified.where((F.col("phase") == names.VERIFY)
                                & (F.col("outcome") == names.DELETED))
                 .select("cluster", F.col("topic").alias("resource_name"),
                         F.lit(True).alias("_deleted"))
-                if verified is not None and options.allow_deletes else
+                if verified is not None and options.allows(DELETES) else
                 ctx.spark.createDataFrame([], "cluster string, resource_name string, "
                                               "_deleted boolean"))
-        literal_topic = ((F.col("resource_type") == names.TOPIC_RESOURCE)
-                         & (F.col("pattern_type") == names.LITERAL))
+        literal_topic = ((F.col("resource_type") == acl_names.TOPIC_RESOURCE)
+                         & (F.col("pattern_type") == acl_names.LITERAL))
         revokes = revokes.join(gone, on=["cluster", "resource_name"], how="left")
         allowed = ((literal_topic & F.coalesce(F.col("_deleted"), F.lit(False)))
-                   | F.lit(options.allow_revokes))
+                   | F.lit(options.allows(REVOKES)))
         return grants, revokes.where(allowed).drop("_deleted")
 
     def unreached(self, ctx: RunContext, state: RunState, error_name: str,
@@ -297,25 +333,25 @@ class AclApply(Phase):
         every = grants.unionByName(revokes)
         return acl_result_audit(
             acl_without_answer(every, names.APPLY, names.FAILED, error_name, reason),
-            require(state.acl_plan, "acl_plan"), ctx.run_id, utc_now())
+            require(state.of(AclState).plan, "acls.plan"), ctx.run_id, utc_now())
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        plan = require(state.acl_plan, "acl_plan")
+        acls = state.of(AclState)
+        plan = require(acls.plan, "acls.plan")
         grants, revokes = self._requests(ctx, state)
-        size, kafka = ctx.conf.acls.batch_size, ctx.conf.kafka
+        size, kafka = ctx.conf.section(AclsConf).batch_size, ctx.conf.kafka
         with job_label(ctx.spark, "apply: CreateAcls, DeleteAcls"):
-            sent = executors.send_acls(grants.select(*KEY), ctx.clusters, ctx.credentials,
-                                       kafka, GRANT, size).unionByName(
-                executors.send_acls(revokes.select(*KEY), ctx.clusters, ctx.credentials,
-                                    kafka, REVOKE, size))
-            applied = executors.answered(
+            sent = send_acls(grants.select(*KEY), ctx.clusters, ctx.credentials, kafka, GRANT,
+                             size).unionByName(
+                send_acls(revokes.select(*KEY), ctx.clusters, ctx.credentials, kafka, REVOKE,
+                          size))
+            applied = answered(
                 sent, grants.select(*KEY).unionByName(revokes.select(*KEY)), names.APPLY,
                 names.UNKNOWN, acl_without_answer)
-            rows = acl_result_audit(applied, plan, ctx.run_id, utc_now())
-            ctx.commits.audit(names.APPLY, rows)
-        state.acl_applied = applied
-        state.acl_audit_rows.append(rows)
+            recorded(ctx, acls, names.APPLY,
+                     acl_result_audit(applied, plan, ctx.run_id, utc_now()))
+        acls.applied = applied
         ctx.commits.side("acl-apply-count", lambda: log_counts(
             "acl apply", started, {r["outcome"]: int(r["n"]) for r in applied.groupBy(
                 "outcome").agg(F.count(F.lit(1)).alias("n")).collect()}))
@@ -327,25 +363,26 @@ class AclVerify(Phase):
     `unknown` outcomes."""
 
     name = "acl verify"
-    reads = ("acl_plan", "acl_applied")
+    kind = NAME
+    reads = ("acls.plan", "acls.applied")
     runs_tasks = True
     settles = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.acl_applied is not None
+        return state.of(AclState).applied is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        plan = require(state.acl_plan, "acl_plan")
-        applied = require(state.acl_applied, "acl_applied")
-        requests = (applied.where(F.col("outcome").isin(names.GRANTED, names.REVOKED,
+        acls = state.of(AclState)
+        plan = require(acls.plan, "acls.plan")
+        applied = require(acls.applied, "acls.applied")
+        requests = (applied.where(F.col("outcome").isin(acl_names.GRANTED, acl_names.REVOKED,
                                                         names.UNKNOWN))
                     .select(*KEY).join(plan.select(*KEY, "action"), on=KEY, how="inner"))
         with job_label(ctx.spark, "apply: verify ACLs"):
-            verified = executors.answered(
-                executors.send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                                    VERIFY, ctx.conf.acls.batch_size),
+            verified = answered(
+                send_acls(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                          VERIFY, ctx.conf.section(AclsConf).batch_size),
                 requests.select(*KEY), names.VERIFY, names.UNKNOWN, acl_without_answer)
-            rows = acl_result_audit(verified, plan, ctx.run_id, utc_now())
-            ctx.commits.audit(names.VERIFY, rows)
-        state.acl_audit_rows.append(rows)
+            recorded(ctx, acls, names.VERIFY,
+                     acl_result_audit(verified, plan, ctx.run_id, utc_now()))
         ctx.steps.done("ACL verify")

@@ -1,7 +1,9 @@
 """The job's vocabulary: phases, plan actions, audit outcomes and config sources.
 
 Every module that writes or reads one of these names takes it from here, so a
-phase or an outcome is spelled (and ordered) in exactly one place.
+phase or an outcome is spelled (and ordered) in exactly one place. What only one kind of
+resource says (its actions, outcomes and Kafka names) is in that kind's own module of this
+package (`names.<kind>`).
 """
 
 from __future__ import annotations
@@ -17,17 +19,9 @@ PHASES = (PLAN, VALIDATE, APPLY, VERIFY)
 CREATE = "CREATE"
 DELETE = "DELETE"
 ALTER = "ALTER"     # change a live topic in place: configs, more partitions
-# Move a live topic's replicas (KIP-455): another replication factor or placement. A row
-# that also needs an ALTER stays ALTER and carries its moves in `reassignment`.
-REASSIGN = "REASSIGN"
 DRIFT = "DRIFT"     # differs in what cannot be changed in place: reported only
 NOOP = "NOOP"
-ACTIONS = (CREATE, DELETE, ALTER, REASSIGN, DRIFT, NOOP)
-# ACL bindings: GRANT (wanted, missing), REVOKE (`state: absent`, or unlisted with
-# `acls.remove_unlisted`, and present), NOOP.
-GRANT = "GRANT"
-REVOKE = "REVOKE"
-ACL_ACTIONS = (GRANT, REVOKE, NOOP)
+ACTIONS = (CREATE, DELETE, ALTER, DRIFT, NOOP)
 
 # -- outcomes ---------------------------------------------------------------------------
 PLANNED = "planned"
@@ -37,26 +31,21 @@ REJECTED = "rejected"
 CREATED = "created"
 DELETED = "deleted"
 ALTERED = "altered"
-# A partition's move is complete (its replicas are the target) / still under way.
-REASSIGNED = "reassigned"
-REASSIGNING = "reassigning"
 ALREADY_PRESENT = "already_present"
 ALREADY_ABSENT = "already_absent"
 DRIFTED = "drift"
 FAILED = "failed"
 UNKNOWN = "unknown"
-OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED, REASSIGNED,
-            REASSIGNING, ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
-# What an ACL binding may end as: granted / revoked are the broker's word (CreateAcls,
-# DeleteAcls, read back by DescribeAcls); already_absent is a revoke whose binding was gone.
-GRANTED = "granted"
-REVOKED = "revoked"
-ACL_OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, GRANTED, REVOKED, ALREADY_PRESENT,
-                ALREADY_ABSENT, FAILED, UNKNOWN)
+OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED,
+            ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
 # Final outcomes that make a run exit 1: somebody has to look at these topics.
 ATTENTION = (REJECTED, BLOCKED, FAILED, UNKNOWN)
 # Final outcomes that mean "nothing to do": left out of the topic listing of a run.
 SETTLED = (ALREADY_PRESENT, ALREADY_ABSENT)
+# Plan outcomes that are findings and decisions: a run that changes nothing still records
+# the rows that end so (drift found, a policy's or the broker's refusal, a subject the job
+# may not see).
+FINDINGS = (DRIFTED, BLOCKED, REJECTED, FAILED)
 
 # -- broker error names the job decides on ------------------------------------------------
 # CreateTopics for a topic that exists: settled against the manifest row, not failed.
@@ -71,32 +60,26 @@ POLICY_VIOLATION = "POLICY_VIOLATION"
 # A request the run never sent: a signal stopped it first, or another part of the same
 # change did not succeed.
 NOT_SENT = "NOT_SENT"
-# A reassignment the job's own checks refused before sending it (AlterPartitionReassignments
-# has no validateOnly): a target broker not live, replicas not distinct, a partition being
-# moved by another reassignment. Its reasons are the error message.
-INVALID_REASSIGNMENT = "INVALID_REASSIGNMENT"
 # A topic a phase never reached: the run lost its lock first.
 LOCK_LOST = "LOCK_LOST"
 # `verify` saw no final answer before `kafka.verify_timeout_ms`.
 VERIFY_TIMEOUT = "VERIFY_TIMEOUT"
-# A cluster without an authorizer (DescribeAcls' answer): it has no ACL to manage.
-SECURITY_DISABLED = "SECURITY_DISABLED"
-# The job's principal may not alter the cluster's ACLs (no ALTER on the cluster).
+# The job's principal may not do this on the cluster.
 CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED"
 
 # -- IncrementalAlterConfigs operations (KIP-339) -----------------------------------------
 SET = "SET"
 DELETE_CONFIG = "DELETE"
-# APPEND / SUBTRACT: add values to or remove them from a LIST config (the throttled replicas).
+# APPEND / SUBTRACT: add values to or remove them from a LIST config.
 APPEND = "APPEND"
 SUBTRACT = "SUBTRACT"
 CONFIG_OPS = {SET: 0, DELETE_CONFIG: 1, APPEND: 2, SUBTRACT: 3}
 
-# -- replication throttles of a reassignment (what kafka-reassign-partitions sets) ---------
+# -- replication throttles (what Kafka's replication tooling sets) ------------------------
 # Topic configs, lists of `partition:broker`: the replicas whose replication traffic is
-# throttled on the leader side (the current replicas of a moving partition) and on the
-# follower side (the replicas being added). The moves' own: never a manifest's to manage
-# (never drift, never removed, never imported: transforms.drift.managed_config).
+# throttled on the leader side and on the follower side. They belong to whatever moves
+# replicas, never to a topic's desired state: never drift, never removed, never imported
+# (transforms.drift.managed_config).
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 THROTTLED_REPLICAS_CONFIGS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
@@ -140,37 +123,6 @@ TOPIC_OVERRIDE = "DYNAMIC_TOPIC_CONFIG"
 # Broker-level settings that override Kafka's built-in default; they differ per cluster.
 BROKER_OVERRIDES = ("STATIC_BROKER_CONFIG", "DYNAMIC_BROKER_CONFIG",
                     "DYNAMIC_DEFAULT_BROKER_CONFIG")
-
-# -- ACL bindings (Kafka's names) ---------------------------------------------------------
-LITERAL = "LITERAL"
-PREFIXED = "PREFIXED"
-PATTERN_TYPES = (LITERAL, PREFIXED)
-ALLOW = "ALLOW"
-DENY = "DENY"
-PERMISSIONS = (ALLOW, DENY)
-TOPIC_RESOURCE = "TOPIC"
-GROUP_RESOURCE = "GROUP"
-CLUSTER_RESOURCE = "CLUSTER"
-TRANSACTIONAL_ID_RESOURCE = "TRANSACTIONAL_ID"
-RESOURCE_TYPES = (TOPIC_RESOURCE, GROUP_RESOURCE, CLUSTER_RESOURCE, TRANSACTIONAL_ID_RESOURCE)
-# The one name of the CLUSTER resource.
-CLUSTER_RESOURCE_NAME = "kafka-cluster"
-# Every host, every resource of a type (LITERAL only).
-WILDCARD = "*"
-# `Type:name` (User:orders-app, User:CN=app,O=corp): a type without ':' or blanks, a name
-# that neither starts nor ends with a blank. A Java regex as well as a Python one.
-PRINCIPAL_FORMAT = r"^[^:\s]+:\S(.*\S)?$"
-# The operations each resource type takes (Kafka 4.3's AclEntry.supportedOperations, plus
-# ALL), and the topic shorthands a manifest row may use, with what they stand for.
-OPERATIONS_BY_RESOURCE = {
-    TOPIC_RESOURCE: ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
-                     "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALL"),
-    GROUP_RESOURCE: ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALL"),
-    CLUSTER_RESOURCE: ("CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
-                       "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE", "ALL"),
-    TRANSACTIONAL_ID_RESOURCE: ("DESCRIBE", "WRITE", "TWO_PHASE_COMMIT", "ALL"),
-}
-SHORTHANDS = {"PRODUCE": ("WRITE", "DESCRIBE"), "CONSUME": ("READ", "DESCRIBE")}
 
 # Topics no deletion may ever touch, whatever the conf says: Kafka's internal topics,
 # the schema registry's and Kafka Connect's.

@@ -1,11 +1,14 @@
-"""The replica-move phases of `plan` and `apply`, beside the topic phases (see engine.py):
+"""The replica moves' phases of `plan` and `apply` (see engine.py); their plan is the layer
+on the topics' plan (`run.reassign.layer`):
 
-    plan (moves planned) -> reassign validate -> ... -> reassign -> reassign verify
+    reassign snapshot -> (topic plan, with moves) -> reassign validate -> ...
+      -> reassign -> reassign verify
 
-The plan phase gives a row its moves (`transforms.reassign`): action REASSIGN, or an ALTER
-that carries them in `reassignment`. Their AUDIT rows after the plan have action REASSIGN,
-so an ALTER that also moves replicas ends twice: its ALTER rows and its REASSIGN rows.
+The moves' AUDIT rows after the plan have action REASSIGN, so an ALTER that also moves
+replicas ends twice: its ALTER rows and its REASSIGN rows.
 
+- `reassign snapshot`: the partitions being moved on each cluster
+  (ListPartitionReassignments, `kafka.reassign_in_flight`, from the driver).
 - `reassign validate`: AlterPartitionReassignments has no validateOnly; the job's own checks
   (`check_results`: live, distinct brokers; nothing moving elsewhere) are the verdict.
 - `reassign` (apply with --allow-reassign): the moves that passed, throttled, batched per
@@ -20,29 +23,39 @@ so an ALTER that also moves replicas ends twice: its ALTER rows and its REASSIGN
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.conf.reassign import ReassignConf
 from provisioning.delta.tables import TableRef, read_table, table_exists
+from provisioning.kafka.reassign_in_flight import in_flight
+from provisioning.names.reassign import REASSIGN, REASSIGNING
 from provisioning.results import utc_now
-from provisioning.run import executors
-from provisioning.run.engine import Phase, RunContext, RunState, log_counts, require
+from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
+from provisioning.run.executors import answered
 from provisioning.run.options import ApplyOptions
+from provisioning.run.reassign.executors import send_reassigns, verify_reassigns
+from provisioning.run.reassign.state import ReassignState
+from provisioning.run.state import RunState
+from provisioning.run.topics.state import TopicState
 from provisioning.session import job_label
 from provisioning.transforms.audit import result_audit
 from provisioning.transforms.reassign.plan import check_results, moves_planned
 from provisioning.transforms.results import without_answer
 
+NAME = "reassign"
+# The `--allow-*` flag of replica moves (cli.reassign).
+ALLOW = "reassign"
 _KEYS = ["cluster", "topic"]
 
 
 def moves_count(state: RunState, outcome: str = names.PLANNED) -> int:
     """PLAN rows that move replicas with the plan outcome `outcome`."""
-    return sum(n for (_, o), n in (state.move_counts or {}).items() if o == outcome)
+    return sum(n for (_, o), n in (state.of(ReassignState).counts or {}).items()
+               if o == outcome)
 
 
 def _clean() -> Column:
@@ -56,25 +69,42 @@ def _outcomes(rows: DataFrame, started: float, phase: str) -> None:
                                 .agg(F.count(F.lit(1)).alias("n")).collect()})
 
 
+class ReassignSnapshot(Phase):
+    """The partitions being reassigned on each cluster (ListPartitionReassignments, from the
+    driver): what the layer plans the moves on."""
+
+    name = "reassign snapshot"
+    kind = NAME
+    writes = ("reassign.in_flight", "reassign.unlisted")
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        moves = state.of(ReassignState)
+        with job_label(ctx.spark, f"{ctx.command}: reassignments in flight"):
+            moves.in_flight, moves.unlisted = in_flight(ctx.clusters, ctx.credentials,
+                                                        ctx.conf.kafka)
+        ctx.steps.done("reassignments in flight")
+
+
 class ReassignValidate(Phase):
     """The checks a replica move gets before it is sent (there is no validateOnly): every
     target broker live and not fenced, replicas distinct, nothing moving elsewhere."""
 
     name = "reassign validate"
-    reads = ("plan",)
-    writes = ("moves_validated",)
+    kind = NAME
+    reads = ("topics.plan", "reassign.counts")
+    writes = ("reassign.validated",)
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return moves_count(state) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        plan = require(state.plan, "plan")
+        moves = state.of(ReassignState)
+        plan = require(state.of(TopicState).plan, "plan")
         with job_label(ctx.spark, f"{ctx.command}: check replica moves"):
             checked = check_results(plan.where(_clean())).localCheckpoint(eager=True)
-            rows = result_audit(checked, plan, ctx.run_id, utc_now(), action=names.REASSIGN)
-            ctx.commits.audit(names.VALIDATE, rows)
-        state.moves_validated = checked
-        state.audit_rows.append(rows)
+            recorded(ctx, moves, names.VALIDATE,
+                     result_audit(checked, plan, ctx.run_id, utc_now(), action=REASSIGN))
+        moves.validated = checked
         ctx.steps.done("reassign validate")
 
 
@@ -83,29 +113,29 @@ class ReassignApply(Phase):
     --allow-reassign), throttled as `reassign.throttle_bytes_per_second` says."""
 
     name = "reassign"
-    reads = ("plan", "moves_validated")
-    writes = ("moves_applied",)
+    kind = NAME
+    reads = ("topics.plan", "topics.verified", "reassign.counts", "reassign.validated")
+    writes = ("reassign.applied",)
     changes_kafka = True
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        options = ctx.options
-        return (isinstance(options, ApplyOptions) and options.allow_reassign
-                and state.moves_validated is not None and moves_count(state) > 0)
+        return (isinstance(ctx.options, ApplyOptions) and ctx.options.allows(ALLOW)
+                and state.of(ReassignState).validated is not None and moves_count(state) > 0)
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> DataFrame:
         """The PLAN rows whose moves this apply starts (or finishes): their checks passed,
         and an ALTER's alter was verified in this run."""
-        plan = require(state.plan, "plan")
-        passed = require(state.moves_validated, "moves_validated").where(
+        plan = require(state.of(TopicState).plan, "plan")
+        passed = require(state.of(ReassignState).validated, "validated").where(
             F.col("outcome") == names.VALIDATED).select(*_KEYS)
         rows = plan.where(_clean()).join(passed, on=_KEYS, how="left_semi")
-        verified = state.verified
+        verified = state.of(TopicState).verified
         altered = (verified.where(F.col("outcome") == names.ALTERED).select(*_KEYS)
                    if verified is not None else
                    ctx.spark.createDataFrame([], "cluster string, topic string"))
-        reassign_only = rows.where(F.col("action") == names.REASSIGN)
+        reassign_only = rows.where(F.col("action") == REASSIGN)
         after_alter = rows.where(F.col("action") == names.ALTER).join(
             altered, on=_KEYS, how="left_semi")
         return reassign_only.unionByName(after_alter).select(
@@ -116,22 +146,22 @@ class ReassignApply(Phase):
         return result_audit(
             without_answer(self._requests(ctx, state).select(*_KEYS), names.APPLY,
                            names.FAILED, error_name, reason),
-            require(state.plan, "plan"), ctx.run_id, utc_now(), action=names.REASSIGN)
+            require(state.of(TopicState).plan, "plan"), ctx.run_id, utc_now(),
+            action=REASSIGN)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        plan = require(state.plan, "plan")
+        moves = state.of(ReassignState)
+        plan = require(state.of(TopicState).plan, "plan")
         requests = self._requests(ctx, state)
         with job_label(ctx.spark, "apply: AlterPartitionReassignments"):
-            applied = executors.answered(
-                executors.send_reassigns(requests, ctx.clusters, ctx.credentials,
-                                         ctx.conf.kafka,
-                                         ctx.conf.reassign.throttle_bytes_per_second),
-                requests.select(*_KEYS), names.APPLY, names.UNKNOWN)
-            rows = result_audit(applied, plan, ctx.run_id, utc_now(), action=names.REASSIGN)
-            ctx.commits.audit(names.APPLY, rows)
-        state.moves_applied = applied
-        state.audit_rows.append(rows)
+            applied = answered(
+                send_reassigns(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                               ctx.conf.section(ReassignConf).throttle_bytes_per_second),
+                requests.select(*_KEYS), names.APPLY, names.UNKNOWN, without_answer)
+            recorded(ctx, moves, names.APPLY,
+                     result_audit(applied, plan, ctx.run_id, utc_now(), action=REASSIGN))
+        moves.applied = applied
         ctx.commits.side("reassign-count", lambda: _outcomes(applied, started, self.name))
         ctx.steps.done("reassign")
 
@@ -141,30 +171,30 @@ class ReassignVerify(Phase):
     them and take their throttles away."""
 
     name = "reassign verify"
-    reads = ("plan", "moves_applied")
+    kind = NAME
+    reads = ("topics.plan", "reassign.applied")
     runs_tasks = True
     settles = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.moves_applied is not None
+        return state.of(ReassignState).applied is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        plan = require(state.plan, "plan")
-        applied = require(state.moves_applied, "moves_applied")
-        moving = applied.where(F.col("outcome").isin(names.REASSIGNING, names.UNKNOWN))
+        plan = require(state.of(TopicState).plan, "plan")
+        applied = require(state.of(ReassignState).applied, "applied")
+        moving = applied.where(F.col("outcome").isin(REASSIGNING, names.UNKNOWN))
         requests = moving.select(*_KEYS).join(
             plan.select(*_KEYS, "live_topic_id", "reassignment"), on=_KEYS, how="inner")
-        conf = ctx.conf.reassign
+        conf = ctx.conf.section(ReassignConf)
         with job_label(ctx.spark, "apply: wait for replica moves"):
             owned = owned_brokers(ctx, applied, requests)
-            verified = executors.answered(
-                executors.verify_reassigns(requests, ctx.clusters, ctx.credentials,
-                                           ctx.conf.kafka, conf.wait_seconds, owned),
-                requests.select(*_KEYS), names.VERIFY, names.UNKNOWN)
-            rows = result_audit(verified, plan, ctx.run_id, utc_now(), action=names.REASSIGN)
-            ctx.commits.audit(names.VERIFY, rows)
-        state.audit_rows.append(rows)
+            verified = answered(
+                verify_reassigns(requests, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                                 conf.wait_seconds, owned),
+                requests.select(*_KEYS), names.VERIFY, names.UNKNOWN, without_answer)
+            recorded(ctx, state.of(ReassignState), names.VERIFY,
+                     result_audit(verified, plan, ctx.run_id, utc_now(), action=REASSIGN))
         ctx.commits.side("reassign-verify-count",
                          lambda: _outcomes(verified, started, self.name))
         ctx.steps.done("reassign verify")
@@ -190,7 +220,7 @@ def owned_brokers(ctx: RunContext, applied: DataFrame, requests: DataFrame
     ref = TableRef(ctx.conf.tables.audit)
     if table_exists(ctx.spark, ref):
         earlier = (read_table(ctx.spark, ref)
-                   .where((F.col("action") == names.REASSIGN) & (F.col("phase") == names.APPLY)
+                   .where((F.col("action") == REASSIGN) & (F.col("phase") == names.APPLY)
                           & (F.size("throttled_brokers") > 0)
                           & F.col("throttle_rate").isNotNull()
                           & (F.col("run_id") != ctx.run_id))
@@ -203,45 +233,3 @@ def owned_brokers(ctx: RunContext, applied: DataFrame, requests: DataFrame
     return {c: dict(sorted(b.items())) for c, b in sorted(found.items())}
 
 
-def unsettled_moves(ctx: RunContext, live: DataFrame, in_flight: Sequence[Mapping[str, Any]]
-                    ) -> list[dict[str, Any]]:
-    """REASSIGNMENT_IN_FLIGHT rows (dicts) for the moves an earlier run started and never
-    settled (its latest REASSIGN row of the topic is `reassigning` or `unknown`: it was
-    killed, or its verify stopped waiting) that are not moving any more: finished, or
-    stopped, while no run watched. The plan takes them as moves under way, so an apply
-    settles them (reassigned, or failed), clears their throttles and the broker rates set
-    for them.
-
-    Only topics that still have throttled replicas are looked up (the job throttles a
-    move before it starts): a run with none reads no audit row.
-    """
-    throttled = live.where(F.exists("configs", lambda c: (
-        c["name"].isin(*names.THROTTLED_REPLICAS_CONFIGS) & (F.length(c["value"]) > 0))))
-    topics = [(r["cluster"], r["topic"]) for r in throttled.select(*_KEYS).collect()]
-    ref = TableRef(ctx.conf.tables.audit)
-    if not topics or not table_exists(ctx.spark, ref):
-        return []
-    wanted = ctx.spark.createDataFrame(topics, "cluster string, topic string")
-    rows = (read_table(ctx.spark, ref)
-            .where((F.col("action") == names.REASSIGN)
-                   & F.col("phase").isin(names.APPLY, names.VERIFY))
-            .join(wanted, on=_KEYS, how="left_semi"))
-    order = F.struct("recorded_at", F.when(F.col("phase") == names.VERIFY, 1).otherwise(0))
-    latest = rows.groupBy(*_KEYS).agg(F.max_by(F.struct("outcome", "result_reassignment"),
-                                               order).alias("last"))
-    open_moves = latest.where(F.col("last.outcome").isin(names.REASSIGNING, names.UNKNOWN)) \
-        .select(*_KEYS, F.explode("last.result_reassignment").alias("m")) \
-        .where(F.col("m.outcome").isin(names.REASSIGNING, names.UNKNOWN)) \
-        .select(*_KEYS, "m.partition", "m.before", "m.after")
-    moving = {(r["cluster"], r["topic"], int(r["partition"])) for r in in_flight}
-    found = []
-    for r in open_moves.collect():
-        if (r["cluster"], r["topic"], int(r["partition"])) in moving:
-            continue
-        before, after = list(r["before"] or []), list(r["after"] or [])
-        removing = [b for b in before if b not in after]
-        found.append({"cluster": r["cluster"], "topic": r["topic"],
-                      "partition": int(r["partition"]), "replicas": after + removing,
-                      "adding": sorted(b for b in after if b not in before),
-                      "removing": sorted(removing)})
-    return found

@@ -11,10 +11,12 @@ import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from provisioning.names import ATTENTION
 from schemas import RUNS, column_names
+
+T = TypeVar("T")
 
 
 def utc_now() -> dt.datetime:
@@ -43,6 +45,9 @@ class RunRecord:
     message: str | None = None
     outcome_counts: dict[str, int] = field(default_factory=dict)
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    # The run's plan counted per kind, cluster, action and plan outcome (RUNS.plan_counts):
+    # a run that changes nothing records these and its findings, not every plan row.
+    plan_counts: list[dict[str, Any]] = field(default_factory=list)
 
     def finish(self, status: str, exit_code: int, message: str | None = None) -> None:
         self.status = status
@@ -64,39 +69,39 @@ class RunRecord:
             "outcome_counts": dict(self.outcome_counts),
             "clusters": self.clusters,
             "conf_digest": self.conf_digest,
+            "plan_counts": [dict(c) for c in self.plan_counts],
         }
         return tuple(values[c] for c in column_names(RUNS))
 
 
 @dataclass
 class RunResult:
-    """What `plan` and `apply` tell the operator: counts, actions and the listed topics."""
+    """What `plan` and `apply` tell the operator: each kind's typed summary (its module of
+    `results`), by kind name; None for a kind the run did not manage."""
 
     run_id: str
-    counts: dict[str, int] = field(default_factory=dict)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    topics: list[dict[str, Any]] = field(default_factory=list)
-    topics_not_listed: int = 0
-    deletes_not_allowed: int = 0
-    alters_not_allowed: int = 0
-    # Topics whose replica moves an apply checked but did not start (no --allow-reassign,
-    # or an ALTER's moves whose alter was not made).
-    reassigns_not_allowed: int = 0
-    # Live topics (not internal) that no manifest row names, per cluster: never changed.
-    unmanaged: dict[str, int] = field(default_factory=dict)
-    # What the run did with ACL bindings (run.summary.summarize_acls): counts, actions,
-    # listed bindings, revokes not allowed, unmanaged and orphaned bindings per cluster;
-    # None when the run manages no ACL.
-    acls: dict[str, Any] | None = None
+    summaries: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, kind: type[T]) -> T | None:
+        """The summary of type `kind`, or None."""
+        return next((s for s in self.summaries.values() if isinstance(s, kind)), None)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Final outcomes counted over every kind (the runs row's `outcome_counts`)."""
+        merged: dict[str, int] = {}
+        for summary in self.summaries.values():
+            for outcome, n in (getattr(summary, "counts", None) or {}).items():
+                merged[outcome] = merged.get(outcome, 0) + n
+        return merged
 
     @property
     def exit_code(self) -> int:
-        acl_counts = (self.acls or {}).get("counts", {})
-        return 1 if any(self.counts.get(o, 0) or acl_counts.get(o, 0)
-                        for o in ATTENTION) else 0
+        """1 when something needs a person (`names.ATTENTION`), else 0."""
+        return 1 if any(self.counts.get(o, 0) for o in ATTENTION) else 0
 
 
-class _Plain:
+class Plain:
     """A frozen summary that reports itself as a plain dict (the `--json` documents)."""
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,32 +109,7 @@ class _Plain:
 
 
 @dataclass(frozen=True)
-class ClusterSummary(_Plain):
-    """What `snapshot` found on one cluster."""
-
-    cluster: str
-    cluster_id: str | None
-    brokers: int
-    topics: int
-    internal_topics: int
-    partitions: int
-    topics_in_use: int
-    undescribable_topics: int
-
-
-@dataclass(frozen=True)
-class ImportSummary(_Plain):
-    """What `import` wrote for one cluster, and what it left out."""
-
-    cluster: str
-    rows_written: int
-    left_out_managed: int
-    left_out_protected: int
-    left_out_undescribable: int
-
-
-@dataclass(frozen=True)
-class TableMaintenance(_Plain):
+class TableMaintenance(Plain):
     """What `maintain` did to one table."""
 
     role: str

@@ -1,0 +1,202 @@
+"""The topics' part of the command line (`cli.kind`): `apply --allow-deletes` and
+`--allow-alter`, the topic `import` and its switches, the topic views of `report`, and topic
+manifest files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from provisioning.cli.common import Command, Outcome
+from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
+from provisioning.cli.manifest_file import force_value, raise_problems, read_list
+from provisioning.session import job_label
+from schemas import MANIFEST, column_names
+
+_INT_COLUMNS = ("partitions", "replication_factor")
+_STR_COLUMNS = ("cluster", "topic", "state", "owner")
+
+
+def load_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
+    """Rows in MANIFEST column order; type errors are reported all at once by row and key.
+
+    Only the shape is checked here (a number where a number goes); whether a
+    row makes sense is decided by the job, as data, so one bad row never
+    stops the others.
+    """
+    p, data = read_list(path, "topic")
+    problems: list[str] = []
+    rows = [_row(p, i, item, problems) for i, item in enumerate(data)]
+    raise_problems(p, problems)
+    return rows
+
+
+def _row(p: Path, i: int, item: Any, problems: list[str]) -> tuple[Any, ...]:
+    where = f"row {i}"
+    if not isinstance(item, dict):
+        problems.append(f"{where}: expected a mapping")
+        return tuple(None for _ in MANIFEST.fields)
+    where = f"row {i} ({item.get('topic')!r})"
+    known = set(column_names(MANIFEST))
+    for key in item:
+        if key not in known:
+            problems.append(f"{where}.{key}: unknown column (columns: {', '.join(sorted(known))})")
+    values: dict[str, Any] = {}
+    for key in _STR_COLUMNS:
+        v = item.get(key)
+        values[key] = None if v is None else str(v)
+    for key in _INT_COLUMNS:
+        v = item.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            problems.append(f"{where}.{key}: expected an integer, got {v!r}")
+            v = None
+        values[key] = v
+    configs = item.get("configs")
+    if configs is not None and not isinstance(configs, dict):
+        problems.append(f"{where}.configs: expected a mapping of config name -> value")
+        configs = None
+    # Kafka configs are strings on the wire; YAML may have read 604800000 as a number.
+    values["configs"] = None if configs is None else {
+        str(k): _config_text(v) for k, v in configs.items()
+    }
+    assignment = item.get("replica_assignment")
+    values["replica_assignment"] = None
+    if assignment is not None:
+        try:
+            values["replica_assignment"] = {int(k): [int(b) for b in v]
+                                            for k, v in assignment.items()}
+        except (AttributeError, TypeError, ValueError):
+            problems.append(f"{where}.replica_assignment: expected partition -> [broker ids]")
+    values["force"] = force_value(where, item, problems)
+    return tuple(values[c] for c in column_names(MANIFEST))
+
+
+def _config_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _history(cmd: Command, topic: str, args: ReportArgs) -> tuple[dict[str, Any], int]:
+    from provisioning.views.topics.report import history_view
+
+    spark = cmd.session()
+    with job_label(spark, "report: topic"):
+        return history_view(spark, cmd.conf, topic, args.clusters, args.topics_glob), 0
+
+
+def _drift(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
+    from provisioning.views.topics.report import drift_report
+
+    spark = cmd.session()
+    with job_label(spark, "report: drift"):
+        return drift_report(spark, cmd.conf, args.clusters, args.topics_glob), 0
+
+
+def _unmanaged(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
+    from provisioning.views.topics.report import unmanaged_view
+
+    spark = cmd.session()
+    with job_label(spark, "report: unmanaged"):
+        return unmanaged_view(spark, cmd.conf, args.clusters, args.topics_glob), 0
+
+
+def _violations(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
+    from provisioning.views.topics.report import violations_trend
+
+    spark = cmd.session()
+    with job_label(spark, "report: violations"):
+        return violations_trend(spark, cmd.conf, args.clusters, args.values.get("since_days"),
+                                args.topics_glob), 0
+
+
+def _render(name: str) -> Any:
+    def render(payload: Mapping[str, Any]) -> list[str]:
+        from provisioning.views.check import render_trend
+        from provisioning.views.topics import report
+
+        if name == "violations":
+            return render_trend(payload["violations"]["days"], payload["violations"]["spans"])
+        return list(getattr(report, f"render_{name}")(payload))
+    return render
+
+
+class TopicsCli(CliKind):
+    name = "topics"
+    apply_flags = (
+        Flag("deletes", "Also delete the topics the manifests mark `absent` (off by default)."),
+        Flag("alter", "Also change live topics (configs, more partitions) as the manifests "
+                      "ask (off by default: planned and validated only)."),
+    )
+    import_switches = (
+        Switch("--with-assignment", "Also write each topic's replica assignment (default: "
+                                    "null, any assignment accepted)."),
+        Switch("--include-protected", "Also import internal topics and the ones the delete "
+                                      "policies protect."),
+    )
+    import_only = (("topics_glob", "--topics"),)
+    report_views = (
+        ReportView(Switch("--topic", "Show this topic's history across runs.", is_flag=False),
+                   _history, _render("history")),
+        ReportView(Switch("--drift", "Show the topics whose latest plan found drift, per "
+                                     "cluster."), _drift, _render("drift")),
+        ReportView(Switch("--unmanaged", "List the live topics no manifest names (latest "
+                                         "snapshot per cluster)."),
+                   _unmanaged, _render("unmanaged")),
+        ReportView(Switch("--violations", "Show check's violations per rule per day (each "
+                                          "day's last check run) and when each topic "
+                                          "started and stopped breaking a rule."),
+                   _violations, _render("violations"),
+                   extras=(Switch("--since", "With --violations: only the last DAYS days.",
+                                  is_flag=False, metavar="DAYS",
+                                  type=click.IntRange(min=1)),)),
+    )
+    manifest_kind = "topics"
+
+    def imports(self) -> bool:
+        return True
+
+    def import_arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {"topics": values.get("topics_glob"),
+                "with_assignment": bool(values.get("with_assignment")),
+                "include_protected": bool(values.get("include_protected"))}
+
+    def import_outcome(self, cmd: Command, table: str, imported: Any) -> Outcome:
+        record = cmd.record
+        assert record is not None
+        summaries = list(imported)
+        version = record.outcome_counts.get("table_version")
+
+        def human() -> list[str]:
+            total = sum(s.rows_written for s in summaries)
+            lines = [f"import {record.run_id}: {total} manifest row(s) written to {table} "
+                     f"(version {version})"]
+            for s in summaries:
+                left_out = []
+                if s.left_out_managed:
+                    left_out.append(f"{s.left_out_managed} already named by a manifest")
+                if s.left_out_protected:
+                    left_out.append(f"{s.left_out_protected} internal or protected "
+                                    "(--include-protected imports them)")
+                if s.left_out_undescribable:
+                    left_out.append(f"{s.left_out_undescribable} not describable by this "
+                                    "principal")
+                lines.append(f"  cluster {s.cluster}: {s.rows_written} row(s)"
+                             + (f"; left out {', '.join(left_out)}" if left_out else ""))
+            lines.append("next: review the table, then add it to tables.manifests and run "
+                         "plan: every imported topic plans as NOOP")
+            return lines
+
+        return Outcome(0, {"table": table, "table_version": version,
+                           "clusters": [s.as_dict() for s in summaries]}, human)
+
+    def manifest_rows(self, path: Path) -> tuple[Sequence[tuple[Any, ...]], Any]:
+        return load_manifest_file(path), MANIFEST
+
+
+KIND = TopicsCli()

@@ -1,0 +1,159 @@
+"""A kind's part of the run room: its slice of the state, its phases per step, what it
+reads again under the lock, whether its plan changes anything, its summary.
+
+The command lists (`run.commands`), the re-plan under the lock (`run.relock`) and the run's
+summary (`run.summary`) loop over the registered kinds (`provisioning.kinds`) through this
+interface and name none of them.
+
+A kind may extend another kind's rows (`extends`): replica moves are moves of topics. Its
+`layer` then plans on the other kind's plan rows, inside that kind's plan phase (before
+and after its policies) and its re-read under the lock; its own phases validate, send and
+verify what it planned. The extended kind finds its layers with `layers_of` and names none
+of them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from pyspark.sql import DataFrame
+
+from provisioning import kinds
+from provisioning.run.engine import Phase, RunContext
+from provisioning.run.state import KindState, RunState
+
+# The steps of a command's phase list, in order; each kind gives its phases of a step.
+MANIFESTS, SNAPSHOT, PLAN, VALIDATE, APPLY = "manifests", "snapshot", "plan", "validate", "apply"
+PIPELINE_STEPS = (MANIFESTS, SNAPSHOT, PLAN, VALIDATE, APPLY)
+# `check`, `import`, `snapshot`: each kind's phases of the command, whole.
+CHECK, IMPORT, RECORD = "check", "import", "record"
+
+# (cluster, action, plan outcome) -> rows: a kind's plan, counted.
+PlanCounts = Mapping[tuple[str, str, str], int]
+
+
+class PlanLayer(ABC):
+    """What a kind that extends another kind's rows does inside that kind's plan.
+
+    reads, writes: the state `attach`, `judge` and `planned` touch, added to the
+      declarations of the extended kind's plan phase;
+    relock_reads, relock_writes: what `forget`, `reread` and `kept` touch besides, added to
+      the extended kind's re-read under the lock.
+    """
+
+    reads: ClassVar[tuple[str, ...]] = ()
+    writes: ClassVar[tuple[str, ...]] = ()
+    relock_reads: ClassVar[tuple[str, ...]] = ()
+    relock_writes: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def attach(self, ctx: RunContext, state: RunState, rows: DataFrame, counts: PlanCounts,
+               live: DataFrame) -> DataFrame:
+        """The extended kind's plan rows (before its policies) with what this layer plans
+        on them: its own columns added, actions it takes over changed. `live`: every live
+        row of the run's clusters."""
+
+    @abstractmethod
+    def judge(self, ctx: RunContext, state: RunState, rows: DataFrame, counts: PlanCounts,
+              live: DataFrame) -> DataFrame:
+        """The plan rows (after the extended kind's policies) judged by the layer's own
+        policies."""
+
+    @abstractmethod
+    def planned(self, ctx: RunContext, state: RunState, plan: DataFrame,
+                counts: PlanCounts) -> None:
+        """The plan is final: keep what the layer's later phases need of it."""
+
+    @abstractmethod
+    def reread(self, ctx: RunContext, state: RunState) -> tuple[bool, list[tuple[str, str]]]:
+        """Under the run's lock, read again what the layer plans on: whether it is as the
+        first read had it (else the extended kind plans again), and the keys of the
+        extended kind's rows the layer needs read again."""
+
+    @abstractmethod
+    def forget(self, ctx: RunContext, state: RunState) -> Mapping[str, object]:
+        """Under the lock, before planning again: what the first pass planned (given back
+        to `kept` when the first plan is kept); clears it."""
+
+    @abstractmethod
+    def kept(self, ctx: RunContext, state: RunState, first: Mapping[str, object]) -> None:
+        """The first plan is kept under the lock: restore what `forget` returned."""
+
+
+class RunKind(ABC):
+    """One kind's part of the run room."""
+
+    name: ClassVar[str]
+    State: ClassVar[type[KindState]]
+    # The kind whose rows this one extends (its `layer` plans on them), or None.
+    extends: ClassVar[str | None] = None
+    layer: PlanLayer | None = None
+    # The state `changes_planned` reads (the re-plan under the lock declares it).
+    planned_reads: ClassVar[tuple[str, ...]] = ()
+    # An extending kind: the audit columns of its rows the extended kind's listing of a
+    # run shows.
+    listed_columns: ClassVar[tuple[str, ...]] = ()
+
+    def phases(self, step: str) -> Sequence[Phase]:
+        """The kind's phases of `step` (PIPELINE_STEPS, or CHECK, IMPORT, RECORD)."""
+        return ()
+
+    def relock_phases(self) -> Sequence[Phase]:
+        """What the kind reads again and plans again under an apply's lock."""
+        return ()
+
+    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+        """Whether the kind's plan has something to change: what an apply with these
+        options sends (or a change under way to settle); for `plan`, anything planned at
+        all. `state` is unguarded."""
+        return False
+
+    def plan_counts(self, state: RunState) -> PlanCounts:
+        """The kind's plan rows per (cluster, action, plan outcome), as the runs row keeps
+        them (empty when it planned nothing). `state` is unguarded."""
+        return {}
+
+    def imported(self, state: RunState) -> object:
+        """What the kind's `import` wrote (its IMPORT phases ran), for the CLI to show."""
+        return None
+
+    def recorded(self, ctx: RunContext, state: RunState) -> object:
+        """What the kind's `snapshot` phases (RECORD) recorded, for the CLI to show."""
+        return None
+
+    def findings(self, state: RunState) -> DataFrame | None:
+        """The VIOLATIONS rows of the kind's `check` phases (None: it judged nothing)."""
+        return None
+
+    def summary(self, ctx: RunContext, state: RunState) -> object | None:
+        """The kind's typed summary of the run (`results.<kind>`), or None when the run
+        did not manage it. Made while the last commits land; `state` is unguarded."""
+        return None
+
+
+def run_kinds() -> tuple[RunKind, ...]:
+    """Every registered kind's part of the run room, in registry order."""
+    return kinds.parts("run", RunKind)  # type: ignore[type-abstract]
+
+
+def slices() -> dict[str, type[KindState]]:
+    """kind name -> its slice class, of every registered kind."""
+    return {k.name: k.State for k in run_kinds()}
+
+
+def layers_of(name: str) -> tuple[PlanLayer, ...]:
+    """The layers of the kinds that extend the kind `name`, in registry order."""
+    return tuple(k.layer for k in run_kinds() if k.extends == name and k.layer is not None)
+
+
+def layer_declarations(name: str, relock: bool = False
+                       ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(reads, writes) of the layers of the kinds that extend `name`: of their plan, or
+    (`relock`) of their plan and their re-read under the lock."""
+    layers = layers_of(name)
+    return (tuple(f for layer in layers
+                  for f in (*layer.reads, *(layer.relock_reads if relock else ()))),
+            tuple(f for layer in layers
+                  for f in (*layer.writes, *(layer.relock_writes if relock else ()))))

@@ -1,0 +1,123 @@
+"""The topics' part of the run room: their slice of the state (`state`), their phases of
+each command (`phases`, `changes`, `adopt`, `check`), their re-read under an apply's lock
+(`relock`), the manifests -> judged plan chain (`planning`), their admin I/O as Spark tasks
+and the one reader of live topics (`executors`), their summary (`summary`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from provisioning import names
+from provisioning.results.topics import ClusterSummary, TopicsSummary
+from provisioning.run.engine import Phase, RunContext, require
+from provisioning.run.kind import (
+    APPLY,
+    CHECK,
+    IMPORT,
+    MANIFESTS,
+    PLAN,
+    RECORD,
+    SNAPSHOT,
+    VALIDATE,
+    PlanCounts,
+    RunKind,
+    run_kinds,
+)
+from provisioning.run.options import ApplyOptions
+from provisioning.run.state import RunState
+from provisioning.run.topics.adopt import Import, RecordSnapshot
+from provisioning.run.topics.changes import ALTER, DELETES, Apply, Verify, apply_actions
+from provisioning.run.topics.check import Check
+from provisioning.run.topics.phases import NAME, Plan, ReadManifests, Snapshot, Validate
+from provisioning.run.topics.relock import TopicsRelock
+from provisioning.run.topics.state import TopicState
+from provisioning.run.topics.summary import summarize
+from provisioning.transforms.summaries import summarize_snapshot
+
+
+class TopicsKind(RunKind):
+    name = NAME
+    State = TopicState
+    planned_reads = ("topics.counts",)
+
+    def phases(self, step: str) -> Sequence[Phase]:
+        return {
+            MANIFESTS: (ReadManifests(),),
+            SNAPSHOT: (Snapshot(),),
+            PLAN: (Plan(),),
+            VALIDATE: (Validate(),),
+            APPLY: (Apply(), Verify()),
+            CHECK: (ReadManifests(), Snapshot(always_record=True), Check()),
+            IMPORT: (Import(),),
+            RECORD: (RecordSnapshot(),),
+        }.get(step, ())
+
+    def relock_phases(self) -> Sequence[Phase]:
+        return (TopicsRelock(),)
+
+    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+        counts = state.of(TopicState).counts or {}
+        actions = (apply_actions(ctx) if isinstance(ctx.options, ApplyOptions)
+                   else (names.CREATE, names.DELETE, names.ALTER))
+        return any(n for (_, action, outcome), n in counts.items()
+                   if action in actions and outcome == names.PLANNED)
+
+    def plan_counts(self, state: RunState) -> PlanCounts:
+        return state.of(TopicState).counts or {}
+
+    def summary(self, ctx: RunContext, state: RunState) -> TopicsSummary | None:
+        topics = state.of(TopicState)
+        extensions = [k for k in run_kinds() if k.extends == NAME]
+        rows = [*topics.rows, *(r for e in extensions for r in state.slice(e.name).rows)]
+        if topics.counts is None or not rows:
+            return None
+        options = ctx.options
+        apply = options if isinstance(options, ApplyOptions) else None
+        # Only the plan phase recorded rows: its counts are the final ones.
+        known = ([{"cluster": c, "action": a, "phase": names.PLAN, "outcome": o, "n": n}
+                  for (c, a, o), n in topics.counts.items()]
+                 if len(rows) == 1 else None)
+        listed_extra = [c for e in extensions for c in e.listed_columns]
+        summary, _ = summarize(rows, getattr(options, "listing_limit", 500),
+                               deletes_allowed=apply is None or apply.allows(DELETES),
+                               alters_allowed=apply is None or apply.allows(ALTER),
+                               final_counts=known, listed_extra=listed_extra)
+        summary.unmanaged = dict(sorted((topics.unmanaged or {}).items()))
+        return summary
+
+    def imported(self, state: RunState) -> Any:
+        return list(state.of(TopicState).imported or [])
+
+    def recorded(self, ctx: RunContext, state: RunState) -> list[ClusterSummary]:
+        states = require(state.states, "states")
+        live = require(state.of(TopicState).live, "live")
+        per_cluster = {r["cluster"]: r.asDict() for r in summarize_snapshot(live).collect()}
+        summaries = []
+        for cluster in ctx.clusters:
+            row = per_cluster.get(cluster.name, {})
+            summaries.append(ClusterSummary(
+                cluster=cluster.name,
+                cluster_id=states[cluster.name].cluster_id,
+                brokers=len(states[cluster.name].broker_ids),
+                topics=int(row.get("topics") or 0),
+                internal_topics=int(row.get("internal_topics") or 0),
+                partitions=int(row.get("partitions") or 0),
+                topics_in_use=int(row.get("topics_in_use") or 0),
+                undescribable_topics=int(row.get("undescribable_topics") or 0),
+            ))
+        ctx.record.clusters = [
+            {"cluster": s.cluster, "cluster_id": s.cluster_id, "brokers": s.brokers,
+             "topics": s.topics, "error": None}
+            for s in summaries
+        ]
+        ctx.record.outcome_counts = {"topics": sum(s.topics for s in summaries)}
+        return summaries
+
+    def findings(self, state: RunState) -> DataFrame | None:
+        return state.of(TopicState).violations
+
+
+KIND = TopicsKind()

@@ -1,0 +1,133 @@
+"""The topics' admin I/O as Spark tasks (`run.executors`): CreateTopics, DeleteTopics, the
+alters and their read-back, and the one reader of each cluster's live topics.
+
+Every read of live topics goes through `read_live` (`kafka.snapshot.snapshot_results`, one
+task per cluster): the snapshot of a run, the re-read under an apply's lock, `import`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.kafka import snapshot
+from provisioning.kafka.tasks.alter import alter_results
+from provisioning.kafka.tasks.create import create_results
+from provisioning.kafka.tasks.delete import delete_results
+from provisioning.kafka.tasks.verify import verify_results
+from provisioning.run.executors import by_name, on_executors, task_attempt
+from schemas import LIVE_READ, TOPIC_RESULT
+
+# The columns of a topic's shape, as a work row of a re-read carries them.
+_SHAPE = ("topic_id", "partitions", "replication_factor", "replica_assignment", "error_name")
+_WORK = ("cluster string, topic string, ask string, topic_id string, partitions int, "
+         "replication_factor int, replica_assignment map<int,array<int>>, error_name string")
+
+
+def send_creates(requests: DataFrame, clusters: Sequence[ClusterConf],
+                 credentials: Mapping[str, Credentials], kafka: KafkaConf,
+                 validate_only: bool) -> DataFrame:
+    """CreateTopics for every request row (validateOnly or for real), batched per cluster.
+
+    `requests` has cluster, topic, partitions, replication_factor, replica_assignment,
+    configs and known_partitions (the count validateOnly returned).
+    """
+    named, creds = by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return create_results(rows, named, creds, kafka, validate_only,
+                                    attempt=task_attempt())
+
+    return on_executors(requests, work, clusters, TOPIC_RESULT)
+
+
+def send_deletes(requests: DataFrame, clusters: Sequence[ClusterConf],
+                 credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
+    """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
+    named, creds = by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return delete_results(rows, named, creds, kafka, attempt=task_attempt())
+
+    return on_executors(requests, work, clusters, TOPIC_RESULT)
+
+
+def send_alters(requests: DataFrame, clusters: Sequence[ClusterConf],
+                credentials: Mapping[str, Credentials], kafka: KafkaConf,
+                validate_only: bool) -> DataFrame:
+    """IncrementalAlterConfigs and CreatePartitions (validateOnly or for real) for every
+    request row (cluster, topic, config_ops, partitions_to, new_assignment)."""
+    named, creds = by_name(clusters), dict(credentials)
+
+    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        return alter_results(rows, named, creds, kafka, validate_only,
+                                   attempt=task_attempt())
+
+    return on_executors(requests, work, clusters, TOPIC_RESULT)
+
+
+def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
+           credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
+    """Wait until created topics have a leader on every partition, deleted ones are gone and
+    altered ones show the change.
+
+    `requests` has cluster, topic, action, config_ops, partitions_to and before_partitions.
+    """
+    work = functools.partial(verify_results, clusters=by_name(clusters),
+                             credentials=dict(credentials), kafka=kafka)
+    return on_executors(requests, work, clusters, TOPIC_RESULT)
+
+
+def read_live(spark: SparkSession, clusters: Sequence[ClusterConf],
+              credentials: Mapping[str, Credentials], kafka: KafkaConf, run_id: str,
+              cluster_ids: Mapping[str, str | None], wanted: DataFrame | None = None,
+              seen: DataFrame | None = None, changing: DataFrame | None = None
+              ) -> DataFrame:
+    """LIVE_READ rows of every cluster, one Spark task per cluster.
+
+    wanted: (cluster, topic) rows, the manifests' topics. A listing shows a principal only
+      the topics it may describe, so each wanted topic the listing lacks is described by
+      name: absent ones leave no row, and one the principal may not see gets a row with
+      `error_name` (TOPIC_AUTHORIZATION_FAILED) rather than passing for absent.
+    seen, changing: a re-read (an apply under its lock): `seen`, the first read's SNAPSHOT
+      rows; `changing`, (cluster, topic) rows to read again whatever the listing shows.
+      Only the topics read again come back (`kafka.snapshot.reread_rows`); a topic read
+      again and gone is one row with `found` false.
+    """
+    if not clusters:
+        return spark.createDataFrame([], LIVE_READ)
+    names = [c.name for c in clusters]
+
+    def asked(rows: DataFrame, ask: str, shape: bool = False) -> DataFrame:
+        return (rows.where(F.col("cluster").isin(*names) & F.col("topic").isNotNull())
+                .select("cluster", "topic", F.lit(ask).alias("ask"),
+                        *[F.col(c) if shape else F.lit(None).alias(c) for c in _SHAPE]))
+
+    # One listing row per cluster, so a cluster no other row names is still read.
+    work = spark.createDataFrame([(n, None, snapshot.LISTING, *[None] * len(_SHAPE))
+                                  for n in names], _WORK)
+    if wanted is not None:
+        work = work.unionByName(asked(wanted.select("cluster", "topic").distinct(),
+                                      snapshot.WANTED).select(*work.columns))
+    if seen is not None:
+        work = work.unionByName(asked(seen, snapshot.SEEN, shape=True).select(*work.columns))
+    if changing is not None:
+        work = work.unionByName(asked(changing.select("cluster", "topic").distinct(),
+                                      snapshot.CHANGING).select(*work.columns))
+    read = functools.partial(
+        snapshot.snapshot_results,
+        clusters=by_name(clusters),
+        credentials=dict(credentials),
+        kafka=kafka,
+        run_id=run_id,
+        cluster_ids=dict(cluster_ids),
+        taken_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+    )
+    return on_executors(work, read, clusters, LIVE_READ,
+                        order=("cluster", F.col("topic").asc_nulls_first()))

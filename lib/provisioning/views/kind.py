@@ -1,0 +1,164 @@
+"""A kind's part of the views room: its lines in the output of `plan` and `apply` (text,
+Markdown, JSON), its section of a saved plan, its rows in `report --run-id`.
+
+The run's output (`views.plan_text`, `views.plan_markdown`), the saved plan
+(`views.planfile`) and the report (`views.report`) loop over the registered kinds
+(`provisioning.kinds`) through this interface and name none of them. A kind that extends
+another kind's rows (replica moves extend topics) styles its rows inside that kind's
+listing: its actions (`actions`), status texts, detail lines, notes and the fields its rows
+add to the extended kind's saved changes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pyspark.sql import DataFrame
+
+from provisioning import kinds
+from provisioning.results import RunResult
+
+
+@dataclass(frozen=True)
+class ActionStyle:
+    """How a plan action shows: its sign in the text listing, its words in the counts line,
+    its Markdown section heading and summary column."""
+
+    sign: str
+    word: str
+    heading: str
+    column: str
+
+
+class PlanSection(ABC):
+    """A kind's section of a saved plan (`views.planfile`): what it holds of the kind's plan
+    rows, how two entries are told apart, and how a difference reads."""
+
+    # The document's key of the section, and whether it stays when empty (a section
+    # left out when empty keeps the digest of plans that have none).
+    key: ClassVar[str]
+    required: ClassVar[bool] = False
+    # The fields of one entry, in the order a difference is reported; those an entry may
+    # lack (read as null, left out when null).
+    fields: ClassVar[tuple[str, ...]]
+    optional: ClassVar[tuple[str, ...]] = ()
+    # The prefix of the section's keys in the JSON of a difference (`added`, `removed`,
+    # `changed`).
+    diff_prefix: ClassVar[str] = ""
+
+    @abstractmethod
+    def collect(self, plan: DataFrame) -> list[dict[str, Any]]:
+        """The entries of the kind's judged plan rows (collected on the driver)."""
+
+    @abstractmethod
+    def entry(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """One entry as plain JSON values, from a row or a saved entry."""
+
+    @abstractmethod
+    def identity(self, entry: Mapping[str, Any]) -> tuple[str, ...]:
+        """What names the entry's subject: entries of one identity are compared."""
+
+    @abstractmethod
+    def label(self, entry: Mapping[str, Any]) -> str:
+        """The subject, as a line of a difference names it."""
+
+    def added_json(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """An entry in one plan and not the other, as the difference's JSON shows it."""
+        return dict(entry)
+
+    def changed_json(self, label: str, entry: Mapping[str, Any],
+                     differences: Sequence[str]) -> dict[str, Any]:
+        return {"label": label, "differences": list(differences)}
+
+    def summary(self, added: int, removed: int, changed: int) -> str | None:
+        """The count line of a difference (None: no line when nothing differs)."""
+        if not (added or removed or changed):
+            return None
+        return f"{self.key}: {added} added, {removed} removed, {changed} changed"
+
+
+class ViewKind(ABC):
+    """One kind's part of the views room."""
+
+    name: ClassVar[str]
+    # The kind whose rows this one extends (its rows show in that kind's listing).
+    extends: ClassVar[str | None] = None
+    # The plan actions of its rows, and how each shows; an extending kind's outcomes and
+    # their marks in the extended kind's Markdown.
+    actions: ClassVar[Mapping[str, ActionStyle]] = {}
+    marks: ClassVar[Mapping[str, str]] = {}
+    # Its saved-plan section (None: the kind has none; an extending kind adds fields to
+    # the extended kind's entries instead).
+    section: PlanSection | None = None
+    # An extending kind: the fields its rows add to the extended kind's saved entries.
+    entry_fields: ClassVar[tuple[str, ...]] = ()
+
+    def json(self, summary: Any) -> dict[str, Any]:
+        """What the kind adds to the JSON document of `plan` and `apply` (its summary may
+        be None: the run did not manage it)."""
+        return {} if summary is None else summary.as_json()
+
+    def text(self, result: RunResult, verbose: bool) -> list[str]:
+        """The kind's lines in the text output of `plan` and `apply`."""
+        return []
+
+    def markdown(self, result: RunResult, command: str) -> list[str]:
+        """The kind's part of `plan --format markdown`."""
+        return []
+
+    def status(self, row: Mapping[str, Any]) -> str | None:
+        """An extending kind: the status text of one of its listed rows (None: the
+        extended kind's own)."""
+        return None
+
+    def details(self, row: Mapping[str, Any]) -> list[str]:
+        """An extending kind: detail lines of a listed row of the extended kind."""
+        return []
+
+    def notes(self, result: RunResult) -> list[str]:
+        """An extending kind: notes under the extended kind's text listing."""
+        return []
+
+    def markdown_notes(self, result: RunResult) -> list[str]:
+        """An extending kind: notes under the extended kind's Markdown."""
+        return []
+
+    def entry(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """An extending kind: its fields of a saved entry of the extended kind (left out
+        when null)."""
+        return {}
+
+    def owns(self, row: Mapping[str, Any]) -> bool:
+        """Whether an AUDIT row (as a dict) is about this kind's subject (`report
+        --run-id`); the kind with no claim of its own (None) takes the rest."""
+        return False
+
+    def subject(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+        """What an AUDIT row of this kind is about: its rows of one run and subject make
+        one chain of phases in `report --run-id`."""
+        return (row.get("cluster"),)
+
+    def subject_text(self, row: Mapping[str, Any]) -> str:
+        """The subject of an AUDIT row, as `report --run-id` names it."""
+        return str(row.get("cluster"))
+
+
+def view_kinds() -> tuple[ViewKind, ...]:
+    """Every registered kind's part of the views room, in registry order."""
+    return kinds.parts("views", ViewKind)  # type: ignore[type-abstract]
+
+
+def extensions_of(name: str) -> tuple[ViewKind, ...]:
+    """The parts of the kinds that extend the kind `name`."""
+    return tuple(k for k in view_kinds() if k.extends == name)
+
+
+def owner_of(row: Mapping[str, Any]) -> ViewKind:
+    """The kind an AUDIT row is about: the first whose `owns` claims it, else the kind with
+    no claim of its own (the first registered kind that extends none)."""
+    parts = view_kinds()
+    return next((k for k in parts if k.owns(row)),
+                next(k for k in parts if k.extends is None))
