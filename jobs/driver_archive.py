@@ -5,7 +5,7 @@
 
 import sys
 
-from provisioning.cli.manifest_file import load_manifest_file
+from provisioning.cli.topics import load_manifest_file
 from provisioning.run.warmup import warm_up
 
 if __name__ == "__main__":

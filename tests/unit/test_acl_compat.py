@@ -39,5 +39,5 @@ def test_a_release_without_the_internals_is_named(client: _Client, missing: str)
     with pytest.raises(KafkaPythonIncompatible) as err:
         send_to_node(client, 3, "req")  # type: ignore[arg-type]
     assert str(err.value).startswith(f"kafka-python 3.0.12 has no {missing}, which this job "
-                                     "uses to send ACL requests and DescribeCluster with a "
-                                     "result per binding;")
+                                     "uses to send admin requests to one broker with a "
+                                     "result per item;")

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from provisioning.conf import AclsConf, PolicySpec, parse_conf
+from provisioning.conf import PolicySpec, parse_conf
+from provisioning.conf.acls import AclsConf
 from provisioning.errors import ConfError
 
 EXAMPLE = "tests.unit.custom_policy_example"
@@ -26,22 +27,22 @@ def _problems(data: dict[str, Any]) -> list[str]:
 
 
 def test_without_the_keys_no_acl_is_managed_and_the_defaults_hold() -> None:
-    conf = parse_conf(_data(), "test.yaml")
-    assert conf.tables.acl_manifests is None
-    assert conf.tables.acl_snapshots == "wh/s_acls"
-    assert conf.acls == AclsConf(remove_unlisted=False, cluster_principals=(),
-                                 max_changes_per_cluster=200, batch_size=1000,
-                                 revoke_with_deleted_topics=True, owner_scope=False)
-    assert conf.acl_policies == ()
+    acls = parse_conf(_data(), "test.yaml").section(AclsConf)
+    assert acls.manifests is None
+    assert acls.snapshots == "wh/s_acls"
+    assert acls == AclsConf(remove_unlisted=False, cluster_principals=(),
+                            max_changes_per_cluster=200, batch_size=1000,
+                            revoke_with_deleted_topics=True, owner_scope=False,
+                            manifests=None, snapshots="wh/s_acls", policies=())
+    assert acls.policies == ()
 
 
 def test_acl_tables_take_a_name_or_a_list_and_an_explicit_snapshot_table() -> None:
-    one = parse_conf(_data({"acl_manifests": "wh/acls"}), "t")
+    one = parse_conf(_data({"acl_manifests": "wh/acls"}), "t").section(AclsConf)
     many = parse_conf(_data({"acl_manifests": ["wh/acls", "cat.db.acls"],
-                             "acl_snapshots": "wh/live_acls"}), "t")
-    assert (one.tables.acl_manifests, one.tables.acl_snapshots) == (("wh/acls",), "wh/s_acls")
-    assert (many.tables.acl_manifests, many.tables.acl_snapshots) == (
-        ("wh/acls", "cat.db.acls"), "wh/live_acls")
+                             "acl_snapshots": "wh/live_acls"}), "t").section(AclsConf)
+    assert (one.manifests, one.snapshots) == (("wh/acls",), "wh/s_acls")
+    assert (many.manifests, many.snapshots) == (("wh/acls", "cat.db.acls"), "wh/live_acls")
 
 
 def test_the_acls_section_is_read_typed() -> None:
@@ -49,10 +50,10 @@ def test_the_acls_section_is_read_typed() -> None:
         "remove_unlisted": True, "cluster_principals": ["User:platform", "User:CN=ops,O=corp"],
         "max_changes_per_cluster": 0, "batch_size": 50, "revoke_with_deleted_topics": False}),
         "t")
-    assert conf.acls == AclsConf(remove_unlisted=True,
-                                 cluster_principals=("User:platform", "User:CN=ops,O=corp"),
-                                 max_changes_per_cluster=0, batch_size=50,
-                                 revoke_with_deleted_topics=False, owner_scope=False)
+    assert conf.section(AclsConf) == AclsConf(
+        remove_unlisted=True, cluster_principals=("User:platform", "User:CN=ops,O=corp"),
+        max_changes_per_cluster=0, batch_size=50, revoke_with_deleted_topics=False,
+        owner_scope=False, snapshots="wh/s_acls")
 
 
 def test_every_bad_acl_key_is_reported_at_once() -> None:
@@ -88,7 +89,7 @@ def test_acl_policies_load_in_conf_order() -> None:
            {"name": "owner_scope", "exempt_owners": ["platform"]},
            {"name": "custom", "callable": f"{EXAMPLE}:refuse_word", "word": "tmp"}]
     conf = parse_conf(_data(policies={"acl": acl}), "t")
-    assert conf.acl_policies == (
+    assert conf.section(AclsConf).policies == (
         PolicySpec("principal_pattern", {"default": "User:[a-z-]+",
                                          "by_owner": {"payments": "User:pay-.+"}},
                    "policies.acl[0]"),
@@ -102,8 +103,8 @@ def test_acls_owner_scope_turns_the_policy_on() -> None:
     conf = parse_conf(_data(acls={"owner_scope": True},
                             policies={"acl": [{"name": "principal_pattern", "default": ".+"}]}),
                       "t")
-    assert conf.acls.owner_scope is True
-    assert conf.acl_policies == (
+    assert conf.section(AclsConf).owner_scope is True
+    assert conf.section(AclsConf).policies == (
         PolicySpec("principal_pattern", {"default": ".+"}, "policies.acl[0]"),
         PolicySpec("owner_scope", {}, "acls.owner_scope"))
 

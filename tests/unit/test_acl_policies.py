@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
-from provisioning.conf.policies import ACL_PARAMETER_CHECKS
+from provisioning.conf.acls import ACL_PARAMETER_CHECKS
 from provisioning.errors import PolicyError
 from provisioning.transforms.acls.policies import (
     ACL_POLICIES,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,19 +151,124 @@ def test_the_package_holds_no_dev_tooling() -> None:
 
 
 def test_policy_catalogue_and_factories_name_the_same_policies() -> None:
-    from provisioning.conf.policies import PARAMETER_CHECKS
+    from provisioning.conf.reassign import KIND as REASSIGN_SECTION
+    from provisioning.conf.topics import KIND as TOPICS_SECTION
     from provisioning.transforms.policies.registry import POLICIES
+    from provisioning.transforms.reassign.policies import REASSIGN_POLICIES
 
-    assert {k: sorted(v) for k, v in PARAMETER_CHECKS.items()} == \
+    assert {k: sorted(v) for k, v in TOPICS_SECTION.policy_checks.items()} == \
         {k: sorted(v) for k, v in POLICIES.items()}
+    assert {k: sorted(v) for k, v in REASSIGN_SECTION.policy_checks.items()} == \
+        {"reassign": sorted(REASSIGN_POLICIES)}
 
 
 def test_a_phase_list_that_reads_what_no_earlier_phase_wrote_is_refused() -> None:
     from provisioning.run.engine import Run
-    from provisioning.run.phases import Apply, Plan, Preflight, ReadManifests, Snapshot
+    from provisioning.run.kind import slices
+    from provisioning.run.phases import Preflight
+    from provisioning.run.reassign.phases import ReassignSnapshot
+    from provisioning.run.topics.changes import Apply
+    from provisioning.run.topics.phases import Plan, ReadManifests, Snapshot
 
-    with pytest.raises(ValueError, match="phase apply reads validated"):
-        Run(Preflight(), ReadManifests(), Snapshot(), Plan(), Apply())
+    with pytest.raises(ValueError, match=r"phase apply reads topics\.validated"):
+        Run(Preflight(), ReadManifests(), Snapshot(), ReassignSnapshot(), Plan(), Apply(),
+            slices=slices())
+
+
+def test_every_commands_phase_list_is_built_from_the_kinds_and_checked() -> None:
+    from provisioning.run.commands import every_phase_list
+
+    lists = every_phase_list()
+    assert [[p.name for p in run.phases] for run in lists[:3]] == [
+        ["preflight", "manifests", "acl manifests", "snapshot", "acl snapshot",
+         "reassign snapshot", "plan", "acl plan", "validate", "acl validate",
+         "reassign validate"],
+        ["preflight", "manifests", "acl manifests", "snapshot", "acl snapshot",
+         "reassign snapshot", "plan", "acl plan"],
+        ["preflight", "manifests", "acl manifests", "snapshot", "acl snapshot",
+         "reassign snapshot", "plan", "acl plan", "lock", "validate", "acl validate",
+         "reassign validate", "apply", "verify", "acl apply", "acl verify", "reassign",
+         "reassign verify"]]
+
+
+# -- kinds behind one seam -----------------------------------------------------------------
+
+# The rooms whose shared modules loop over the registered kinds, and the class each kind's
+# part of the room is.
+KIND_ROOMS = {"conf": ("provisioning.conf.section", "Section"),
+              "run": ("provisioning.run.kind", "RunKind"),
+              "views": ("provisioning.views.kind", "ViewKind"),
+              "cli": ("provisioning.cli.kind", "CliKind")}
+# What names a kind in code and prose, for the kinds other than topics (the product's
+# own subject: its name is everywhere, so the modules that loop over kinds are held to
+# importing no kind's module instead).
+VOCABULARY = {
+    "acls": re.compile(r"\bacls?\b|\bacl_\w*|\w*_acls?\b|\bbindings?\b", re.IGNORECASE),
+    "reassign": re.compile(r"reassign|replica moves?\b", re.IGNORECASE),
+}
+# The modules that loop over kinds: the engine, the re-plan under the lock, the command
+# lists, the summary, the saved plan, the output and the report, the conf loader, the
+# commands of the CLI, and each room's kind interface.
+LOOPS_OVER_KINDS = (
+    "provisioning.run.engine", "provisioning.run.state", "provisioning.run.commits",
+    "provisioning.run.kind", "provisioning.run.relock", "provisioning.run.commands",
+    "provisioning.run.summary", "provisioning.run.options", "provisioning.run.executors",
+    "provisioning.views.kind", "provisioning.views.planfile", "provisioning.views.plan_text",
+    "provisioning.views.plan_markdown", "provisioning.views.report",
+    "provisioning.conf.load", "provisioning.conf.model", "provisioning.conf.section",
+    "provisioning.conf.policies", "provisioning.cli.kind", "provisioning.cli.runs",
+    "provisioning.cli.importing", "provisioning.cli.report", "provisioning.cli.load_manifest",
+    "provisioning.cli.manifest_file", "provisioning.results",
+)
+
+
+def _kind_of(module: str) -> str | None:
+    """The kind a module belongs to: a segment of its name is the kind's name, or starts
+    with it and an underscore (`kafka.reassign_in_flight`)."""
+    from provisioning.kinds import KINDS
+
+    segments = module.split(".")[1:]
+    return next((k for k in KINDS for s in segments if s == k or s.startswith(k + "_")),
+                None)
+
+
+def test_every_registered_kind_brings_its_part_of_each_room_that_loops_over_kinds() -> None:
+    from provisioning import kinds
+
+    for room, (module, name) in KIND_ROOMS.items():
+        expected = getattr(importlib.import_module(module), name)
+        parts = kinds.parts(room, expected)
+        assert [type(p).__module__ for p in parts] == [
+            f"provisioning.{room}.{k}" for k in kinds.KINDS]
+
+
+def test_outside_a_kinds_own_modules_no_module_names_it() -> None:
+    wrong = []
+    for module, path in MODULES.items():
+        if module == "provisioning.kinds":
+            continue  # the registry lists them
+        owner = _kind_of(module)
+        for kind, words in VOCABULARY.items():
+            if owner == kind:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if words.search(line):
+                    wrong.append(f"{module}:{number} names {kind}: {line.strip()[:80]}")
+    assert wrong == []
+
+
+def test_the_modules_that_loop_over_kinds_import_none_of_them() -> None:
+    wrong = [f"{module} imports {target}"
+             for module in LOOPS_OVER_KINDS
+             for target, _ in _imports(MODULES[module])
+             if target.startswith("provisioning.") and _kind_of(_resolve(target)) is not None]
+    assert wrong == []
+
+
+def test_no_module_is_over_450_lines() -> None:
+    long = {module: n for module, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 450}
+    assert long == {}
 
 
 # What only classic Spark has: the job's path must run on Spark Connect as well.

@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from provisioning.conf import (
-    DEFAULT_PROTECTED_TOPICS,
     ClusterConf,
     KafkaConf,
     Secret,
@@ -18,6 +17,8 @@ from provisioning.conf import (
     resolve_credentials,
     select_clusters,
 )
+from provisioning.conf.acls import AclsConf
+from provisioning.conf.topics import DEFAULT_PROTECTED_TOPICS, TopicsConf
 from provisioning.errors import ConfError, UsageError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,13 +52,14 @@ def test_minimal_conf_gets_defaults() -> None:
         snapshots="warehouse/topic_snapshots",
         locks="warehouse/provision_runs_locks",
         violations="warehouse/provision_runs_violations",
-        acl_snapshots="warehouse/topic_snapshots_acls",
     )
+    assert conf.section(AclsConf).snapshots == "warehouse/topic_snapshots_acls"
     assert conf.run.lock_ttl_seconds == 600
     assert conf.kafka == KafkaConf()
-    assert conf.deletes.protected == DEFAULT_PROTECTED_TOPICS
-    assert conf.deletes.max_per_cluster == 10
-    assert conf.deletes.prune is False
+    deletes = conf.section(TopicsConf).deletes
+    assert deletes.protected == DEFAULT_PROTECTED_TOPICS
+    assert deletes.max_per_cluster == 10
+    assert deletes.prune is False
 
 
 def test_embedded_local_conf_loads(tmp_path: Path) -> None:
@@ -88,8 +90,8 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "extra": 1,
     }
     assert _problems(data) == [
-        "extra: unknown key (allowed: clusters, tables, kafka, spark, deletes, alters, reassign, "
-            "policies, run, maintenance, checks, acls)",
+        "extra: unknown key (allowed: clusters, tables, kafka, spark, policies, run, "
+        "maintenance, checks, deletes, alters, acls, reassign)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "

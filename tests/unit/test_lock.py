@@ -171,7 +171,9 @@ def test_a_failing_claim_stops_the_run_and_leaves_no_claim(spark: Any, tmp_path:
     assert str(err.value).startswith(
         f"cannot take the run lock in {table}: the claim could not be written or read back: "
         "AnalysisException: ")
-    assert _log(spark, table) == []
+    # A claim whose append failed may still have landed: it is given back (a release ends
+    # nothing of anyone else's).
+    assert _log(spark, table) == [("local", "r1", RELEASE)]
 
 
 def test_a_table_that_is_not_a_lock_table_is_named(spark: Any, tmp_path: Path) -> None:
@@ -281,3 +283,33 @@ def test_a_lock_table_of_the_merge_based_lock_is_upgraded_in_place(spark: Any, t
                   spark.sql(f"SHOW TBLPROPERTIES delta.`{table}`").collect()}
     assert properties["delta.enableRowTracking"] == "true"
     assert spark.read.format("delta").load(str(table)).columns == [f.name for f in LOCKS.fields]
+
+
+def test_any_error_after_the_claim_gives_it_back(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "locks"
+
+    class BrokenReadBack(RunLock):
+        def _standing(self) -> Any:
+            raise KeyError("the read-back broke on the driver")
+
+    with pytest.raises(KeyError, match="the read-back broke"):
+        BrokenReadBack(spark, str(table), ["local"], "r1", "apply", 60).acquire()
+    assert _log(spark, table) == [("local", "r1", CLAIM), ("local", "r1", RELEASE)]
+    # The cluster is free at once, not when the claim expires.
+    taken = RunLock(spark, str(table), ["local"], "r2", "apply", 60)
+    taken.acquire()
+    taken.release()
+
+
+def test_giving_back_retries_with_a_growing_pause(spark: Any, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import provisioning.delta.lock as lock_module
+
+    paused: list[float] = []
+    monkeypatch.setattr(lock_module, "_pause", paused.append)
+    lock = FailingAppend(spark, str(tmp_path / "locks"), ["local"], "r1", "apply", 60)
+    lock.acquire()
+    lock.fail_with, lock.fail_on = OSError("storage unreachable"), RELEASE
+    lock.release()
+    assert paused == list(lock_module.GIVE_BACK_PAUSES) == [0.5, 1.0, 2.0, 4.0]
+    assert _log(spark, tmp_path / "locks") == [("local", "r1", CLAIM)]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.cli.manifest_file import load_manifest_file
+from provisioning.cli.topics import load_manifest_file
 from provisioning.errors import UsageError
 from schemas import MANIFEST, column_names
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from provisioning.results import RunResult
+from provisioning.results.topics import TopicsSummary
 from provisioning.views.plan_markdown import render_markdown
+from provisioning.views.topics.markdown import topics_markdown
 from tests.unit.test_render import topic
 
 
 def every_action_and_outcome() -> RunResult:
-    return RunResult(
-        run_id="20261122T030000Z-0badcafe",
+    return RunResult(run_id="20261122T030000Z-0badcafe", summaries={"topics": TopicsSummary(
         counts={"validated": 2, "altered": 1, "created": 1, "rejected": 2, "blocked": 1,
                 "planned": 1, "deleted": 1, "drift": 1, "failed": 1, "unknown": 1,
                 "already_present": 4},
@@ -66,7 +67,7 @@ def every_action_and_outcome() -> RunResult:
         deletes_not_allowed=1,
         alters_not_allowed=1,
         unmanaged={"local": 3, "east": 0},
-    )
+    )})
 
 
 EXPECTED = """\
@@ -144,13 +145,15 @@ def test_markdown_plan_has_a_summary_table_and_a_section_per_action() -> None:
 
 
 def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
-    result = RunResult(
-        run_id="r9", counts={"validated": 5},
+    result = RunResult(run_id="r9", summaries={"topics": TopicsSummary(
+        counts={"validated": 5},
         actions=[{"cluster": "local", "action": "CREATE", "topics": 5}],
         topics=[topic(f"t{i}", "CREATE", "validate", "validated", requested_partitions=1,
                       requested_replication_factor=1) for i in range(3)],
-        topics_not_listed=2)
-    assert render_markdown(result, "plan", max_topics=2) == [
+        topics_not_listed=2)})
+    # The topics' part of the Markdown (render_markdown joins every kind's, and drops the
+    # trailing blank line).
+    assert topics_markdown(result, "plan", max_topics=2) == [
         "### Topic plan `r9`",
         "",
         "| cluster | create | delete | alter | drift | unchanged | unmanaged |",
@@ -169,4 +172,5 @@ def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
         "(validateOnly) |",
         "",
         "… and 3 more topic(s): `report --run-id r9` lists every one.",
+        "",
     ]

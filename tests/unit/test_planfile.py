@@ -16,10 +16,10 @@ from provisioning.views.planfile import (
     PlanDocument,
     diff_plans,
     load_plan,
-    plan_changes,
     plan_meta,
     save_plan,
 )
+from provisioning.views.topics.planfile import plan_changes
 from tests.builders import plan_df, violation
 
 
@@ -33,7 +33,7 @@ def change(topic: str, action: str = "CREATE", **cols: Any) -> dict[str, Any]:
 
 def doc(*changes: dict[str, Any], conf: str = "c1", clusters: tuple[str, ...] = ("local",),
         topics: str | None = None) -> PlanDocument:
-    return PlanDocument.build(conf, clusters, topics, list(changes))
+    return PlanDocument.build(conf, clusters, topics, {"topics": list(changes)})
 
 
 def test_plan_changes_keep_everything_but_clean_noops(spark: SparkSession) -> None:
@@ -89,7 +89,7 @@ def test_save_then_load_gives_the_same_document(tmp_path: Path) -> None:
     save_plan(path, saved, meta)
     loaded = load_plan(path)
     assert loaded.document == saved
-    assert loaded.document.changes[0]["replica_assignment"] == {"0": [1], "1": [2]}
+    assert loaded.document.entries["topics"][0]["replica_assignment"] == {"0": [1], "1": [2]}
     assert dict(loaded.meta) == {"run_id": "r1", "command": "plan", "conf": "conf.yaml",
                                  "created_at": "2026-11-22T03:00:00+00:00",
                                  "counts": {"validated": 1}, "exit_code": 0}

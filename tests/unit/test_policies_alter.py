@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from provisioning.conf import PolicySpec, parse_conf
+from provisioning.conf.topics import TopicsConf
 from provisioning.errors import ConfError
 from provisioning.kafka.outcomes import alter_outcome
 from provisioning.transforms.plan import build_plan
@@ -178,17 +179,19 @@ def test_conf_reads_alters_and_alter_policies() -> None:
             "tables": {"manifests": ["m"], "audit": "a", "runs": "r", "snapshots": "s"}}
     conf = parse_conf({**base, "alters": {"max_per_cluster": 5, "remove_unlisted_configs": True},
                        "policies": {"alter": [{"name": "partitions_range", "max": 8}]}}, "c")
-    assert (conf.alters.max_per_cluster, conf.alters.remove_unlisted_configs,
-            [(s.name, dict(s.params)) for s in conf.alter_policies]) == (
+    topics = conf.section(TopicsConf)
+    assert (topics.alters.max_per_cluster, topics.alters.remove_unlisted_configs,
+            [(s.name, dict(s.params)) for s in topics.alter_policies]) == (
         5, True, [("partitions_range", {"max": 8})])
     with pytest.raises(ConfError) as err:
         parse_conf({**base, "alters": {"max_per_cluster": -1, "remove": 1},
                     "policies": {"alter": [{"name": "topic_name_pattern", "pattern": "x"}]}},
                    "c")
+    # The policy blocks are checked before each kind's own section is read.
     assert err.value.problems == [
-        "alters.remove: unknown key (allowed: max_per_cluster, remove_unlisted_configs)",
-        "alters.max_per_cluster: must be >= 0, got -1",
         "policies.alter[0].name: unknown alter policy 'topic_name_pattern' (known: custom, "
         "forbidden_configs, min_insync_below_rf, owner_partition_quota, partition_budget, "
         "partitions_range, required_configs)",
+        "alters.remove: unknown key (allowed: max_per_cluster, remove_unlisted_configs)",
+        "alters.max_per_cluster: must be >= 0, got -1",
     ]

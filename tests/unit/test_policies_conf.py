@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from provisioning.conf import PolicySpec, parse_conf
+from provisioning.conf.topics import TopicsConf
 from provisioning.errors import ConfError
 from provisioning.transforms.policies.registry import CREATE_POLICIES, DELETE_POLICIES
 
@@ -57,11 +58,11 @@ def test_valid_policy_blocks_load_in_conf_order() -> None:
 
     conf = parse_conf(_conf(create, delete), "test.yaml")
 
-    assert conf.create_policies == tuple(
+    assert conf.section(TopicsConf).create_policies == tuple(
         PolicySpec(name=item["name"], params={k: v for k, v in item.items() if k != "name"},
                    key=f"policies.create[{i}]")
         for i, item in enumerate(create))
-    assert conf.delete_policies == (
+    assert conf.section(TopicsConf).delete_policies == (
         PolicySpec("protected_patterns", {"patterns": ["audit.*"]}, "policies.delete[0]"),
         PolicySpec("custom", {"callable": f"{EXAMPLE}.keep_owner", "owner": "finance"},
                    "policies.delete[1]"),

@@ -10,7 +10,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from provisioning.conf import DEFAULT_PROTECTED_TOPICS, PolicySpec
+from provisioning.conf import PolicySpec
+from provisioning.conf.topics import DEFAULT_PROTECTED_TOPICS
 from provisioning.transforms.policies import PolicyContext, PolicyError, with_delete_policies
 from provisioning.transforms.policies.delete import (
     ALWAYS_PROTECTED,

@@ -9,7 +9,8 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.conf import PolicySpec, ReassignConf, parse_conf
+from provisioning.conf import PolicySpec, parse_conf
+from provisioning.conf.reassign import ReassignConf
 from provisioning.errors import ConfError
 from provisioning.kafka.client import ClusterState
 from provisioning.run.executors import cluster_states_frame
@@ -29,20 +30,20 @@ def _problems(data: object) -> list[str]:
 
 def test_defaults_throttle_at_50_mib_per_second() -> None:
     conf = parse_conf(MINIMAL, "test.yaml")
-    assert conf.reassign == ReassignConf(max_partitions_per_cluster=500,
-                                         throttle_bytes_per_second=52428800, wait_seconds=300)
-    assert conf.reassign_policies == ()
+    assert conf.section(ReassignConf) == ReassignConf(
+        max_partitions_per_cluster=500, throttle_bytes_per_second=52428800, wait_seconds=300)
+    assert conf.section(ReassignConf).policies == ()
 
 
 def test_values_are_read_and_null_turns_the_throttle_off() -> None:
     conf = parse_conf({**MINIMAL, "reassign": {"max_partitions_per_cluster": 20,
                                                "throttle_bytes_per_second": None,
                                                "wait_seconds": 0}}, "test.yaml")
-    assert conf.reassign == ReassignConf(max_partitions_per_cluster=20,
-                                         throttle_bytes_per_second=None, wait_seconds=0)
+    assert conf.section(ReassignConf) == ReassignConf(
+        max_partitions_per_cluster=20, throttle_bytes_per_second=None, wait_seconds=0)
     conf = parse_conf({**MINIMAL, "reassign": {"throttle_bytes_per_second": 1048576}},
                       "test.yaml")
-    assert conf.reassign == ReassignConf(throttle_bytes_per_second=1048576)
+    assert conf.section(ReassignConf) == ReassignConf(throttle_bytes_per_second=1048576)
 
 
 def test_every_problem_of_the_section_is_named_at_once() -> None:
@@ -61,7 +62,7 @@ def test_reassign_policies_take_custom_ones_only() -> None:
     conf = parse_conf({**MINIMAL, "policies": {"reassign": [
         {"name": "custom", "callable": "tests.unit.custom_policy_example:refuse_word"}]}},
         "test.yaml")
-    assert conf.reassign_policies == (PolicySpec(
+    assert conf.section(ReassignConf).policies == (PolicySpec(
         name="custom", params={"callable": "tests.unit.custom_policy_example:refuse_word"},
         key="policies.reassign[0]"),)
     assert _problems({**MINIMAL, "policies": {"reassign": [{"name": "min_insync"}]}}) == [

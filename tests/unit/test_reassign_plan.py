@@ -11,9 +11,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.transforms.plan import build_plan
-from provisioning.transforms.policies import PolicyContext
 from provisioning.transforms.reassign.plan import check_results, with_reassignments
-from provisioning.transforms.reassign.policies import with_reassign_policies
+from provisioning.transforms.reassign.policies import ReassignContext, with_reassign_policies
 from schemas import REASSIGNMENT_IN_FLIGHT
 from tests.builders import cluster_states_df, desired_df, rows_df, snapshot_df
 
@@ -195,9 +194,9 @@ def judged(spark: SparkSession, desired: Sequence[Mapping[str, Any]],
            ) -> dict[str, list[tuple[str, str]]]:
     """topic -> [(policy, message)] after the reassign policies."""
     plan = planned(spark, desired, lives, clusters, flights)
-    context = PolicyContext(clusters=cluster_states_df(spark, clusters),
-                            live=snapshot_df(spark, lives),
-                            max_reassign_partitions_per_cluster=cap)
+    context = ReassignContext(clusters=cluster_states_df(spark, clusters),
+                              live=snapshot_df(spark, lives),
+                              max_reassign_partitions_per_cluster=cap)
     out = with_reassign_policies(plan, (), context)
     return {r["topic"]: [(v["policy"], v["message"]) for v in r["policy_violations"]]
             for r in out.collect()}

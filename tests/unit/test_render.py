@@ -7,9 +7,13 @@ from typing import Any
 
 import pytest
 
+from provisioning.cli.kind import cli_kinds
 from provisioning.results import RunResult
-from provisioning.views.plan_text import broker_defaults, drift_lines, render_run, topic_lines
-from provisioning.views.report import render_report
+from provisioning.results.reassign import ReassignSummary
+from provisioning.results.topics import TopicsSummary
+from provisioning.views.plan_text import render_run
+from provisioning.views.report import render_recent_runs, render_run_view
+from provisioning.views.topics.text import broker_defaults, drift_lines, topic_lines
 
 CONFIGS = [
     {"name": "cleanup.policy", "value": "delete", "source": "DEFAULT_CONFIG",
@@ -38,8 +42,7 @@ def topic(name: str, action: str | None, phase: str, outcome: str, **cols: Any
 
 
 def test_plan_output_lists_counts_then_every_topic_with_what_to_judge_it_by() -> None:
-    result = RunResult(
-        run_id="20261122T030000Z-0badcafe",
+    summary = TopicsSummary(
         counts={"validated": 2, "rejected": 2, "blocked": 1, "drift": 1, "planned": 1,
                 "already_present": 4},
         actions=[
@@ -81,7 +84,8 @@ def test_plan_output_lists_counts_then_every_topic_with_what_to_judge_it_by() ->
         deletes_not_allowed=0,
     )
     # The pipeline hands the topics over sorted by cluster, then topic.
-    result.topics.sort(key=lambda t: (t["cluster"], t["topic"]))
+    summary.topics.sort(key=lambda t: (t["cluster"], t["topic"]))
+    result = RunResult(run_id="20261122T030000Z-0badcafe", summaries={"topics": summary})
     assert render_run(result, "plan", saved_plan=("/plans/p.json", "ab" * 32)) == [
         "plan 20261122T030000Z-0badcafe",
         "",
@@ -126,8 +130,7 @@ def test_plan_output_lists_counts_then_every_topic_with_what_to_judge_it_by() ->
 
 
 def test_apply_output_shows_created_ids_failures_and_what_was_left_out() -> None:
-    result = RunResult(
-        run_id="r2",
+    result = RunResult(run_id="r2", summaries={"topics": TopicsSummary(
         counts={"created": 1, "unknown": 1, "already_present": 7},
         actions=[{"cluster": "local", "action": "CREATE", "topics": 2},
                  {"cluster": "local", "action": "NOOP", "topics": 7}],
@@ -139,7 +142,7 @@ def test_apply_output_shows_created_ids_failures_and_what_was_left_out() -> None
         ],
         topics_not_listed=3,
         deletes_not_allowed=2,
-    )
+    )})
     assert render_run(result, "apply") == [
         "apply r2",
         "",
@@ -191,6 +194,13 @@ def test_drift_lines_name_configs_and_unsupported_changes() -> None:
 AT = dt.datetime(2026, 11, 22, 3, 0, 0)
 
 
+def render_view(option: str, payload: dict[str, Any]) -> list[str]:
+    """`payload` as `report <option>` renders it (the kind's report view that option
+    chooses)."""
+    view = next(v for k in cli_kinds() for v in k.report_views if v.option.option == option)
+    return view.render(payload)
+
+
 def audit_row(run_id: str, phase: str, outcome: str, **cols: Any) -> dict[str, Any]:
     return {"run_id": run_id, "cluster": "local", "topic": "orders", "topic_id": None,
             "action": "CREATE", "phase": phase, "outcome": outcome, "error_name": None,
@@ -238,7 +248,7 @@ def test_topic_history_shows_each_run_and_the_manifest_rows_as_they_were() -> No
              "error": "version 7 of wh/old is not readable any more: AnalysisException: gone"},
         ],
     }
-    assert render_report(payload) == [
+    assert render_view("--topic", payload) == [
         "history of topic orders",
         "  2026-11-22 03:00:00 run r1 (apply) local CREATE: plan planned -> validate "
         "validated -> apply created -> verify created",
@@ -271,7 +281,7 @@ def test_drift_report_groups_topics_per_cluster() -> None:
             {"cluster": "west", "topic": "b", "drift": [item], "run_id": "r8",
              "recorded_at": AT, "owner": "team-b"}]},
     ]}
-    assert render_report(payload) == [
+    assert render_view("--drift", payload) == [
         "drift across clusters (each topic's latest plan)",
         "cluster east: 1 topic(s) drifted",
         "  ~ a  (run r9 at 2026-11-22 03:00:00, owner (none))",
@@ -280,7 +290,7 @@ def test_drift_report_groups_topics_per_cluster() -> None:
         "  ~ b  (run r8 at 2026-11-22 03:00:00, owner team-b)",
         "      partitions: 2 -> 4",
     ]
-    assert render_report({"drift": []}) == [
+    assert render_view("--drift", {"drift": []}) == [
         "drift across clusters (each topic's latest plan)", "  no topic shows drift"]
 
 
@@ -288,14 +298,14 @@ def test_one_run_and_recent_runs() -> None:
     run = {"run_id": "r1", "command": "apply", "status": "completed_with_errors",
            "exit_code": 1, "started_at": AT, "finished_at": AT + dt.timedelta(minutes=2),
            "message": None, "outcome_counts": {"created": 1, "rejected": 1}}
-    payload = {"run": run, "audit": [
+    payload = {"run": run, "audit_not_shown": 0, "limit": 20, "audit": [
         audit_row("r1", "plan", "planned"), audit_row("r1", "validate", "validated"),
         audit_row("r1", "apply", "created"), audit_row("r1", "verify", "created"),
         audit_row("r1", "plan", "planned", topic="odd"),
         audit_row("r1", "validate", "rejected", topic="odd", error_name="INVALID_CONFIG",
                   error_message="bogus"),
     ]}
-    assert render_report(payload) == [
+    assert render_run_view(payload) == [
         "run r1: apply completed_with_errors (exit 1) 2026-11-22 03:00:00 -> "
         "2026-11-22 03:02:00",
         "  outcomes: created=1, rejected=1",
@@ -305,7 +315,7 @@ def test_one_run_and_recent_runs() -> None:
     ]
     failed = {**run, "run_id": "r0", "command": "plan", "status": "failed", "exit_code": 2,
               "outcome_counts": {}, "message": "the saved plan p.json is stale: ...\n  more"}
-    assert render_report({"runs": [run, failed]}) == [
+    assert render_recent_runs({"runs": [run, failed]}) == [
         "recent runs (newest first)",
         "  r1 apply    completed_with_errors  exit 1  2026-11-22 03:00:00 -> "
         "2026-11-22 03:02:00  created=1, rejected=1",
@@ -328,7 +338,7 @@ def test_topic_history_ends_with_checks_violations_when_and_until() -> None:
              "started_at": AT, "started_run_id": "c1", "stopped_at": AT + dt.timedelta(days=1),
              "stopped_run_id": "c2", "runs": 1},
         ]}
-    assert render_report(payload) == [
+    assert render_view("--topic", payload) == [
         "history of topic orders",
         "  no audit row names this topic",
         "  check's violations (when each started and stopped):",
@@ -345,34 +355,31 @@ def test_report_violations_payload_renders_as_the_trend() -> None:
     days = [{"cluster": "local", "day": AT.date(), "run_id": "c1", "rule": "unmanaged",
              "violations": 1}]
     payload = {"violations": {"days": days, "spans": []}}
-    assert render_report(payload) == render_trend(days, [])
+    assert render_view("--violations", payload) == render_trend(days, [])
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"drift": True, "violations": True},
+    (["--drift", "--violations"],
      "report takes one of --run-id, --topic, --drift, --unmanaged, --violations, "
-     "--unmanaged-acls, --orphaned-acls; got --drift and --violations"),
-    ({"since_days": 7}, "--since goes with --violations"),
+     "--unmanaged-acls, --orphaned-acls, --reassignments; got --drift and --violations"),
+    (["--since", "7"], "--since goes with --violations"),
 ])
 def test_report_refuses_two_views_and_since_without_violations(
-        options: dict[str, Any], message: str) -> None:
-    from provisioning.conf import Conf, TablesConf
-    from provisioning.errors import UsageError
-    from provisioning.views.report import build_report
+        options: list[str], message: str, tmp_path: Any) -> None:
+    from click.testing import CliRunner
 
-    conf = Conf(source="", digest="", clusters={},
-                tables=TablesConf(manifests=(), audit="", runs="", snapshots=""))
-    with pytest.raises(UsageError) as refused:
-        build_report(None, conf, run_id=None, topic=None, clusters=(), limit=20,  # type: ignore[arg-type]
-                     **options)
-    assert str(refused.value) == message
+    from provisioning.cli.report import report
+
+    # Refused before the conf is read or a session started: a usage error, exit 2.
+    result = CliRunner().invoke(report, ["--conf", str(tmp_path / "unread.yaml"), *options])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == f"Error: {message}"
 
 
 def test_replica_moves_show_before_and_after_per_partition_and_what_became_of_them() -> None:
     moves = [{"partition": 0, "before": [1], "after": [1, 2, 3], "in_flight": False},
              {"partition": 1, "before": [2], "after": [2, 3, 1], "in_flight": True}]
-    result = RunResult(
-        run_id="r4",
+    result = RunResult(run_id="r4", summaries={"topics": TopicsSummary(
         counts={"validated": 1, "reassigning": 1, "failed": 1},
         actions=[{"cluster": "local", "action": "REASSIGN", "topics": 3}],
         topics=[
@@ -391,8 +398,7 @@ def test_replica_moves_show_before_and_after_per_partition_and_what_became_of_th
                        "outcome": "reassigning", "error_name": "NONE",
                        "error_message": "still moving"}]),
         ],
-        reassigns_not_allowed=1,
-    )
+    ), "reassign": ReassignSummary(reassigns_not_allowed=1)})
     assert render_run(result, "apply") == [
         "apply r4",
         "",

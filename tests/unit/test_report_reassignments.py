@@ -10,10 +10,10 @@ import pytest
 
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.errors import ClusterUnreachable
-from provisioning.kafka import in_flight
-from provisioning.kafka.in_flight import reassignment_rows, reassignments_in_flight
+from provisioning.kafka import reassign_in_flight
 from provisioning.kafka.reassign import Ongoing
-from provisioning.views.report import reassignments_view, render_report
+from provisioning.kafka.reassign_in_flight import reassignment_rows, reassignments_in_flight
+from provisioning.views.reassign import reassignments_view, render_reassignments
 
 # orders-0 goes from 1,2 to 2,3 (3 added, 1 removed); ledger-4 from 1 to 1,2 (RF 1 -> 2).
 MOVES = {
@@ -64,7 +64,7 @@ def test_rendered_as_a_table_per_cluster_with_each_error_on_its_line() -> None:
          "partitions": []},
         {"cluster": "west", "error": None, "partitions": []},
     ]}
-    assert render_report(payload) == [
+    assert render_reassignments(payload) == [
         "partition reassignments in flight (read live from each cluster)",
         "cluster local: 2 partition(s) moving",
         "  topic   partition  replicas  adding  removing  target  bytes left",
@@ -96,13 +96,13 @@ class FakeAdmin:
 
 def test_a_cluster_that_cannot_be_read_is_an_error_and_the_others_are_listed(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    def listed(admin: FakeAdmin) -> list[dict[str, Any]]:
+    def listed(admin: FakeAdmin, with_bytes_left: bool = True) -> list[dict[str, Any]]:
         if admin.cluster.name == "west":
             raise Errors.ClusterAuthorizationFailedError("not allowed")
         return reassignment_rows(admin.cluster.name, MOVES, {})
 
-    monkeypatch.setattr(in_flight, "ClusterAdmin", FakeAdmin)
-    monkeypatch.setattr(in_flight, "cluster_in_flight", listed)
+    monkeypatch.setattr(reassign_in_flight, "ClusterAdmin", FakeAdmin)
+    monkeypatch.setattr(reassign_in_flight, "cluster_in_flight", listed)
     clusters = [ClusterConf(name=n, bootstrap_servers=f"{n}:9092")
                 for n in ("local", "east", "west")]
 

@@ -1,6 +1,6 @@
 """`report`: recent runs and one run's rows of every kind (`--run-id`), read from the Delta
 tables; every kind's own views (`CliKind.report_views`: a topic's history, drift,
-unmanaged topics or bindings, check's trend, the reassignments in flight read live)."""
+unmanaged subjects, check's trend, what a kind reads live)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
 from provisioning.cli.kind import ReportArgs, ReportView, cli_kinds
+from provisioning.errors import UsageError
 from provisioning.session import job_label
 from provisioning.views.report import (
     recent_runs,
@@ -30,18 +31,19 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
     """Show recent runs, one run's outcomes, or a kind's view (see the options)."""
     views = _views()
     chosen = [v for v in views if values.get(v.option.argument)]
-    names = ["--run-id" if run_id else "", *(v.option.option for v in chosen)]
-    given = [n for n in names if n]
-    if len(given) > 1:
-        every = ", ".join(["--run-id", *(v.option.option for v in views)])
-        raise click.UsageError(f"report takes one of {every}; got {' and '.join(given)}")
-    for view in views:
-        for extra in view.extras:
-            if values.get(extra.argument) is not None and view not in chosen:
-                raise click.UsageError(f"{extra.option} goes with {view.option.option}")
     args = ReportArgs(clusters=clusters, topics_glob=topics_glob, limit=limit, values=values)
 
     def work(cmd: Command) -> Outcome:
+        # Refused inside the work: `--json` gets its error document too.
+        names = ["--run-id" if run_id else "", *(v.option.option for v in chosen)]
+        given = [n for n in names if n]
+        if len(given) > 1:
+            every = ", ".join(["--run-id", *(v.option.option for v in views)])
+            raise UsageError(f"report takes one of {every}; got {' and '.join(given)}")
+        for view in views:
+            for extra in view.extras:
+                if values.get(extra.argument) is not None and view not in chosen:
+                    raise UsageError(f"{extra.option} goes with {view.option.option}")
         if chosen:
             view = chosen[0]
             payload, code = view.build(cmd, values[view.option.argument], args)

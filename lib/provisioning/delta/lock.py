@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 CLAIM, RENEW, RELEASE = "claim", "renew", "release"
 # Seconds between the attempts to give a claim back (five attempts in about 7.5 s).
 GIVE_BACK_PAUSES = (0.5, 1.0, 2.0, 4.0)
+_pause = time.sleep
 # Columns added since the MERGE-based lock: a table of an earlier release lacks them until
 # its next append.
 _EVENT_COLUMNS = ("event", "written_epoch", "takes_over", "boot_id", "pid_namespace",
@@ -385,7 +386,7 @@ class RunLock:
                             type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc)
                             else "")
             if pause is not None:
-                time.sleep(pause)
+                _pause(pause)
         log.error("could not release the lock; it expires by itself after %ss", self.ttl)
 
 

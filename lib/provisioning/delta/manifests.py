@@ -24,8 +24,8 @@ from schemas import DESIRED, MANIFEST, column_names
 
 def write_manifest(spark: SparkSession, rows: Sequence[tuple[Any, ...]], table: str,
                    mode: str = "overwrite", schema: StructType = MANIFEST) -> int:
-    """Write manifest rows (MANIFEST, or ACL_MANIFEST) as one commit; returns the table
-    version written."""
+    """Write manifest rows (MANIFEST, or another kind's manifest schema) as one commit;
+    returns the table version written."""
     return write_manifest_frame(spark.createDataFrame(list(rows), schema), table, mode)
 
 
@@ -57,8 +57,8 @@ def read_manifests(spark: SparkSession, tables: Sequence[str],
                    manifest: StructType = MANIFEST, desired: StructType = DESIRED,
                    required: Sequence[str] = ("cluster", "topic"), kind: str = "manifest",
                    commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
-    """Union every manifest table as `desired` rows (DESIRED; ACL_DESIRED for the ACL
-    manifests, given with their `manifest` schema), each tagged with its table and version.
+    """Union every manifest table as `desired` rows (DESIRED; another kind's desired schema,
+    given with its `manifest` schema), each tagged with its table and version.
 
     Each table is read at the version it had when the run started (`commits`, from
     `manifest_commits`, when the caller looked them up already), so the audit can name

@@ -1,4 +1,4 @@
-"""Recording a live view (the topic snapshot, the ACL snapshot) only when it changed.
+"""Recording a live view (each kind's snapshot) only when it changed.
 
 Most runs find every cluster as the last run left it. Their view is recorded only when it
 differs from what the table holds: each record's commit carries, in its `userMetadata`,

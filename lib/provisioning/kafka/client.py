@@ -197,9 +197,10 @@ class ClusterAdmin:
 
     @property
     def principal(self) -> str | None:
-        """The job's principal on this cluster as ACLs spell it: `User:<SASL user name>`
-        (PLAIN and SCRAM, with Kafka's default principal builder), `User:ANONYMOUS` over
-        PLAINTEXT; None when only the broker knows it (SSL: the certificate's name)."""
+        """The job's principal on this cluster as Kafka's authorizer spells it:
+        `User:<SASL user name>` (PLAIN and SCRAM, with Kafka's default principal builder),
+        `User:ANONYMOUS` over PLAINTEXT; None when only the broker knows it (SSL: the
+        certificate's name)."""
         protocol = self.cluster.security_protocol
         if protocol.startswith("SASL") and self._credentials is not None:
             return f"User:{self._credentials.username.reveal()}"

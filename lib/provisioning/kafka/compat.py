@@ -4,9 +4,9 @@ The public CreateTopics / DeleteTopics helpers of kafka-python drop the response
 `throttle_time_ms`, which KIP-599 retries need, so requests go through the admin
 client's own controller routing (`_manager.run(_send_request_to_controller, ...)`), and
 a lost controller is forgotten (`_controller_id`) so that a resend asks the cluster again.
-Its ACL helpers do not say which binding a CreateAcls error belongs to and drop
-DeleteAcls' per-binding error codes, so ACL requests (and DescribeCluster, whose authorized
-operations it leaves as bits) go to a broker through the connection manager
+Its helpers for other admin requests lose per-item answers (which item an error belongs
+to, per-item error codes) or leave them as bits (DescribeCluster's authorized operations),
+so those requests go to a broker through the connection manager
 (`_manager.run(_manager.send, request, node_id)`).
 Those are private names: this module checks them once, and a kafka-python release
 that moved them fails with a message saying so instead of an AttributeError mid-run.
@@ -96,13 +96,13 @@ def forget_controller(client: KafkaAdminClient) -> None:
     client._controller_id = None
 
 
-_NODE_USE = "ACL requests and DescribeCluster with a result per binding"
+_NODE_USE = "admin requests to one broker with a result per item"
 
 
 def send_to_node(client: KafkaAdminClient, node_id: int | None, request: Any) -> Any:
     """Send `request` to broker `node_id` (None: the least loaded broker, as kafka-python
-    sends DescribeAcls, CreateAcls, DeleteAcls and DescribeCluster); the whole response is
-    returned, the errors it carries never raised.
+    sends its admin requests to a node); the whole response is returned, the errors it
+    carries never raised.
 
     Raises what the connection manager raises: NodeNotReadyError when the node is backing
     off or its connection is paused by a throttle (never sent), UnknownBrokerIdError, a

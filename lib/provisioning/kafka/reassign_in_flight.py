@@ -17,7 +17,7 @@ from typing import Any
 import kafka.errors as Errors
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
-from provisioning.errors import ClusterUnreachable
+from provisioning.errors import ClusterUnreachable, ProvisioningError
 from provisioning.kafka import reassign
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.reassign import Ongoing, Partition
@@ -67,7 +67,7 @@ def reassignments_in_flight(clusters: Sequence[ClusterConf],
         try:
             with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
                 rows = cluster_in_flight(admin, with_bytes_left)
-        except ClusterUnreachable as exc:
+        except ProvisioningError as exc:  # unreachable, refused login, another identity
             blocks.append({"cluster": cluster.name, "error": str(exc), "partitions": []})
             continue
         except (Errors.KafkaError, OSError) as exc:

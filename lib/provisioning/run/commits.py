@@ -7,10 +7,11 @@
   what a stop left unsent), as one commit once the phases are done; on a failure the run
   survives (a signal, a lost lock, an error) they are still committed before the error is
   raised.
-- A run that changes nothing commits one audit commit, of every row when its plan has
-  something to do (a `plan` a reviewer reads), else of its findings only (DRIFT, blocked,
-  rejected and failed rows: `names.FINDINGS`), and none when there is no finding. Its runs
-  row carries the plan's counts (`run.summary`).
+- A run that changes nothing commits one audit commit: of every row when its plan has
+  something to change, whatever the flags allow (a `plan` a reviewer reads; an apply
+  without the flag a change needs), else of its findings only (DRIFT, blocked, rejected
+  and failed rows: `names.FINDINGS`), and none when there is no finding. Its runs row
+  carries the plan's counts (`run.summary`).
 - What the phases before a phase that plans again under the run's lock record is tentative
   (an apply plans first without its lock): when that phase runs, the rows and the records
   are dropped and its own pass records the view it plans on; when it is skipped, they are
@@ -39,8 +40,13 @@ from provisioning.session import helper
 log = logging.getLogger(__name__)
 
 
+def findings_of(rows: DataFrame) -> DataFrame:
+    """The AUDIT rows that are findings and decisions (`names.FINDINGS`)."""
+    return rows.where(F.col("outcome").isin(*names.FINDINGS))
+
+
 def _union(rows: list[tuple[str, DataFrame]]) -> DataFrame:
-    return functools.reduce(DataFrame.unionByName, [r for _, r in rows])
+    return functools.reduce(lambda a, b: a.unionByName(b), [r for _, r in rows])
 
 
 class Commits:
@@ -59,6 +65,8 @@ class Commits:
         self._side: list[Future[Any]] = []            # side queries in flight
         self._held: list[tuple[str, Callable[[], object]]] = []  # tentative records
         self._committed = False
+        # What a run that changes nothing keeps of its rows.
+        self.findings: Callable[[DataFrame], DataFrame] = findings_of
 
     def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
         return helper(self.audit_log.spark, name, work)
@@ -129,7 +137,7 @@ class Commits:
             return
         rows = _union(kept)
         if not changes_planned:
-            rows = rows.where(F.col("outcome").isin(*names.FINDINGS))
+            rows = self.findings(rows)
             if rows.isEmpty():
                 return
         self.audit_log.write("+".join(dict.fromkeys(p for p, _ in kept)), rows)

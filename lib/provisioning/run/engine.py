@@ -110,8 +110,9 @@ class RunContext:
     # phase that sends requests: the saved plan's check that every kind's section was
     # compared (`views.planfile`).
     plans_done: Callable[[], None] | None = None
-    # Whether the run's plan has anything to change (`run.commands`: every kind asked); a
-    # run that changed nothing and has nothing planned records its findings only.
+    # Whether the run's plan has anything to change, whatever the flags allow
+    # (`run.commands`: every kind asked); a run that changed nothing and has nothing
+    # planned records its findings only.
     changes_planned: Callable[[RunState], bool] = lambda _state: True
 
     @property

@@ -5,7 +5,7 @@ The command lists (`run.commands`), the re-plan under the lock (`run.relock`) an
 summary (`run.summary`) loop over the registered kinds (`provisioning.kinds`) through this
 interface and name none of them.
 
-A kind may extend another kind's rows (`extends`): replica moves are moves of topics. Its
+A kind may extend another kind's rows (`extends`: its changes are changes of them). Its
 `layer` then plans on the other kind's plan rows, inside that kind's plan phase (before
 and after its policies) and its re-read under the lock; its own phases validate, send and
 verify what it planned. The extended kind finds its layers with `layers_of` and names none
@@ -105,9 +105,14 @@ class RunKind(ABC):
         return ()
 
     def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
-        """Whether the kind's plan has something to change: what an apply with these
-        options sends (or a change under way to settle); for `plan`, anything planned at
-        all. `state` is unguarded."""
+        """Whether an apply with the run's options sends this kind anything (or has a
+        change under way to settle): what takes the run's lock."""
+        return False
+
+    def plans_changes(self, state: RunState) -> bool:
+        """Whether the kind's plan has anything to change, whatever the flags allow: a run
+        whose kinds plan nothing records only its findings (`run.commits`). `state` is
+        unguarded."""
         return False
 
     def plan_counts(self, state: RunState) -> PlanCounts:

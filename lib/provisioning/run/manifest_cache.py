@@ -110,7 +110,7 @@ def manifest_rows(spark: SparkSession, kind: str, commits: Sequence[tuple[str, C
     at `commits` as `validated()` gives them, from the session's cache when an earlier run
     left them there; kept there for the next run when the session outlives this one.
 
-    kind: "manifest" or "ACL manifest" (the log lines name it).
+    kind: the kind of manifest ("manifest", or another kind's; the log lines name it).
     inputs: what `validated` takes from the conf (part of the key).
     """
     if not commits or not outlives_run(spark):

@@ -6,11 +6,11 @@ run ends there: it never writes the lock table, and its plan is its record. Othe
 `Relock` takes the lock of every cluster of the run (LockHeld, exit 4, when another run
 holds one; nothing of the first plan is recorded then) and, holding it, has every kind read
 again what the run may change and plan it again (`RunKind.relock_phases`: the topics read
-again their listing and the topics the run changes, `run.topics.relock`; the ACL bindings
-their live bindings, whole). The phases after it see only the plans made under the lock,
+again their listing and the topics the run changes, `run.topics.relock`; another kind
+may read its live state again whole). The phases after it see only the plans made under the lock,
 which alone are recorded, with the views they were made on.
 
-Why it is safe: every request an apply sends names a subject (a topic, a binding) whose
+Why it is safe: every request an apply sends names a subject (a topic, or another kind's) whose
 state was read after the run held the lock of its cluster, and was judged on a listing read
 then, as when the lock came first. The first, unlocked plan decides only whether to take
 the lock and what to read again; nothing it planned is ever sent. A change made between

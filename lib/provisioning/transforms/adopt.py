@@ -3,7 +3,7 @@ manifest mentions.
 
 An imported row asks for exactly what the topic is: its partitions, its replication
 factor and its own overrides (config source DYNAMIC_TOPIC_CONFIG; never a broker
-default, never a sensitive value the broker hides, never a replica move's throttled-replicas
+default, never a sensitive value the broker hides, never the throttled-replicas
 lists: `transforms.drift.own_override`), so a plan over a freshly imported
 manifest is all NOOP (see `provisioning.transforms.drift`).
 """

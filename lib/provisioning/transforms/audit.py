@@ -44,7 +44,7 @@ def plan_outcome_counts(plan: DataFrame) -> DataFrame:
 
 def plan_error_message(seen_check: bool = True) -> Column:
     """Why a plan row is not simply planned: its row errors, that the job may not see the
-    topic (`live_error`, unless `seen_check` is off: ACL_PLAN rows have none), its policy
+    topic (`live_error`, unless `seen_check` is off: another kind's plan rows have none), its policy
     violations."""
     violations = F.transform("policy_violations",
                              lambda v: F.concat(v["policy"], F.lit(": "), v["message"]))
@@ -107,7 +107,7 @@ def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFr
 
 
 def result_columns(run_id: str, recorded_at: dt.datetime) -> dict[str, Column]:
-    """The AUDIT columns every admin result row takes alike, topic or ACL binding: from the
+    """The AUDIT columns every admin result row takes alike, of any kind: from the
     result (aliased `r`) and the plan row it was joined to (aliased `p`)."""
     return {
         "run_id": F.lit(run_id),
@@ -133,8 +133,8 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
     audit's other columns from the result row when it has them, else from the plan row
     (what a kind extending the topics' rows added to either), else null.
 
-    action: the rows' action instead of their plan row's (REASSIGN: the replica moves of
-      an ALTER row have rows of their own).
+    action: the rows' action instead of their plan row's (a kind extending the topics'
+      rows gives its own rows of an ALTER row its own action).
     """
     r = results.alias("r")
     p = plan.alias("p")
@@ -161,7 +161,8 @@ def phase_order() -> Column:
 def final_rows(rows: DataFrame) -> DataFrame:
     """The AUDIT rows of one run that hold each topic's final outcome: for every
     (cluster, topic, action), the rows of the last phase that recorded it (an ALTER that
-    also moves replicas ends twice: its ALTER and its REASSIGN rows).
+    is also changed by a kind extending the topics' rows ends twice: its ALTER rows and that
+    kind's rows).
 
     A topic's later phases pick up where its earlier ones stopped (a planned CREATE is
     validated, a validated one applied, an applied one verified), so the last phase's row

@@ -6,8 +6,8 @@ whether the job changes it in place (an ALTER), the rest is reported and never f
 - `partitions`, when the row names a count (or an assignment, whose size is the count)
   and the live count differs; supported only when the row asks for more (Kafka adds
   partitions, never removes them);
-- `replication_factor`, when the row names one and the live one differs; never
-  supported in place (it needs a reassignment);
+- `replication_factor`, when the row names one and the live one differs; not changed
+  in place by an ALTER (a kind that extends the topics' rows may take it over);
 - `replica_assignment`, when the row gives one and its existing partitions' replicas
   differ from the live ones; never supported in place (the new partitions' replicas are
   what CreatePartitions is given);
@@ -18,8 +18,8 @@ whether the job changes it in place (an ALTER), the rest is reported and never f
   `alters.remove_unlisted_configs`; otherwise left alone and reported). A row with
   `configs` null does not manage configs: no config is compared.
 
-A replica move's throttled-replicas lists (`names.THROTTLED_REPLICAS_CONFIGS`) are the
-move's own: it APPENDs to them and SUBTRACTs from them itself. They are never compared,
+The throttled-replicas lists (`names.THROTTLED_REPLICAS_CONFIGS`) belong to whatever moves
+replicas: it APPENDs to them and SUBTRACTs from them itself. They are never compared,
 whether the live topic overrides them or a row lists them (`managed_config`), so they are
 never drift, never removed, and never written by an import (`own_override`).
 
@@ -45,8 +45,8 @@ CONFIG_PREFIX = "config:"
 
 
 def managed_config(name: Column) -> Column:
-    """Whether a manifest may manage config `name`: any but a replica move's
-    throttled-replicas lists, which the move sets and clears itself."""
+    """Whether a manifest may manage config `name`: any but the throttled-replicas lists,
+    which whatever moves replicas sets and clears itself."""
     return ~name.isin(*THROTTLED_REPLICAS_CONFIGS)
 
 

@@ -188,6 +188,7 @@ def render_acl_view(payload: Mapping[str, Any], kind: str) -> list[str]:
 class AclsView(ViewKind):
     name = "acls"
     section = AclSection()
+    report_columns = ("acl", "note")
 
     def json(self, summary: Any) -> dict[str, Any]:
         return {"acls": None} if summary is None else summary.as_json()

@@ -4,7 +4,7 @@ Markdown, JSON), its section of a saved plan, its rows in `report --run-id`.
 The run's output (`views.plan_text`, `views.plan_markdown`), the saved plan
 (`views.planfile`) and the report (`views.report`) loop over the registered kinds
 (`provisioning.kinds`) through this interface and name none of them. A kind that extends
-another kind's rows (replica moves extend topics) styles its rows inside that kind's
+another kind's rows styles its rows inside that kind's
 listing: its actions (`actions`), status texts, detail lines, notes and the fields its rows
 add to the extended kind's saved changes.
 """
@@ -95,6 +95,8 @@ class ViewKind(ABC):
     section: PlanSection | None = None
     # An extending kind: the fields its rows add to the extended kind's saved entries.
     entry_fields: ClassVar[tuple[str, ...]] = ()
+    # The AUDIT columns of its rows the report shows, beside the shared ones.
+    report_columns: ClassVar[tuple[str, ...]] = ()
 
     def json(self, summary: Any) -> dict[str, Any]:
         """What the kind adds to the JSON document of `plan` and `apply` (its summary may

@@ -4,7 +4,7 @@ A saved plan holds what an operator approves: the conf digest, the run's scope (
 topic glob) and, per kind, its section (`ViewKind.section`, `views.kind.PlanSection`):
 the topics' changes (action, request, drift, violations, row errors, the live topic id
 the plan saw, the manifest table and version that asked for it; clean NOOPs left out),
-the ACL bindings' changes, and so on. A section with nothing in it is left out of the
+each other kind's changes. A section with nothing in it is left out of the
 document unless the kind keeps it always, so a plan's digest does not change when a kind
 with nothing to say is added.
 
@@ -299,10 +299,8 @@ def _section_diff(kind: str, section: PlanSection, saved: Sequence[dict[str, Any
     return SectionDiff(kind, tuple(added), tuple(removed), tuple(changed))
 
 
-def diff_plans(saved: PlanDocument, fresh: PlanDocument,
-               kinds: Sequence[str] | None = None) -> PlanDiff:
-    """The differences between a saved and a fresh plan, subject by subject, in the
-    sections of `kinds` (every kind's when None)."""
+def diff_plans(saved: PlanDocument, fresh: PlanDocument) -> PlanDiff:
+    """The differences between a saved and a fresh plan, subject by subject."""
     conf = None if saved.conf_digest == fresh.conf_digest else (
         saved.conf_digest, fresh.conf_digest)
     saved_scope = {"clusters": list(saved.clusters), "topics": saved.topics}
@@ -310,7 +308,7 @@ def diff_plans(saved: PlanDocument, fresh: PlanDocument,
     scope = None if saved_scope == fresh_scope else (saved_scope, fresh_scope)
     return PlanDiff(conf, scope, tuple(
         _section_diff(name, section, saved.entries.get(name, ()), fresh.entries.get(name, ()))
-        for name, section in sections().items() if kinds is None or name in kinds))
+        for name, section in sections().items()))
 
 
 def recorder(conf_digest: str, clusters: Sequence[str], topics: str | None
@@ -346,8 +344,10 @@ def stale_check(saved: SavedPlan, conf_digest: str, clusters: Sequence[str],
 
     def hook(kind: str) -> Callable[[DataFrame], None]:
         def check(plan: DataFrame) -> None:
-            fresh = collect_document(kind, plan, conf_digest, clusters, topics)
-            diff = diff_plans(saved.document, fresh, [kind])
+            # The other kinds' sections as saved: each is compared at its own plan.
+            fresh = PlanDocument.build(conf_digest, clusters, topics, {
+                **saved.document.entries, kind: sections()[kind].collect(plan)})
+            diff = diff_plans(saved.document, fresh)
             compared.add(kind)
             if not diff.empty:
                 raise StalePlan(saved.path, diff)

@@ -20,7 +20,7 @@ from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.scope import topics_matching
-from provisioning.views.kind import owner_of
+from provisioning.views.kind import owner_of, view_kinds
 
 # Rows of one run `report --run-id` shows per `--limit` (the run's subjects, each with its
 # phases).
@@ -83,7 +83,7 @@ def run_view(spark: SparkSession, conf: Conf, run_id: str, clusters: Sequence[st
     if audit is not None:
         of_run = audit.where(F.col("run_id") == run_id)
         rows = rows_of(of_run.orderBy("cluster", "topic", phase_order())
-                       .select(*[c for c in AUDIT_COLUMNS if c in audit.columns])
+                       .select(*[c for c in report_columns() if c in audit.columns])
                        .limit(cap + 1))
         if len(rows) > cap:
             rows = rows[:cap]
@@ -92,13 +92,18 @@ def run_view(spark: SparkSession, conf: Conf, run_id: str, clusters: Sequence[st
             "audit_not_shown": not_shown, "limit": limit}
 
 
-# The audit columns the report shows.
-AUDIT_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "outcome",
-                 "error_name", "error_message", "policy_violations", "drift",
-                 "requested_partitions", "requested_replication_factor", "requested_configs",
-                 "requested_assignment", "result_partitions", "result_replication_factor",
-                 "result_configs", "owner", "source_table", "source_version", "recorded_at",
-                 "before_partitions", "before_configs", "config_ops", "acl", "note")
+# The audit columns the report shows (and those each kind adds: `ViewKind.report_columns`).
+BASE_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "outcome",
+                "error_name", "error_message", "policy_violations", "drift",
+                "requested_partitions", "requested_replication_factor", "requested_configs",
+                "requested_assignment", "result_partitions", "result_replication_factor",
+                "result_configs", "owner", "source_table", "source_version", "recorded_at",
+                "before_partitions", "before_configs", "config_ops")
+
+
+def report_columns() -> tuple[str, ...]:
+    """The audit columns the report shows: the shared ones and every kind's."""
+    return (*BASE_COLUMNS, *(c for k in view_kinds() for c in k.report_columns))
 
 
 def counts_text(counts: Mapping[str, int] | None) -> str:

@@ -100,7 +100,8 @@ def _kill_before_audit(phase: str) -> None:
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def write(self: Any, written: str, rows: Any) -> None:
-            if written == phase:
+            # A commit names the phases whose rows it holds ("apply+verify").
+            if phase in written.split("+"):
                 os.kill(os.getpid(), signal.SIGKILL)
             original(self, written, rows)
         return write
@@ -109,7 +110,7 @@ def _kill_before_audit(phase: str) -> None:
 
 
 def _pause_before_changes(path: str) -> None:
-    from provisioning.run.engine import Commits
+    from provisioning.run.commits import Commits
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def before_kafka_changes(self: Any) -> None:
@@ -121,7 +122,7 @@ def _pause_before_changes(path: str) -> None:
 
 
 def _pause_between_waves(path: str) -> None:
-    from provisioning.run import phases
+    from provisioning.run.topics import changes as phases
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def fence(*a: Any, **k: Any) -> None:
@@ -134,7 +135,7 @@ def _pause_between_waves(path: str) -> None:
 
 
 def _pause_in_snapshot(path: str) -> None:
-    from provisioning.run import phases
+    from provisioning.run.topics import phases
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def snapshot(*a: Any, **k: Any) -> Any:
@@ -142,7 +143,7 @@ def _pause_in_snapshot(path: str) -> None:
             return original(*a, **k)
         return snapshot
 
-    _wrap(phases, "_snapshot", make)
+    _wrap(phases, "snapshot", make)
 
 
 def _pause_before_lock(path: str) -> None:
@@ -158,12 +159,12 @@ def _pause_before_lock(path: str) -> None:
 
 
 def _pause_after_phases(path: str) -> None:
-    from provisioning.run.engine import Commits
+    from provisioning.run.commits import Commits
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def finish(self: Any) -> None:
+        def finish(self: Any, *args: Any) -> None:
             _pause(path)
-            original(self)
+            original(self, *args)
         return finish
 
     _wrap(Commits, "finish", make)

@@ -72,7 +72,7 @@ ClusterWork = Callable[[ClusterAdmin, list[Row], Sent], Iterable[Result]]
 @dataclass(frozen=True)
 class Shape:
     """What a kind of task handles: how a request row and a result row name their item
-    (a topic; an ACL binding), and the result row for a request row the work left
+    (a topic, or another kind's subject), and the result row for a request row the work left
     unanswered, from its phase, outcome and error columns."""
 
     key: Callable[[Row], Hashable]

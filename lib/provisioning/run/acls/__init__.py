@@ -62,6 +62,9 @@ class AclsKind(RunKind):
         # deleted topic's bindings go with it under --allow-deletes).
         return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0
 
+    def plans_changes(self, state: RunState) -> bool:
+        return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0
+
     def plan_counts(self, state: RunState) -> PlanCounts:
         return state.of(AclState).counts or {}
 

@@ -50,8 +50,10 @@ class ReassignKind(RunKind):
 
     def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
         # A move already under way counts: an apply with --allow-reassign finishes it.
-        if isinstance(ctx.options, ApplyOptions):
-            return ctx.options.allows(ALLOW) and moves_count(state) > 0
+        return (isinstance(ctx.options, ApplyOptions) and ctx.options.allows(ALLOW)
+                and moves_count(state) > 0)
+
+    def plans_changes(self, state: RunState) -> bool:
         return moves_count(state) > 0
 
     def summary(self, ctx: RunContext, state: RunState) -> ReassignSummary | None:

@@ -59,11 +59,10 @@ class TopicsKind(RunKind):
         return (TopicsRelock(),)
 
     def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
-        counts = state.of(TopicState).counts or {}
-        actions = (apply_actions(ctx) if isinstance(ctx.options, ApplyOptions)
-                   else (names.CREATE, names.DELETE, names.ALTER))
-        return any(n for (_, action, outcome), n in counts.items()
-                   if action in actions and outcome == names.PLANNED)
+        return _planned(state, apply_actions(ctx))
+
+    def plans_changes(self, state: RunState) -> bool:
+        return _planned(state, (names.CREATE, names.DELETE, names.ALTER))
 
     def plan_counts(self, state: RunState) -> PlanCounts:
         return state.of(TopicState).counts or {}
@@ -118,6 +117,12 @@ class TopicsKind(RunKind):
 
     def findings(self, state: RunState) -> DataFrame | None:
         return state.of(TopicState).violations
+
+
+def _planned(state: RunState, actions: Sequence[str]) -> bool:
+    counts = state.of(TopicState).counts or {}
+    return any(n for (_, action, outcome), n in counts.items()
+               if action in actions and outcome == names.PLANNED)
 
 
 KIND = TopicsKind()

@@ -8,10 +8,10 @@ Holding the lock, the run reads again, through the one reader of live topics
 - every topic the first plan gives an action other than NOOP, every topic the listing
   shows otherwise than the first read did (new, gone, another id, other partitions or
   replicas), and every topic the layers of the kinds that extend the topics' rows ask for
-  (replica moves: every topic with a partition being moved): their metadata, configs and
+  (a topic with a partition being moved): their metadata, configs and
   consumer groups, as the first read had them (`kafka.snapshot.reread_rows`).
 
-The layers read again what they plan on (the moves in flight). The topics read again are
+The layers read again what they plan on. The topics read again are
 planned again on that view (the policies judge them with every live topic of the
 clusters, the others as the first read had them, ids and partitions as the listing has
 them); the first plan's rows of every other topic (NOOP rows, invalid manifest rows) are

@@ -8,7 +8,7 @@ created now in its current shape (`as_created`):
 
 - action CREATE, state present; partitions and replication_factor as live (so the
   policies never fall back to a broker default); no replica_assignment;
-- configs: the topic's own overrides (source DYNAMIC_TOPIC_CONFIG; not a replica move's
+- configs: the topic's own overrides (source DYNAMIC_TOPIC_CONFIG; not the
   throttled-replicas lists, `transforms.drift.own_override`), plus, for each config
   the policies read (`read_configs`: min.insync.replicas and the names required_configs
   lists), the value the broker reports when the topic does not override it (a broker
@@ -47,7 +47,8 @@ from provisioning.conf import PolicySpec
 from provisioning.names import CREATE, LIVE_POLICIES, PRESENT
 from provisioning.transforms.drift import own_override
 from provisioning.transforms.policies import Cut, PolicyContext, with_create_policies
-from schemas import CONFIG_ENTRY, PLAN, column_names
+from provisioning.transforms.shape import to_schema
+from schemas import CONFIG_ENTRY, PLAN
 
 # `source_table` of a PLAN row made from a live topic.
 LIVE_SOURCE = "live"
@@ -161,9 +162,7 @@ def as_created(live: DataFrame, filled: Sequence[str], owners: DataFrame | None 
         empty("drift"),
         empty("policy_violations"),
         empty("config_ops"),
-        typed_null("reassignment"),
-        typed_null("reassign_problems"),
-    ).select(*column_names(PLAN))
+    ).transform(lambda df: to_schema(df, PLAN))
 
 
 def no_findings(df: DataFrame) -> DataFrame:

@@ -68,7 +68,7 @@ def check_plan_schema(df: DataFrame, who: str, schema: StructType = PLAN,
 
     who: names the DataFrame in the message, e.g. "the DataFrame custom create policy
       'pkg.mod:fn' returned".
-    schema, table: another plan's columns and name (ACL_PLAN for the ACL policies).
+    schema, table: another plan's columns and name (another kind's policies).
     """
     expected = [(f.name, f.dataType.simpleString()) for f in schema.fields]
     actual = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]

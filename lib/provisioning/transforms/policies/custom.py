@@ -7,7 +7,7 @@ broker, with the whole plan and the cluster context at hand.
 Conf::
 
     policies:
-      create:          # or delete, alter, reassign
+      create:          # or delete, alter, or another kind's policies.<key>
         - name: custom
           callable: mycompany.kafka_policies:no_test_topics_in_prod   # or a.b.c.function
           environment: prod                                          # passed through
@@ -30,9 +30,8 @@ Contract of the function::
   a null `violated` means "not judged". A create policy judges only rows whose
   action is CREATE (`is_create()`), a delete policy only DELETE rows (`is_delete()`),
   an alter policy only ALTER rows (`provisioning.transforms.policies.alter.is_alter()`;
-  `config_ops` holds the config operations, `drift` every difference), a reassign policy
-  only rows that move replicas (`provisioning.transforms.reassign.plan.moves_planned()`;
-  `reassignment` holds each partition's replicas before and after).
+  `config_ops` holds the config operations, `drift` every difference); another kind's
+  custom policy judges that kind's plan rows, as its own policies' module says.
 - It is a lazy transform: no `collect()`, `count()` or other action, no I/O.
 - A custom create policy also judges live topics for `check`: each live topic comes as
   the CREATE of itself in its current shape (partitions, replication factor, its own
@@ -57,8 +56,8 @@ from provisioning.transforms.policies.base import PolicyContext, Transform, chec
 
 
 def make_custom(kind: str) -> Callable[[Mapping[str, Any], PolicyContext], Transform]:
-    """The factory of `custom` for `kind` ("create", "delete", "alter" or "reassign")
-    policies."""
+    """The factory of `custom` for `kind`'s policies ("create", "delete", "alter", or
+    another kind's `policies.<key>`)."""
 
     def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
         problems = check_custom(params)

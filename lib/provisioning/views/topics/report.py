@@ -24,10 +24,10 @@ from provisioning.transforms.audit import phase_order
 from provisioning.transforms.check.trend import check_runs, violation_spans, violations_per_day
 from provisioning.transforms.scope import topics_matching
 from provisioning.views.report import (
-    AUDIT_COLUMNS,
     audit_table,
     latest_snapshot,
     phase_chains,
+    report_columns,
     rows_of,
     runs_table,
 )
@@ -41,7 +41,7 @@ _NOT_A_MANIFEST = ("prune",)
 def _columns(audit: DataFrame) -> list[str]:
     """The audit columns a view shows that the table has (an audit table written before
     the ALTER columns existed lacks them)."""
-    return [c for c in AUDIT_COLUMNS if c in audit.columns]
+    return [c for c in report_columns() if c in audit.columns]
 
 
 def history_view(spark: SparkSession, conf: Conf, topic: str, clusters: Sequence[str],
