@@ -407,3 +407,23 @@ def test_a_phase_list_naming_unknown_state_or_reading_before_any_write_is_refuse
 
     with pytest.raises(ValueError, match=r"phase make names unknown state \['things.wantd'\]"):
         check_order([Wants(), Typo()], {"things": Things})
+
+
+def test_a_phase_that_commits_at_once_lands_its_rows_before_the_next_phase() -> None:
+    Step.ran = []
+    log = Log()
+    seen: list[list[str]] = []
+
+    class AtOnce(Step):
+        commits_at_once = True
+
+    class Watches(Step):
+        def run(self, ctx: RunContext, state: RunState) -> None:
+            seen.append(list(log.written))
+            super().run(ctx, state)
+
+    _run(Step("plan", view=True), Step("apply", changes=True), AtOnce("move", changes=True),
+         Watches("verify", settles=True)).execute(_ctx(Commits(log)))  # type: ignore[arg-type]
+    assert seen == [["plan: plan rows", "move: move rows"]]
+    assert log.written == ["plan: plan rows", "move: move rows",
+                           "apply+verify: apply rows+verify rows"]

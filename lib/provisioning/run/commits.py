@@ -6,7 +6,9 @@
 - Its results: every AUDIT row recorded from that phase on (apply, verify, and the rows of
   what a stop left unsent), as one commit once the phases are done; on a failure the run
   survives (a signal, a lost lock, an error) they are still committed before the error is
-  raised.
+  raised. A phase whose rows a later run needs to settle what this one leaves behind if
+  it is killed (`Phase.commits_at_once`: the throttles a replica move sets, which a later
+  run removes only when the audit says the job set them) commits its rows at once.
 - A run that changes nothing commits one audit commit: of every row when its plan has
   something to change, whatever the flags allow (a `plan` a reviewer reads; an apply
   without the flag a change needs), else of its findings only (DRIFT, blocked, rejected
@@ -65,6 +67,8 @@ class Commits:
         self._side: list[Future[Any]] = []            # side queries in flight
         self._held: list[tuple[str, Callable[[], object]]] = []  # tentative records
         self._committed = False
+        # Set by the engine: the phase running commits its rows at once.
+        self.at_once = False
         # What a run that changes nothing keeps of its rows.
         self.findings: Callable[[DataFrame], DataFrame] = findings_of
 
@@ -72,7 +76,11 @@ class Commits:
         return helper(self.audit_log.spark, name, work)
 
     def audit(self, phase: str, rows: DataFrame) -> None:
-        """Keep the phase's AUDIT rows for the run's intent or results commit."""
+        """Keep the phase's AUDIT rows for the run's intent or results commit (or commit
+        them now, after the first change, for a phase that commits at once)."""
+        if self.at_once and self.kafka_changed:
+            self.audit_log.write(phase, rows)
+            return
         (self._results if self.kafka_changed else self._intent).append((phase, rows))
 
     def record(self, name: str, commit: Callable[[], object]) -> None:

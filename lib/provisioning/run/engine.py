@@ -160,6 +160,10 @@ class Phase:
     # Whether it makes (part of) the run's plan: the saved-plan check runs once the last
     # such phase is done.
     plans: ClassVar[bool] = False
+    # Whether its rows are committed as it records them rather than with the run's
+    # results: a later run needs them to settle what this one leaves if it is killed
+    # (see run.commits).
+    commits_at_once: ClassVar[bool] = False
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         raise NotImplementedError
@@ -258,6 +262,7 @@ class Run:
             ctx.wait_for_lock()
             ctx.steps.done("lock")
         ctx.commits.tentative = any(p.replans for p in self.phases[index + 1:])
+        ctx.commits.at_once = phase.commits_at_once
         if phase.changes_kafka:
             ctx.commits.before_kafka_changes()
             fence(ctx, seen, phase, read_back=True)

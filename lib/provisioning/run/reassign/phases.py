@@ -118,6 +118,9 @@ class ReassignApply(Phase):
     writes = ("reassign.applied",)
     changes_kafka = True
     runs_tasks = True
+    # The throttles a move sets outlive a killed run; the next run removes the broker rates
+    # its apply rows say the job set (`owned_brokers`), so they land as the moves start.
+    commits_at_once = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return (isinstance(ctx.options, ApplyOptions) and ctx.options.allows(ALLOW)
