@@ -40,7 +40,6 @@ from provisioning.conf.reader import (
 )
 from provisioning.conf.section import Given, Section
 from provisioning.errors import ConfError, UsageError
-from provisioning.names import CHECK_RULES
 from provisioning.session import redact_remote
 
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
@@ -164,7 +163,8 @@ def parse_conf(data: Any, source: str, digest: str = "",
     values = {s.kind: s.read(r, Given(top, table_node, policies, tables)) for s in parts}
     run = _read_run(r, r.section(top, "run"))
     maintenance = _read_maintenance(r, top.get("maintenance"), spark)
-    checks = _read_checks(r, r.section(top, "checks"))
+    checks = _read_checks(r, r.section(top, "checks"),
+                          tuple(rule for s in parts for rule in s.check_rules))
     if r.problems:
         raise ConfError(source, r.problems)
     return Conf(
@@ -310,7 +310,8 @@ def _read_maintenance(r: Reader, node: Any, spark: SparkConf) -> MaintenanceConf
     return MaintenanceConf(vacuum_retain_hours=hours, snapshot_retention_days=days)
 
 
-def _read_checks(r: Reader, body: Mapping[str, Any] | None) -> ChecksConf:
+def _read_checks(r: Reader, body: Mapping[str, Any] | None, rules: tuple[str, ...]
+                 ) -> ChecksConf:
     if body is None:
         return ChecksConf()
     r.no_unknown(body, "checks", ("severity",))
@@ -324,8 +325,8 @@ def _read_checks(r: Reader, body: Mapping[str, Any] | None) -> ChecksConf:
     severity = {}
     for rule, level in node.items():
         where = f"checks.severity.{rule}"
-        if rule not in CHECK_RULES:
-            r.problem(where, f"unknown rule (known: {', '.join(CHECK_RULES)})")
+        if rule not in rules:
+            r.problem(where, f"unknown rule (known: {', '.join(rules)})")
             continue
         # YAML 1.1 reads a bare `off` as false.
         if level is False:

@@ -42,6 +42,8 @@ class Section(ABC):
     policy_keys: ClassVar[tuple[str, ...]] = ()
     # policy key -> policy name -> the check of its parameter block.
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {}
+    # The rules of the kind's `check` findings (`checks.severity` may set theirs).
+    check_rules: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def read(self, r: Reader, given: Given) -> object:

@@ -12,7 +12,7 @@ from provisioning.conf.model import PolicySpec
 from provisioning.conf.policies import Check, Params, check_custom
 from provisioning.conf.reader import Reader, at_least_zero, string_list
 from provisioning.conf.section import Given, Section
-from provisioning.names import ALWAYS_PROTECTED
+from provisioning.names import ALWAYS_PROTECTED, CHECK_RULES
 
 DEFAULT_PROTECTED_TOPICS = ALWAYS_PROTECTED
 
@@ -130,6 +130,7 @@ class TopicsSection(Section):
     kind = "topics"
     keys = ("deletes", "alters")
     policy_keys = ("create", "delete", "alter")
+    check_rules = CHECK_RULES
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
        "create": CREATE_CHECKS, "delete": DELETE_CHECKS, "alter": ALTER_CHECKS}
 

@@ -45,7 +45,7 @@ from provisioning.run.options import (
     RunOptions,
     SnapshotOptions,
 )
-from provisioning.run.phases import Preflight
+from provisioning.run.phases import Preflight, RecordFindings
 from provisioning.run.relock import Relock
 from provisioning.run.state import RunState
 from provisioning.run.summary import summarize
@@ -70,7 +70,7 @@ def phase_list(command: str, validate: bool = True, kind: str | None = None) -> 
         if command == "apply":
             phases += _steps(kinds, APPLY)
     elif command == "check":
-        phases = [Preflight(), *_steps(kinds, CHECK)]
+        phases = [Preflight(), *_steps(kinds, CHECK), RecordFindings(kinds)]
     elif command == "snapshot":
         phases = [Preflight(), *_steps(kinds, RECORD)]
     elif command == "import":

@@ -128,9 +128,16 @@ class RunKind(ABC):
         """What the kind's `snapshot` phases (RECORD) recorded, for the CLI to show."""
         return None
 
+    # The state field that holds the kind's `check` findings (VIOLATIONS rows), if any.
+    findings_field: ClassVar[str | None] = None
+
     def findings(self, state: RunState) -> DataFrame | None:
         """The VIOLATIONS rows of the kind's `check` phases (None: it judged nothing)."""
-        return None
+        field = self.findings_field
+        if field is None:
+            return None
+        found: DataFrame | None = getattr(state.slice(self.name), field.split(".")[1])
+        return found
 
     def summary(self, ctx: RunContext, state: RunState) -> object | None:
         """The kind's typed summary of the run (`results.<kind>`), or None when the run

@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame
-
 from provisioning import names
 from provisioning.results.topics import ClusterSummary, TopicsSummary
 from provisioning.run.engine import Phase, RunContext, require
@@ -42,6 +40,7 @@ class TopicsKind(RunKind):
     name = NAME
     State = TopicState
     planned_reads = ("topics.counts",)
+    findings_field = "topics.violations"
 
     def phases(self, step: str) -> Sequence[Phase]:
         return {
@@ -114,9 +113,6 @@ class TopicsKind(RunKind):
         ]
         ctx.record.outcome_counts = {"topics": sum(s.topics for s in summaries)}
         return summaries
-
-    def findings(self, state: RunState) -> DataFrame | None:
-        return state.of(TopicState).violations
 
 
 def _planned(state: RunState, actions: Sequence[str]) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 from provisioning.conf.topics import TopicsConf
-from provisioning.delta.tables import TableRef, Transaction, append
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_phase, require
 from provisioning.run.state import RunState
@@ -20,8 +19,8 @@ from provisioning.transforms.check import violations
 class Check(Phase):
     """`check`: every live topic in the run's scope that is not internal, managed or not,
     judged by the configured create policies and the health rules
-    (`transforms.check.violations`); the VIOLATIONS rows are appended to
-    `tables.violations` as one idempotent commit. Nothing is sent to Kafka."""
+    (`transforms.check.violations`), as VIOLATIONS rows (recorded with every kind's by
+    `run.phases.RecordFindings`). Nothing is sent to Kafka."""
 
     name = "check"
     kind = NAME
@@ -41,9 +40,6 @@ class Check(Phase):
                               ctx.run_id, utc_now(), ctx.conf.checks.severity,
                               cut).localCheckpoint(eager=True)
             ctx.steps.done("check")
-            table = TableRef(ctx.conf.tables.violations)
-            txn = Transaction(f"topic-provisioning-violations-{ctx.run_id}", 1)
-            ctx.commits.record("violations-write", lambda: append(rows, table, txn=txn))
             ctx.commits.side("check-count",
                              lambda: log_phase(self.name, started, rows, by="severity"))
         topics.violations = rows
