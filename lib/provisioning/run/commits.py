@@ -7,8 +7,8 @@
   what a stop left unsent), as one commit once the phases are done; on a failure the run
   survives (a signal, a lost lock, an error) they are still committed before the error is
   raised. A phase whose rows a later run needs to settle what this one leaves behind if
-  it is killed (`Phase.commits_at_once`: the throttles a replica move sets, which a later
-  run removes only when the audit says the job set them) commits its rows at once.
+  it is killed (`Phase.commits_at_once`: what it set that a later run removes only when
+  the audit says the job set it) commits its rows at once.
 - A run that changes nothing commits one audit commit: of every row when its plan has
   something to change, whatever the flags allow (a `plan` a reviewer reads; an apply
   without the flag a change needs), else of its findings only (DRIFT, blocked, rejected
