@@ -7,7 +7,8 @@ a lost controller is forgotten (`_controller_id`) so that a resend asks the clus
 Its ACL helpers do not say which binding a CreateAcls error belongs to and drop
 DeleteAcls' per-binding error codes, so ACL requests (and DescribeCluster, whose authorized
 operations it leaves as bits) go to a broker through the connection manager
-(`_manager.run(_manager.send, request, node_id)`).
+(`_manager.run(_manager.send, request, node_id)`); so do the client-quota requests (KIP-546),
+for which it has no admin method at all.
 Those are private names: this module checks them once, and a kafka-python release
 that moved them fails with a message saying so instead of an AttributeError mid-run.
 """
@@ -99,19 +100,22 @@ def forget_controller(client: KafkaAdminClient) -> None:
 _NODE_USE = "ACL requests and DescribeCluster with a result per binding"
 
 
-def send_to_node(client: KafkaAdminClient, node_id: int | None, request: Any) -> Any:
+def send_to_node(client: KafkaAdminClient, node_id: int | None, request: Any,
+                 use: str = _NODE_USE) -> Any:
     """Send `request` to broker `node_id` (None: the least loaded broker, as kafka-python
     sends DescribeAcls, CreateAcls, DeleteAcls and DescribeCluster); the whole response is
     returned, the errors it carries never raised.
+
+    use: what the caller sends this way, named when the internals have moved.
 
     Raises what the connection manager raises: NodeNotReadyError when the node is backing
     off or its connection is paused by a throttle (never sent), UnknownBrokerIdError, a
     KafkaConnectionError or KafkaTimeoutError when the request may have been sent.
     """
     if not hasattr(client, "_manager"):
-        raise _moved("KafkaAdminClient()._manager", _NODE_USE)
+        raise _moved("KafkaAdminClient()._manager", use)
     manager = client._manager
     for name in ("run", "send"):
         if not callable(getattr(manager, name, None)):
-            raise _moved(f"KafkaAdminClient()._manager.{name}", _NODE_USE)
+            raise _moved(f"KafkaAdminClient()._manager.{name}", use)
     return manager.run(manager.send, request, node_id)
