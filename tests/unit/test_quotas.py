@@ -310,21 +310,55 @@ def test_a_lost_answer_is_resent_unchanged_and_counted(broker: _Broker) -> None:
     assert broker.sent[0].to_dict() == broker.sent[1].to_dict()
 
 
-def test_an_unanswered_batch_is_uncertain_and_the_next_batch_is_still_sent(
-        broker: _Broker, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter(range(0, 10_000, 1))
-    monkeypatch.setattr(quotas.time, "monotonic", lambda: float(next(clock)))
-    lost = Errors.KafkaConnectionError("socket disconnected")
-    broker.reply(lost, lost, answer({}))
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second passes at each look at the clock: past KAFKA's 0.3 s lost deadline at the
+    second loss."""
+    ticks = itertools.count()
+    monkeypatch.setattr(quotas.time, "monotonic", lambda: float(next(ticks)))
+
+
+@pytest.mark.parametrize(("losses", "error"), [
+    ([Errors.KafkaConnectionError("socket disconnected")] * 2,
+     (-1, "KafkaConnectionError", "KafkaConnectionError: socket disconnected")),
+    ([Errors.RequestTimedOutError("Request timed out after 300 ms")] * 2,
+     (7, "REQUEST_TIMED_OUT", "[Error 7] RequestTimedOutError: Request timed out after 300 ms")),
+    # a node backing off after the lost answer is no less uncertain about the first send
+    ([Errors.KafkaConnectionError("socket disconnected"), Errors.NodeNotReadyError(1)],
+     (-1, "KafkaConnectionError", "KafkaConnectionError: socket disconnected")),
+])
+def test_an_unanswered_batch_is_uncertain_and_the_next_batches_are_not_sent(
+        broker: _Broker, clock: None, losses: list[BaseException],
+        error: tuple[int, str, str]) -> None:
+    broker.reply(*losses)
     admin = _Admin()
-    results = alter_client_quotas(admin, ENTRIES[:3], False, 2)  # type: ignore[arg-type]
-    assert results == [
-        {"error_code": -1, "error_name": "KafkaConnectionError",
-         "error_message": "KafkaConnectionError: socket disconnected", "attempts": 2}] * 2 + [
-        ok()]
+    results = alter_client_quotas(admin, ENTRIES[:5], False, 2)  # type: ignore[arg-type]
+    code, name, message = error
+    sends = sum(1 for e in losses if not isinstance(e, Errors.NodeNotReadyError))
+    not_sent = {"error_code": -1, "error_name": "NOT_SENT", "attempts": 0,
+                "error_message": f"not sent: an earlier request of this change went "
+                                 f"unanswered ({message})"}
+    assert results == [{"error_code": code, "error_name": name, "error_message": message,
+                        "attempts": sends}] * 2 + [not_sent] * 3
     assert [quota_outcome(r["error_name"], r["attempts"], False, False) for r in results] == [
-        "unknown", "unknown", SET]
+        "unknown", "unknown", "failed", "failed", "failed"]
+    assert len(broker.sent) == len(losses)
+    # the next change on this admin gives up at its first loss: the deadline is past
+    broker.reply(Errors.KafkaConnectionError("socket disconnected"), answer({}))
+    assert alter_client_quotas(admin, ENTRIES[:1], False, 2) == [  # type: ignore[arg-type]
+        {"error_code": -1, "error_name": "KafkaConnectionError", "attempts": 1,
+         "error_message": "KafkaConnectionError: socket disconnected"}]
+    assert len(broker.script) == 1  # never resent
+
+
+def test_an_answer_ends_the_admins_lost_spell(broker: _Broker) -> None:
+    admin = _Admin()
+    admin.lost_deadline = 0.0
+    broker.reply(answer({}), Errors.KafkaConnectionError("socket disconnected"), answer({}))
+    assert alter_client_quotas(admin, ENTRIES[:1], False, 2) == [ok()]  # type: ignore[arg-type]
     assert admin.lost_deadline is None
+    assert alter_client_quotas(admin, ENTRIES[:1], False, 2) == [  # type: ignore[arg-type]
+        ok(attempts=2)]
 
 
 def test_a_broker_without_the_api_rejects_every_entity_unsent(broker: _Broker) -> None:

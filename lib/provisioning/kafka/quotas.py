@@ -94,7 +94,14 @@ _MATCH_DEFAULT = 1
 EXACT_READS = 20
 
 _THROTTLED = Errors.ThrottlingQuotaExceededError.errno
-_UNSUPPORTED = Errors.UnsupportedVersionError.errno
+# What kafka-python 3.0.12 raises when a request may have reached the broker but no answer
+# came: the connection broke (KafkaConnectionError), or the request timed out on the client
+# (RequestTimedOutError, Kafka's code 7, which also closes the connection; KafkaTimeoutError
+# from the connection manager's own wait).
+_LOST_AFTER_SEND: tuple[type[BaseException], ...] = (
+    Errors.KafkaConnectionError, Errors.KafkaTimeoutError, Errors.RequestTimedOutError)
+# ... and what it raises when no broker takes the request at all.
+_UNREACHABLE = (*_LOST_AFTER_SEND, Errors.NodeNotReadyError)
 _USE = "DescribeClientQuotas and AlterClientQuotas (kafka-python has no admin method for them)"
 
 
@@ -287,8 +294,9 @@ def entry_problems(entries: Sequence[QuotaEntry]) -> dict[int, str]:
 
 
 class _Unanswered(Exception):
-    """A request got no answer: `cause` is what the client raised, `sends` how many times it
-    may have reached a broker (0: never sent)."""
+    """A request got no answer: `cause` is what the client raised (after a send that may have
+    reached a broker, the first such loss), `sends` how many times it may have reached one
+    (0: never sent)."""
 
     def __init__(self, cause: BaseException, sends: int) -> None:
         super().__init__(str(cause))
@@ -308,6 +316,9 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, int]:
     """
     throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
     sends = 0
+    # The first loss after a send: what the caller reports, whatever failed after it (a
+    # node backing off is no less uncertain about the request already sent).
+    lost: BaseException | None = None
     delay = 0.1
     while True:
         try:
@@ -319,16 +330,17 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, int]:
             # the throttle ends; any other node is backing off after a lost connection.
             if "throttle" in str(exc):
                 if time.monotonic() > throttle_deadline:
-                    raise _Unanswered(exc, sends) from exc
+                    raise _Unanswered(lost or exc, sends) from exc
             else:
-                _lost(admin, exc, sends)
-        except (Errors.KafkaConnectionError, Errors.KafkaTimeoutError) as exc:
+                _lost(admin, lost or exc, sends)
+        except _LOST_AFTER_SEND as exc:
             sends += 1
-            _lost(admin, exc, sends)
+            lost = lost or exc
+            _lost(admin, lost, sends)
         except (Errors.KafkaError, OSError) as exc:
             # Refused before the send (IncompatibleBrokerVersion: the broker lacks the API;
             # UnknownBrokerIdError: no broker known).
-            raise _Unanswered(exc, sends) from exc
+            raise _Unanswered(lost or exc, sends) from exc
         time.sleep(delay)
         delay = min(delay * 2, 2.0)
 
@@ -338,7 +350,7 @@ def _lost(admin: ClusterAdmin, exc: BaseException, sends: int) -> None:
     if admin.lost_deadline is None:
         admin.lost_deadline = now + admin.kafka.request_timeout_ms / 1000
     if now > admin.lost_deadline:
-        raise _Unanswered(exc, sends) from exc
+        raise _Unanswered(exc, sends)
     log.warning("cluster %s: a client-quota request was not answered (%s); resending",
                 admin.cluster.name, type(exc).__name__)
 
@@ -348,8 +360,12 @@ def _entity_of(parts: Sequence[Any]) -> Entity:
 
 
 def _code_of(exc: BaseException) -> tuple[int, str]:
-    if isinstance(exc, Errors.UnsupportedVersionError):
-        return _UNSUPPORTED, error_name(_UNSUPPORTED)
+    """Kafka's code and name of what the client raised (REQUEST_TIMED_OUT: no answer in
+    `request_timeout_ms`; UNSUPPORTED_VERSION: the broker lacks the API), else -1 and the
+    exception's name."""
+    if isinstance(exc, Errors.BrokerResponseError) and isinstance(exc.errno, int) \
+            and exc.errno > 0:
+        return exc.errno, error_name(exc.errno)
     return -1, type(exc).__name__
 
 
@@ -429,8 +445,10 @@ def alter_client_quotas(admin: ClusterAdmin, entries: Sequence[QuotaEntry],
     A request whose answer was lost is sent again, unchanged, until the admin's lost deadline:
     the same change sent twice, which is idempotent (a key set to the same value again, a
     removal that finds the key gone answered NONE), so its second answer is the change's.
-    A request that stays unanswered leaves its entities KafkaConnectionError or
-    KafkaTimeoutError with attempts > 0 (`unknown`: it may have been applied).
+    A request that stays unanswered leaves its entities REQUEST_TIMED_OUT, KafkaConnectionError
+    or KafkaTimeoutError with attempts > 0 (`unknown`: it may have been applied), and the
+    batches after it are not sent (NOT_SENT, attempts 0: `failed`): the cluster did not
+    answer for a whole request timeout, and each of them would wait as long again.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
@@ -440,16 +458,25 @@ def alter_client_quotas(admin: ClusterAdmin, entries: Sequence[QuotaEntry],
         results[i] = {"error_code": -1, "error_name": names.INVALID_MANIFEST_ROW,
                       "error_message": f"not sent: {problem}", "attempts": 0}
     sendable = [i for i in range(len(entries)) if i not in problems]
+    gone: BaseException | None = None
     for batch in batches(sendable, batch_size):
-        answered = _alter_batch(admin, [entries[i] for i in batch], validate_only)
+        if gone is not None:
+            for i in batch:
+                results[i] = {"error_code": -1, "error_name": names.NOT_SENT, "attempts": 0,
+                              "error_message": "not sent: an earlier request of this change "
+                                               f"went unanswered ({gone})"[:2000]}
+            continue
+        answered, gone = _alter_batch(admin, [entries[i] for i in batch], validate_only)
         for i, answer in zip(batch, answered, strict=True):
             results[i] = answer
     return [r if r is not None else _unanswered(0) for r in results]
 
 
 def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bool
-                 ) -> list[dict[str, Any]]:
-    """One batch of distinct entities, again for the ones the broker throttled."""
+                 ) -> tuple[list[dict[str, Any]], BaseException | None]:
+    """One batch of distinct entities, again for the ones the broker throttled; its results,
+    and what the client raised when the cluster did not answer it (else None)."""
+    gone: BaseException | None = None
     results: list[dict[str, Any] | None] = [None] * len(batch)
     attempts = [0] * len(batch)
     pending = list(range(len(batch)))
@@ -464,6 +491,8 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
                         admin.cluster.name, len(pending), lost.cause)
             for i in pending:
                 results[i] = _exception_result(lost.cause, attempts[i] + lost.sends)
+            if isinstance(lost.cause, _UNREACHABLE):
+                gone = lost.cause
             break
         answers = {_entity_of(item.entity): item for item in response.entries}
         throttled = []
@@ -484,4 +513,4 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
                      admin.cluster.name, len(throttled), delay)
             time.sleep(delay / 1000)
         pending = throttled
-    return [r if r is not None else _unanswered(0) for r in results]
+    return [r if r is not None else _unanswered(0) for r in results], gone
