@@ -99,19 +99,22 @@ def forget_controller(client: KafkaAdminClient) -> None:
 _NODE_USE = "admin requests to one broker with a result per item"
 
 
-def send_to_node(client: KafkaAdminClient, node_id: int | None, request: Any) -> Any:
+def send_to_node(client: KafkaAdminClient, node_id: int | None, request: Any,
+                 use: str = _NODE_USE) -> Any:
     """Send `request` to broker `node_id` (None: the least loaded broker, as kafka-python
     sends its admin requests to a node); the whole response is returned, the errors it
     carries never raised.
+
+    use: what the caller sends this way, named when the internals have moved.
 
     Raises what the connection manager raises: NodeNotReadyError when the node is backing
     off or its connection is paused by a throttle (never sent), UnknownBrokerIdError, a
     KafkaConnectionError or KafkaTimeoutError when the request may have been sent.
     """
     if not hasattr(client, "_manager"):
-        raise _moved("KafkaAdminClient()._manager", _NODE_USE)
+        raise _moved("KafkaAdminClient()._manager", use)
     manager = client._manager
     for name in ("run", "send"):
         if not callable(getattr(manager, name, None)):
-            raise _moved(f"KafkaAdminClient()._manager.{name}", _NODE_USE)
+            raise _moved(f"KafkaAdminClient()._manager.{name}", use)
     return manager.run(manager.send, request, node_id)
