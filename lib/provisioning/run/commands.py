@@ -171,9 +171,14 @@ def _finish(ctx: RunContext, run: Run) -> RunResult:
         with job_label(ctx.spark, f"{ctx.command}: summarize outcomes"):
             made.append(summarize(ctx, state, run_kinds()))
 
-    run.execute(ctx, summary)
+    state = run.execute(ctx, summary)
+    result = made[0]
+    for kind in run_kinds():
+        found = result.summaries.get(kind.name)
+        if found is not None:
+            kind.complete(state, found)
     ctx.steps.done("summary")
-    return made[0]
+    return result
 
 
 def run_import(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],

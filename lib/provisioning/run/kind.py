@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame
 
@@ -143,6 +143,11 @@ class RunKind(ABC):
         """The kind's typed summary of the run (`results.<kind>`), or None when the run
         did not manage it. Made while the last commits land; `state` is unguarded."""
         return None
+
+    def complete(self, state: RunState, summary: Any) -> None:
+        """Fill what the run's side queries counted (they are done now) into the kind's
+        `summary`."""
+        return
 
 
 def run_kinds() -> tuple[RunKind, ...]:

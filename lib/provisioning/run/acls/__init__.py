@@ -76,12 +76,15 @@ class AclsKind(RunKind):
         apply = options if isinstance(options, ApplyOptions) else None
         summary = summarize_acls(acls.rows, getattr(options, "listing_limit", 500),
                                  revokes_allowed=apply is None or apply.allows(REVOKES))
-        summary.unmanaged = dict(sorted((acls.unmanaged or {}).items()))
-        summary.orphaned = dict(sorted((acls.orphaned or {}).items()))
         summary.clusters_not_changeable = {
             c: {"error_name": e, "error_message": m}
             for c, (e, m) in sorted((acls.problems or {}).items())}
         return summary
+
+    def complete(self, state: RunState, summary: Any) -> None:
+        acls = state.of(AclState)
+        summary.unmanaged = dict(sorted((acls.unmanaged or {}).items()))
+        summary.orphaned = dict(sorted((acls.orphaned or {}).items()))
 
     def imported(self, state: RunState) -> Any:
         return state.of(AclState).imported

@@ -83,8 +83,10 @@ class TopicsKind(RunKind):
                                deletes_allowed=apply is None or apply.allows(DELETES),
                                alters_allowed=apply is None or apply.allows(ALTER),
                                final_counts=known, listed_extra=listed_extra)
-        summary.unmanaged = dict(sorted((topics.unmanaged or {}).items()))
         return summary
+
+    def complete(self, state: RunState, summary: Any) -> None:
+        summary.unmanaged = dict(sorted((state.of(TopicState).unmanaged or {}).items()))
 
     def imported(self, state: RunState) -> Any:
         return list(state.of(TopicState).imported or [])
