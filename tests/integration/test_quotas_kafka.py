@@ -31,15 +31,13 @@ from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
 from provisioning.kafka.quotas import (
-    REMOVED,
-    SET,
-    Entity,
-    QuotaEntry,
     QuotasUnreadable,
     alter_client_quotas,
     describe_client_quotas,
     quota_outcome,
 )
+from provisioning.kafka.quotas_entities import Entity, QuotaEntry
+from provisioning.names.quotas import REMOVED, SET
 from tests.helpers import grant
 from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, free_ports
 from tests.support.tcpproxy import KafkaProxy

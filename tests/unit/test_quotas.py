@@ -23,21 +23,20 @@ from provisioning.kafka import quotas
 from provisioning.kafka.compat import KafkaPythonIncompatible, send_to_node
 from provisioning.kafka.quotas import (
     EXACT_READS,
-    REMOVED,
-    SET,
-    Entity,
-    QuotaEntry,
     QuotasUnreadable,
     alter_client_quotas,
+    describe_client_quotas,
+    quota_outcome,
+)
+from provisioning.kafka.quotas_entities import (
+    Entity,
+    QuotaEntry,
     alter_request,
     batches,
-    describe_client_quotas,
     describe_request,
     entry_problems,
-    protocol_name,
-    quota_outcome,
-    table_name,
 )
+from provisioning.names.quotas import REMOVED, SET, protocol_name, table_name
 
 ALICE = Entity({"user": "alice"})
 DEFAULT_USER = Entity({"user": None})

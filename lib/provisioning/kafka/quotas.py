@@ -3,13 +3,13 @@ the audit outcome of each quota result.
 
 kafka-python 3.0.12 has the protocol classes but no admin method for them, so they are built
 here and sent to any broker (`compat.send_to_node`; a KRaft broker forwards AlterClientQuotas
-to the controller), as the ACL requests are: one result per entity, never an exception in
-the middle of a batch.
+to the controller), as the other per-item admin requests are: one result per entity, never
+an exception in the middle of a batch.
 
 An entity is a mapping of entity type (`user`, `client-id`, `ip`) to a name, None naming the
 type's default entity (what `kafka-configs.sh --entity-default` sets). The product's tables
-spell that default `<default>`: `protocol_name` and `table_name` are the one place the two
-spellings meet.
+spell that default `<default>`: `names.quotas.protocol_name` and `table_name` are the one
+place the two spellings meet.
 
 What a Kafka 4.3 broker does with these requests is pinned by
 tests/integration/test_quotas_kafka.py; the facts this module relies on:
@@ -25,44 +25,36 @@ tests/integration/test_quotas_kafka.py; the facts this module relies on:
 from __future__ import annotations
 
 import logging
-import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import kafka.errors as Errors
-from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 from provisioning import names
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.quotas_entities import (
+    Entity,
+    QuotaEntry,
+    alter_request,
+    batches,
+    describe_request,
+    entity_of,
+    entry_problems,
+)
 from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S
+from provisioning.names.quotas import (
+    REMOVED,
+    SET,
+)
 
 log = logging.getLogger(__name__)
-
-USER = "user"
-CLIENT_ID = "client-id"
-IP = "ip"
-# Kafka's entity types, in the order an entity is spelled (kafka-configs.sh's order).
-ENTITY_TYPES = (USER, CLIENT_ID, IP)
-# How the product's tables name the default entity of a type (None in the protocol).
-DEFAULT = "<default>"
-
-# The quota keys a Kafka 4.3 broker knows (org.apache.kafka.server.config.QuotaConfig):
-# the first four on user and client-id entities, the last on ip entities only.
-USER_CLIENT_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
-                    "controller_mutation_rate")
-IP_KEYS = ("connection_creation_rate",)
-
-# Outcomes of a quota result. `set` and `removed` are this kind's own; the others are the
-# vocabulary every kind shares.
-SET = "set"
-REMOVED = "removed"
-QUOTA_OUTCOMES = (SET, REMOVED, names.VALIDATED, names.REJECTED, names.FAILED, names.UNKNOWN)
 
 # Errors that mean "Kafka refused the entity as asked": no retry helps. A 4.3 broker answers
 # every refusal of a key, value, name or entity combination with INVALID_REQUEST; the others
@@ -86,9 +78,6 @@ UNCERTAIN = frozenset({
     "KafkaTimeoutError",
 })
 
-# Match types of a DescribeClientQuotas filter component (KIP-546).
-_MATCH_EXACT = 0
-_MATCH_DEFAULT = 1
 # Up to this many entities are read back with one exact filter each; more, with one
 # request for every entity of the cluster (a filter names one entity at most).
 EXACT_READS = 20
@@ -103,90 +92,6 @@ _LOST_AFTER_SEND: tuple[type[BaseException], ...] = (
 # ... and what it raises when no broker takes the request at all.
 _UNREACHABLE = (*_LOST_AFTER_SEND, Errors.NodeNotReadyError)
 _USE = "DescribeClientQuotas and AlterClientQuotas (kafka-python has no admin method for them)"
-
-
-def protocol_name(table: str) -> str | None:
-    """An entity name as the tables spell it -> as the protocol does (`<default>` -> None).
-
-    A user or client literally named `<default>` is a distinct entity to a KRaft broker,
-    which this spelling cannot name: it always means the default."""
-    return None if table == DEFAULT else table
-
-
-def table_name(protocol: str | None) -> str:
-    """Inverse of `protocol_name` (None -> `<default>`)."""
-    return DEFAULT if protocol is None else protocol
-
-
-class Entity(Mapping[str, str | None]):
-    """A client-quota entity: entity type -> name (None: the type's default entity).
-
-    Immutable and hashable, so it keys the answers; equal to any mapping of the same pairs.
-    Entity({"user": "alice", "client-id": None}) is alice's quota for clients without one
-    of their own. The types are Kafka's to judge (ENTITY_TYPES are the ones it knows): a
-    type or combination it refuses is its INVALID_REQUEST, not an error here.
-    """
-
-    __slots__ = ("_pairs",)
-
-    def __init__(self, parts: Mapping[str, str | None]) -> None:
-        if not parts:
-            raise ValueError("a client-quota entity names at least one entity type")
-        for kind, name in parts.items():
-            if not isinstance(kind, str) or not (name is None or isinstance(name, str)):
-                raise ValueError(f"a client-quota entity maps type names to a name or None, "
-                                 f"not {kind!r}: {name!r}")
-        self._pairs: tuple[tuple[str, str | None], ...] = tuple(
-            sorted(parts.items(), key=lambda p: (_type_rank(p[0]), p[0])))
-
-    @classmethod
-    def from_table(cls, parts: Mapping[str, str]) -> Entity:
-        """An entity as the tables spell it (`<default>` for a default)."""
-        return cls({kind: protocol_name(name) for kind, name in parts.items()})
-
-    def table_names(self) -> dict[str, str]:
-        """This entity as the tables spell it (`<default>` for a default)."""
-        return {kind: table_name(name) for kind, name in self._pairs}
-
-    def __getitem__(self, kind: str) -> str | None:
-        for k, name in self._pairs:
-            if k == kind:
-                return name
-        raise KeyError(kind)
-
-    def __iter__(self) -> Iterator[str]:
-        return (k for k, _ in self._pairs)
-
-    def __len__(self) -> int:
-        return len(self._pairs)
-
-    def __hash__(self) -> int:
-        return hash(self._pairs)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Entity):
-            return self._pairs == other._pairs
-        return super().__eq__(other)
-
-    def __repr__(self) -> str:
-        return f"Entity({dict(self._pairs)!r})"
-
-
-def _type_rank(kind: str) -> int:
-    return ENTITY_TYPES.index(kind) if kind in ENTITY_TYPES else len(ENTITY_TYPES)
-
-
-@dataclass(frozen=True)
-class QuotaEntry:
-    """One entity's change: quota key -> the value to set, or None to remove the key."""
-
-    entity: Entity
-    ops: Mapping[str, float | None]
-
-    @property
-    def removes_only(self) -> bool:
-        """Every op removes a key: a success is `removed`, not `set`."""
-        return bool(self.ops) and all(v is None for v in self.ops.values())
 
 
 class QuotasUnreadable(ProvisioningError):
@@ -222,72 +127,6 @@ def quota_outcome(error: str, attempts: int, validate_only: bool, removes_only: 
     if error in UNCERTAIN and attempts > 0 and not validate_only:
         return names.UNKNOWN
     return names.FAILED
-
-
-# -- request building ------------------------------------------------------------------
-
-
-def describe_request(entity: Entity | None) -> Any:
-    """The DescribeClientQuotas request of one entity exactly (strict: not the entities that
-    combine it with another type), or of every entity of the cluster (None: no component and
-    not strict, which a 4.3 broker answers with every entity, defaults and combinations
-    included)."""
-    component = DescribeClientQuotasRequest.ComponentData
-    if entity is None:
-        return DescribeClientQuotasRequest(components=[], strict=False)
-    return DescribeClientQuotasRequest(
-        components=[component(entity_type=kind,
-                              match_type=_MATCH_DEFAULT if name is None else _MATCH_EXACT,
-                              match=name)
-                    for kind, name in entity.items()],
-        strict=True)
-
-
-def alter_request(entries: Sequence[QuotaEntry], validate_only: bool) -> Any:
-    """The AlterClientQuotas request of `entries` (a removal's value is sent as 0.0, which
-    the broker ignores)."""
-    entry_cls = AlterClientQuotasRequest.EntryData
-    return AlterClientQuotasRequest(
-        entries=[entry_cls(
-            entity=[entry_cls.EntityData(entity_type=kind, entity_name=name)
-                    for kind, name in e.entity.items()],
-            ops=[entry_cls.OpData(key=key, value=0.0 if value is None else float(value),
-                                  remove=value is None)
-                 for key, value in sorted(e.ops.items())])
-            for e in entries],
-        validate_only=validate_only)
-
-
-def batches(indexes: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """`indexes` in runs of at most `batch_size`, in order."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-    for start in range(0, len(indexes), batch_size):
-        yield list(indexes[start:start + batch_size])
-
-
-def entry_problems(entries: Sequence[QuotaEntry]) -> dict[int, str]:
-    """Why an entry must not be sent, by its index: an entity twice in `entries` (the broker
-    applies the first and answers INVALID_REQUEST for it), no op at all (answered NONE with
-    nothing changed), a value that is not a finite number (NaN would be stored)."""
-    seen: dict[Entity, int] = {}
-    for e in entries:
-        seen[e.entity] = seen.get(e.entity, 0) + 1
-    problems: dict[int, str] = {}
-    for i, e in enumerate(entries):
-        if seen[e.entity] > 1:
-            problems[i] = (f"{e.entity!r} appears {seen[e.entity]} times in this change: "
-                           "one entry per entity")
-        elif not e.ops:
-            problems[i] = "no quota to set or remove"
-        else:
-            bad = sorted(k for k, v in e.ops.items()
-                         if v is not None and (isinstance(v, bool)
-                                               or not isinstance(v, int | float)
-                                               or not math.isfinite(v)))
-            if bad:
-                problems[i] = f"{', '.join(bad)}: not a finite number"
-    return problems
 
 
 # -- sending ---------------------------------------------------------------------------
@@ -355,10 +194,6 @@ def _lost(admin: ClusterAdmin, exc: BaseException, sends: int) -> None:
                 admin.cluster.name, type(exc).__name__)
 
 
-def _entity_of(parts: Sequence[Any]) -> Entity:
-    return Entity({p.entity_type: p.entity_name for p in parts})
-
-
 def _code_of(exc: BaseException) -> tuple[int, str]:
     """Kafka's code and name of what the client raised (REQUEST_TIMED_OUT: no answer in
     `request_timeout_ms`; UNSUPPORTED_VERSION: the broker lacks the API), else -1 and the
@@ -403,7 +238,7 @@ def _described(admin: ClusterAdmin, entity: Entity | None) -> dict[Entity, dict[
     if code:
         raise QuotasUnreadable(admin.cluster.name, code, error_name(code),
                                response.error_message or None)
-    return {_entity_of(e.entity): {v.key: float(v.value) for v in e.values}
+    return {entity_of(e.entity): {v.key: float(v.value) for v in e.values}
             for e in response.entries or []}
 
 
@@ -494,7 +329,7 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
             if isinstance(lost.cause, _UNREACHABLE):
                 gone = lost.cause
             break
-        answers = {_entity_of(item.entity): item for item in response.entries}
+        answers = {entity_of(item.entity): item for item in response.entries}
         throttled = []
         for i in pending:
             attempts[i] += sends
@@ -514,3 +349,30 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
             time.sleep(delay / 1000)
         pending = throttled
     return [r if r is not None else _unanswered(0) for r in results], gone
+
+
+# -- the run's view --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    """A cluster's live quotas (entity -> {key: value}), or why they could not be read
+    (error name, message): its quotas are unknown then, never "none"."""
+
+    quotas: Mapping[Entity, Mapping[str, float]]
+    problem: tuple[str, str] | None = None
+
+
+def quota_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+                 kafka: KafkaConf) -> dict[str, QuotaState]:
+    """Every cluster's live quotas (one DescribeClientQuotas each, from the driver); a
+    cluster whose quotas cannot be read (the principal lacks DESCRIBE_CONFIGS on it, a
+    broker older than 2.6) has its problem instead, and the others are still read."""
+    found: dict[str, QuotaState] = {}
+    for cluster in clusters:
+        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+            try:
+                found[cluster.name] = QuotaState(describe_client_quotas(admin))
+            except QuotasUnreadable as exc:
+                found[cluster.name] = QuotaState({}, (exc.error_name, str(exc)))
+    return found
