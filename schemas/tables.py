@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DoubleType,
     IntegerType,
     LongType,
     MapType,
@@ -248,6 +249,18 @@ ACL_BINDING_STRUCT = _fields(
     ("permission", StringType()),
 )
 
+# One client quota as the audit table holds it (schemas.quotas): its entity (one column per
+# entity type; `<default>` the type's default entity), its key, the value asked for and the
+# value found (live at plan, read back at verify).
+QUOTA_STRUCT = _fields(
+    ("entity_user", StringType()),
+    ("entity_client_id", StringType()),
+    ("entity_ip", StringType()),
+    ("key", StringType()),
+    ("value", DoubleType()),
+    ("found", DoubleType()),
+)
+
 AUDIT = _fields(
     ("run_id", StringType()),
     ("cluster", StringType()),
@@ -293,6 +306,9 @@ AUDIT = _fields(
     ("result_reassignment", ArrayType(REPLICA_MOVE_RESULT, True)),
     ("throttle_rate", LongType()),
     ("throttled_brokers", ArrayType(IntegerType(), True)),
+    # Rows about a client quota (schemas.quotas): the quota (topic is null). Null on the
+    # other rows.
+    ("quota", QUOTA_STRUCT),
 )
 
 CLUSTER_SUMMARY = _fields(

@@ -1,14 +1,14 @@
 """The kinds of resource the job manages, registered once: here.
 
-A kind (topics, their replica moves, ACL bindings) brings its own modules in each room it
-touches, named after it: `conf/<kind>.py` (its conf section), `run/<kind>/` (its slice of
-the run's state, its phases per command, what it reads again under the lock, its summary),
-`views/<kind>.py` (its output, its saved-plan section, its report views) and
-`cli/<kind>.py` (its flags, its import, its manifest files), beside what it needs in
-`transforms/`, `kafka/`, `names/`, `results/` and `schemas/`. The rooms that loop over
-kinds (the engine, the re-plan under the lock, the command lists, the summary, the saved
-plan, the report, the conf) find a kind's part in their room with `parts(room)`: the
-`KIND` object of `provisioning.<room>.<kind>`. They name no kind themselves.
+A kind (topics, their replica moves, ACL bindings, client quotas) brings its own modules
+in each room it touches, named after it: `conf/<kind>.py` (its conf section),
+`run/<kind>/` (its slice of the run's state, its phases per command, what it reads again
+under the lock, its summary), `views/<kind>.py` (its output, its saved-plan section, its
+report views) and `cli/<kind>.py` (its flags, its import, its manifest files), beside what
+it needs in `transforms/`, `kafka/`, `names/`, `results/` and `schemas/`. The rooms that
+loop over kinds (the engine, the re-plan under the lock, the command lists, the summary,
+the saved plan, the report, the conf) find a kind's part in their room with `parts(room)`:
+the `KIND` object of `provisioning.<room>.<kind>`. They name no kind themselves.
 
 Adding a kind is its modules and one line in `KINDS`. The order is the order the kinds'
 phases run in within each step of a run (manifests, snapshot, plan, validate, apply): a
@@ -25,6 +25,7 @@ KINDS: tuple[str, ...] = (
     "topics",
     "acls",
     "reassign",
+    "quotas",
 )
 
 T = TypeVar("T")

@@ -73,7 +73,8 @@ def test_every_bad_rule_and_level_is_named_at_once() -> None:
         "severity": {"offline_partition": "fatal", "partition_budget": "error",
                      "no_such_rule": "off", "drift": 3, "unmanaged": True},
         "treshold": 1}}
-    known = ", ".join(CHECK_RULES)
+    # Every registered kind's rules: topics' then each other kind's own.
+    known = ", ".join((*CHECK_RULES, "unmanaged_quota"))
     assert _problems(data) == [
         "kafka.batch_size: must be > 0, got 0",
         "checks.treshold: unknown key (allowed: severity)",

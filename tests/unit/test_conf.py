@@ -91,7 +91,7 @@ def test_every_bad_key_is_reported_at_once() -> None:
     }
     assert _problems(data) == [
         "extra: unknown key (allowed: clusters, tables, kafka, spark, policies, run, "
-        "maintenance, checks, deletes, alters, acls, reassign)",
+        "maintenance, checks, deletes, alters, acls, reassign, quotas)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "

@@ -13,7 +13,7 @@ Configurable (conf `policies.create: [{name: ..., <params>}]`):
 - forbidden_configs: configs ([config names]).
 - min_insync_below_rf: no parameters.
 - partition_budget: max_partitions (int), per cluster, live topics included.
-- owner_partition_quota: quotas ({owner: int}), default (int); at least one.
+- owner_partition_quota: "quotas" ({owner: int}), default (int); at least one.
 - custom: callable ("package.module:function"), any other params passed through.
   Called as `fn(plan, context, params) -> DataFrame`: it gets PLAN rows, the
   PolicyContext and its params (without `callable`), and returns the same rows
@@ -312,7 +312,7 @@ def _in_topic_order(*keys: str) -> WindowSpec:
 
 
 def _admitted() -> Column:
-    """CREATE rows that consume budget or quota: those no earlier policy refused."""
+    """CREATE rows that use up a budget or an allowance: those no earlier policy refused."""
     return is_create() & no_violations_yet()
 
 
@@ -344,32 +344,32 @@ def partition_budget(params: Mapping[str, Any], context: PolicyContext) -> Trans
 
 
 def owner_partition_quota(params: Mapping[str, Any], context: PolicyContext) -> Transform:
-    """The partitions an owner holds on a cluster must stay within its quota.
+    """The partitions an owner holds on a cluster must stay within its allowance.
 
     Usage counts the live partitions of the plan's rows of that owner, then the
     owner's admitted CREATE rows in topic-name order (as partition_budget). Rows
-    without an owner share the default quota.
+    without an owner share the default allowance.
     """
     require_valid("create", "owner_partition_quota", params)
-    quotas: Mapping[str, int] = params.get("quotas") or {}
+    allowances: Mapping[str, int] = params.get("quotas") or {}
     default: int | None = params.get("default")
 
     def transform(df: DataFrame) -> DataFrame:
         facts = with_cluster_facts(df, context)
-        quota = F.coalesce(F.try_element_at(_literal_map(quotas, "int"), F.col("owner")),
+        allowance = F.coalesce(F.try_element_at(_literal_map(allowances, "int"), F.col("owner")),
                            F.lit(default).cast("int"))
         in_use = F.coalesce(
             F.sum("live_partitions").over(Window.partitionBy("cluster", "owner")), F.lit(0))
         planned = F.sum(F.when(_admitted(), effective_partitions())).over(
             _in_topic_order("cluster", "owner"))
         total = in_use + planned
-        over_quota = (_admitted() & effective_partitions().isNotNull()
-                      & (total > quota))
+        over_allowance = (_admitted() & effective_partitions().isNotNull()
+                      & (total > allowance))
         message = F.format_string(
             "owner %s would hold %d partition(s) on cluster %s (%d in its live topics + %d "
             "planned by this run up to this topic, in topic order), over its quota of %d",
             F.coalesce(F.col("owner"), F.lit("(none)")), total, F.col("cluster"), in_use,
-            planned, quota)
-        return as_plan(with_violation(facts, "owner_partition_quota", over_quota, message))
+            planned, allowance)
+        return as_plan(with_violation(facts, "owner_partition_quota", over_allowance, message))
 
     return transform

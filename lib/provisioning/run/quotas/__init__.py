@@ -1,0 +1,95 @@
+"""The client quotas' part of the run room: their slice of the state (`state`), their phases
+of `plan` and `apply` (`phases`) and of `import --quotas` and `check` (`adopt`), their admin
+I/O (`executors`), their summary (`summary`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from provisioning.names import quotas as quota_names
+from provisioning.results.quotas import QuotasSummary
+from provisioning.run.engine import Phase, RunContext
+from provisioning.run.kind import (
+    APPLY,
+    CHECK,
+    IMPORT,
+    MANIFESTS,
+    PLAN,
+    SNAPSHOT,
+    VALIDATE,
+    PlanCounts,
+    RunKind,
+)
+from provisioning.run.options import ApplyOptions
+from provisioning.run.quotas.adopt import Import, QuotaCheck
+from provisioning.run.quotas.phases import (
+    NAME,
+    REMOVALS,
+    QuotaApply,
+    QuotaManifests,
+    QuotaPlan,
+    QuotaSnapshot,
+    QuotaValidate,
+    QuotaVerify,
+    quotas_planned,
+)
+from provisioning.run.quotas.state import QuotaState
+from provisioning.run.quotas.summary import summarize_quotas
+from provisioning.run.state import RunState
+
+
+class QuotasKind(RunKind):
+    name = NAME
+    State = QuotaState
+    planned_reads = ("quotas.counts",)
+    findings_field = "quotas.violations"
+
+    def phases(self, step: str) -> Sequence[Phase]:
+        return {
+            MANIFESTS: (QuotaManifests(),),
+            SNAPSHOT: (QuotaSnapshot(),),
+            PLAN: (QuotaPlan(),),
+            VALIDATE: (QuotaValidate(),),
+            APPLY: (QuotaApply(), QuotaVerify()),
+            IMPORT: (Import(),),
+            # The view `check` judges is recorded, as its topics' is.
+            CHECK: (QuotaManifests(), QuotaSnapshot(always_record=True), QuotaCheck()),
+        }.get(step, ())
+
+    def relock_phases(self) -> Sequence[Phase]:
+        # The view the run changes Kafka on is recorded, changed or not.
+        return (QuotaSnapshot(always_record=True), QuotaPlan())
+
+    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+        removals = isinstance(ctx.options, ApplyOptions) and ctx.options.allows(REMOVALS)
+        return quotas_planned(state, quota_names.SET_ACTION,
+                              *((quota_names.REMOVE,) if removals else ())) > 0
+
+    def plans_changes(self, state: RunState) -> bool:
+        return quotas_planned(state, quota_names.SET_ACTION, quota_names.REMOVE) > 0
+
+    def plan_counts(self, state: RunState) -> PlanCounts:
+        return state.of(QuotaState).counts or {}
+
+    def summary(self, ctx: RunContext, state: RunState) -> QuotasSummary | None:
+        quotas = state.of(QuotaState)
+        if quotas.plan is None:
+            return None
+        options = ctx.options
+        apply = options if isinstance(options, ApplyOptions) else None
+        summary = summarize_quotas(quotas.rows, getattr(options, "listing_limit", 500),
+                                   removals_allowed=apply is None or apply.allows(REMOVALS))
+        summary.clusters_not_readable = {
+            c: {"error_name": e, "error_message": m}
+            for c, (e, m) in sorted((quotas.problems or {}).items())}
+        return summary
+
+    def complete(self, state: RunState, summary: Any) -> None:
+        summary.unmanaged = dict(sorted((state.of(QuotaState).unmanaged or {}).items()))
+
+    def imported(self, state: RunState) -> Any:
+        return state.of(QuotaState).imported
+
+
+KIND = QuotasKind()
