@@ -11,7 +11,6 @@ import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
 from provisioning.cli.kind import ReportArgs, ReportView, cli_kinds
-from provisioning.errors import UsageError
 from provisioning.session import job_label
 from provisioning.views.report import (
     recent_runs,
@@ -33,17 +32,17 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
     chosen = [v for v in views if values.get(v.option.argument)]
     args = ReportArgs(clusters=clusters, topics_glob=topics_glob, limit=limit, values=values)
 
+    # Refused before the conf is read or a session started, as every option conflict.
+    given = [n for n in ("--run-id" if run_id else "", *(v.option.option for v in chosen)) if n]
+    if len(given) > 1:
+        every = ", ".join(["--run-id", *(v.option.option for v in views)])
+        raise click.UsageError(f"report takes one of {every}; got {' and '.join(given)}")
+    for view in views:
+        for extra in view.extras:
+            if values.get(extra.argument) is not None and view not in chosen:
+                raise click.UsageError(f"{extra.option} goes with {view.option.option}")
+
     def work(cmd: Command) -> Outcome:
-        # Refused inside the work: `--json` gets its error document too.
-        names = ["--run-id" if run_id else "", *(v.option.option for v in chosen)]
-        given = [n for n in names if n]
-        if len(given) > 1:
-            every = ", ".join(["--run-id", *(v.option.option for v in views)])
-            raise UsageError(f"report takes one of {every}; got {' and '.join(given)}")
-        for view in views:
-            for extra in view.extras:
-                if values.get(extra.argument) is not None and view not in chosen:
-                    raise UsageError(f"{extra.option} goes with {view.option.option}")
         if chosen:
             view = chosen[0]
             payload, code = view.build(cmd, values[view.option.argument], args)
