@@ -361,7 +361,8 @@ def test_report_violations_payload_renders_as_the_trend() -> None:
 @pytest.mark.parametrize(("options", "message"), [
     (["--drift", "--violations"],
      "report takes one of --run-id, --topic, --drift, --unmanaged, --violations, "
-     "--unmanaged-acls, --orphaned-acls, --reassignments; got --drift and --violations"),
+     "--unmanaged-acls, --orphaned-acls, --reassignments, --unmanaged-quotas; got --drift "
+     "and --violations"),
     (["--since", "7"], "--since goes with --violations"),
 ])
 def test_report_refuses_two_views_and_since_without_violations(
