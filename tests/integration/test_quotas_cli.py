@@ -27,7 +27,13 @@ from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.quotas import QuotaEntry, alter_client_quotas, describe_client_quotas
 from provisioning.kafka.quotas_entities import Entity
 from schemas.quotas import QUOTA_MANIFEST
-from tests.helpers import Completed, run_cli, run_cli_in_process, write_conf
+from tests.helpers import (
+    Completed,
+    run_cli,
+    run_cli_in_process,
+    write_conf,
+    write_manifest_table,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -83,9 +89,15 @@ def clean_quotas(kafka: Any) -> Iterator[str]:
 
 
 def write_quota_table(spark: Any, path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """A Delta quota manifest table from partial rows (missing columns null)."""
+    """A Delta quota manifest table from partial rows (missing columns null), and an empty
+    topic manifest beside it (these runs manage no topic)."""
+    topics = path.parent / "desired_topics"
+    if not topics.exists():
+        write_manifest_table(spark, topics, [])
     cols = [f.name for f in QUOTA_MANIFEST.fields]
-    (spark.createDataFrame([tuple(r.get(c) for c in cols) for r in rows], QUOTA_MANIFEST)
+    floats = [{**r, "quotas": None if r.get("quotas") is None else
+               {k: float(v) for k, v in r["quotas"].items()}} for r in rows]
+    (spark.createDataFrame([tuple(r.get(c) for c in cols) for r in floats], QUOTA_MANIFEST)
      .write.format("delta").mode("overwrite").option("overwriteSchema", "true")
      .save(str(path)))
 
@@ -153,7 +165,7 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
 
     # plan: each change shown; nothing changes.
     planned = cli("plan", "--conf", str(conf), "--out", str(tmp_path / "plan.json"))
-    assert planned.exit_code == 1, planned.output[-3000:]
+    assert planned.returncode == 1, planned.output[-3000:]
     for line in [
             "Client quotas",
             "  ~ local quota user=orders-app producer_byte_rate 1048576 -> 2097152  validated",
@@ -168,7 +180,7 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
 
     # apply: what the plan validated is made, exactly; the unlisted are left alone.
     done = cli("apply", "--conf", str(conf), "--plan", str(tmp_path / "plan.json"), "--json")
-    assert done.exit_code == 1, done.output[-3000:]
+    assert done.returncode == 1, done.output[-3000:]
     doc = done.json()
     wanted = {
         E(user="orders-app"): {"producer_byte_rate": 2 * MIB, "consumer_byte_rate": 4 * MIB,
@@ -225,7 +237,7 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
 
     # A second apply changes nothing.
     again = cli("apply", "--conf", str(conf), "--json")
-    assert again.exit_code == 1, again.output[-3000:]
+    assert again.returncode == 1, again.output[-3000:]
     assert again.json()["quotas"]["counts"] == {"already_present": 9, "blocked": 1,
                                                 "rejected": 2}
     assert live(bootstrap) == wanted
@@ -237,13 +249,13 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
         {**ROWS[6], "force": True},
         {**ROWS[3], "state": "absent", "quotas": None}])
     held = cli("apply", "--conf", str(conf), "--json")
-    assert held.exit_code == 0, held.output[-3000:]
+    assert held.returncode == 0, held.output[-3000:]
     assert (held.json()["quotas"]["counts"], held.json()["quotas"]["removals_not_allowed"]) == (
         {"already_present": 8, "set": 1, "validated": 1}, 1)
     wanted[E(user="bulk")] = {"producer_byte_rate": 200 * MIB}
     assert live(bootstrap, wanted) == wanted
     removed = cli("apply", "--conf", str(conf), "--allow-quota-removals", "--json")
-    assert removed.exit_code == 0, removed.output[-3000:]
+    assert removed.returncode == 0, removed.output[-3000:]
     assert removed.json()["quotas"]["counts"] == {"already_present": 9, "removed": 1}
     del wanted[E(user="orders-app", client_id="batch")]
     assert live(bootstrap, wanted) == wanted
@@ -252,12 +264,12 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
     removing = quota_conf(tmp_path, bootstrap, wh, [table], {"remove_unlisted": True},
                           name="removing.yaml")
     kept = cli("apply", "--conf", str(removing), "--json")
-    assert kept.exit_code == 0, kept.output[-3000:]
+    assert kept.returncode == 0, kept.output[-3000:]
     assert (kept.json()["quotas"]["counts"], kept.json()["quotas"]["removals_not_allowed"]) == (
         {"already_present": 6, "validated": 3}, 3)
     assert live(bootstrap) == wanted
     gone = cli("apply", "--conf", str(removing), "--allow-quota-removals", "--json")
-    assert gone.exit_code == 0, gone.output[-3000:]
+    assert gone.returncode == 0, gone.output[-3000:]
     assert gone.json()["quotas"]["counts"] == {"already_present": 6, "removed": 3}
     del wanted[LEGACY]
     del wanted[E(user="misfit")]
@@ -266,7 +278,7 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
 
     # report: the run's quota rows, and the unmanaged quotas (none left).
     shown = cli("report", "--conf", str(conf), "--run-id", gone.json()["run_id"])
-    assert shown.exit_code == 0, shown.output[-3000:]
+    assert shown.returncode == 0, shown.output[-3000:]
     assert ("  local quota user=legacy producer_byte_rate REMOVE: plan planned -> validate "
             "validated -> apply removed -> verify removed") in shown.stdout.splitlines()
     unmanaged = cli("report", "--conf", str(conf), "--unmanaged-quotas", "--json")
@@ -281,6 +293,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
                 E(ip="127.0.0.2"): {"connection_creation_rate": 7.0}}
     _set(bootstrap, existing)
     wh = tmp_path / "wh"
+    write_manifest_table(spark, wh / "desired_topics", [])
     source = tmp_path / "quotas.yaml"
     source.write_text(yaml.safe_dump([{"cluster": "local", "entity_user": "svc-a",
                                        "quotas": {"producer_byte_rate": 3 * MIB}}]))
@@ -293,7 +306,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
 
     # check: the quotas no manifest lists, as info findings.
     checked = cli("check", "--conf", str(conf), "--json")
-    assert checked.exit_code == 0, checked.output[-3000:]
+    assert checked.returncode == 0, checked.output[-3000:]
     assert sorted((v["rule"], v["severity"], v["detail"]) for v in
                   checked.json()["violations"] if v["rule"] == "unmanaged_quota") == [
         ("unmanaged_quota", "info", f"quota {e} {k} {v}: named by no quota manifest row "
@@ -306,7 +319,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
     # import: the entities no manifest names, as rows a plan finds all NOOP.
     imported = cli("import", "--conf", str(conf), "--quotas", "--table",
                    str(wh / "imported"), "--owner", "platform", "--json")
-    assert imported.exit_code == 0, imported.output[-3000:]
+    assert imported.returncode == 0, imported.output[-3000:]
     assert [(c["cluster"], c["rows_written"], c["quotas_written"], c["left_out_managed"])
             for c in imported.json()["clusters"]] == [("local", 2, 2, 2)]
     written = sorted(json.dumps(r.asDict(recursive=True), sort_keys=True) for r in
@@ -320,6 +333,6 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
          "owner": "platform", "force": None}], key=lambda r: json.dumps(r, sort_keys=True))
     adopted = quota_conf(tmp_path, bootstrap, wh, [wh / "imported"], name="adopted.yaml")
     plan = cli("plan", "--conf", str(adopted), "--json")
-    assert plan.exit_code == 0, plan.output[-3000:]
+    assert plan.returncode == 0, plan.output[-3000:]
     assert plan.json()["quotas"]["counts"] == {"already_present": 4}
     assert live(bootstrap) == existing

@@ -62,8 +62,10 @@ def _sign(q: Mapping[str, Any]) -> str:
         return "!"
     if q.get("action") == quota_names.REMOVE:
         return "-"
-    if q.get("action") == quota_names.SET:
-        return "+" if q.get("found") is None and q.get("phase") == names.PLAN else "~"
+    if q.get("action") == quota_names.SET_ACTION:
+        # Before the change, `found` is the live value (none: a new quota); a verified row's
+        # is the value read back.
+        return "+" if q.get("found") is None and q.get("phase") != names.VERIFY else "~"
     return "="
 
 

@@ -13,7 +13,8 @@ error of this side, never `failed`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from provisioning import names
@@ -35,8 +36,6 @@ from schemas.quotas import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_RESULT
 VALIDATE, APPLY, VERIFY = "validate", "apply", "verify"
 KINDS = (VALIDATE, APPLY, VERIFY)
 _PHASES = {VALIDATE: names.VALIDATE, APPLY: names.APPLY, VERIFY: names.VERIFY}
-# The error name of a read-back that shows another value than the one asked for.
-VERIFY_MISMATCH = "VERIFY_MISMATCH"
 
 _RESULT_COLUMNS = [f.name for f in QUOTA_RESULT.fields]
 _KEY_AT = [_RESULT_COLUMNS.index(c) for c in QUOTA_KEY]
@@ -83,7 +82,7 @@ def quota_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
     def change(admin: ClusterAdmin, part: list[Row], sent: Sent) -> Iterator[Result]:
         return change_part(admin, part, sent, kind == VALIDATE, batch_size)
 
-    work = verify_part if kind == VERIFY else change
+    work = _verify_work(kafka) if kind == VERIFY else change
     # A chunk holds whole entities of a few requests' worth (its rows are keys).
     return for_each_cluster(rows, clusters, credentials, kafka, work, _PHASES[kind],
                             kind == APPLY, batch_size * len(quota_names.KEYS), QUOTAS)
@@ -122,27 +121,62 @@ def change_part(admin: ClusterAdmin, part: list[Row], sent: Sent, validate_only:
             yield quota_result(row, phase, outcome_of_key, **answer)
 
 
-def verify_part(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
-    """Each quota read back (DescribeClientQuotas of its entity): `set` when the key holds
-    the value asked for, `removed` when a removed key is gone, else `failed` with what was
-    found (VERIFY_MISMATCH)."""
-    grouped = _entities(part)
-    found = describe_client_quotas(admin, [entity for entity, _ in grouped])
-    for entity, rows in grouped:
-        held = found.get(entity, {})
-        for row in rows:
-            value = held.get(row["key"])
-            if row["action"] == quota_names.REMOVE:
-                done = value is None
-                outcome = quota_names.REMOVED if done else names.FAILED
-                message = None if done else f"the key is still set, to {value:g}"
-            else:
-                done = value is not None and value == float(row["value"])
-                outcome = quota_names.SET if done else names.FAILED
-                message = None if done else (
-                    f"read back {'no value' if value is None else f'{value:g}'}, asked "
-                    f"{float(row['value']):g}")
-            yield quota_result(row, names.VERIFY, outcome, result_value=value,
-                               error_code=0 if done else -1,
-                               error_name="NONE" if done else VERIFY_MISMATCH,
-                               error_message=message, attempts=1)
+def _verify_work(kafka: KafkaConf) -> Callable[[ClusterAdmin, list[Row], Sent], Iterator[Result]]:
+    # One deadline per cluster for all its chunks.
+    deadlines: dict[str, float] = {}
+
+    def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
+        deadline = deadlines.setdefault(
+            admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
+        return verify_part(admin, part, deadline)
+
+    return work
+
+
+def _held(row: Row, value: float | None) -> bool:
+    """Whether `value`, read back, is what the row's change asked for."""
+    if row["action"] == quota_names.REMOVE:
+        return value is None
+    return value is not None and value == float(row["value"])
+
+
+def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterator[Result]:
+    """Each quota read back (DescribeClientQuotas of its entities) until it holds the value
+    asked for (`set`) or its removed key is gone (`removed`), or `deadline`
+    (time.monotonic()) passes: `failed` VERIFY_TIMEOUT with what was found. A broker
+    answers from its copy of the cluster's metadata, which may trail the controller's."""
+    pending = _entities(part)
+    attempts = 0
+    delay = 0.2
+    while pending:
+        attempts += 1
+        found = describe_client_quotas(admin, [entity for entity, _ in pending])
+        waiting: list[tuple[Entity, list[Row]]] = []
+        for entity, rows in pending:
+            held = found.get(entity, {})
+            late = [row for row in rows if not _held(row, held.get(row["key"]))]
+            for row in rows:
+                if row not in late:
+                    yield quota_result(row, names.VERIFY, (
+                        quota_names.REMOVED if row["action"] == quota_names.REMOVE
+                        else quota_names.SET), result_value=held.get(row["key"]),
+                        error_code=0, error_name="NONE", attempts=attempts)
+            if late:
+                waiting.append((entity, late))
+        pending = waiting
+        if pending and time.monotonic() >= deadline:
+            for entity, rows in pending:
+                held = found.get(entity, {})
+                for row in rows:
+                    value = held.get(row["key"])
+                    yield quota_result(
+                        row, names.VERIFY, names.FAILED, result_value=value, error_code=-1,
+                        error_name=names.VERIFY_TIMEOUT, attempts=attempts,
+                        error_message=(f"the key is still set, to {value:g}"
+                                       if row["action"] == quota_names.REMOVE else
+                                       f"read back {'no value' if value is None else f'{value:g}'}"
+                                       f", asked {float(row['value']):g}"))
+            return
+        if pending:
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
