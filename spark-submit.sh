@@ -144,10 +144,7 @@ case "$master" in
     export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
     delta_conf+=(--jars "$jars" --conf spark.ui.showConsoleProgress=false
                  "${loopback_conf[@]}"
-                 --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties"
-                 --conf spark.databricks.delta.snapshotPartitions=2
-                 --conf spark.sql.shuffle.partitions=4
-                 --conf spark.sql.sources.parallelPartitionDiscovery.parallelism=4)
+                 --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties")
     has_master=0
     for a in "${spark_args[@]+"${spark_args[@]}"}"; do case "$a" in --master|--master=*) has_master=1 ;; esac; done
     [ "$has_master" = 1 ] || spark_args+=(--master "$master")
