@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
-from provisioning.delta.lock import RunLock
+from provisioning.delta.lock import LOCK_TABLE_PROPERTIES, RunLock
 from provisioning.delta.manifests import read_manifests, write_manifest_frame
-from provisioning.delta.tables import TableRef, table_exists
+from provisioning.delta.tables import JobTable, TableRef, prepare_tables, table_exists
 from provisioning.errors import UsageError
 from provisioning.kafka.acls import acl_states
 from provisioning.results import ClusterSummary, ImportSummary, RunRecord, RunResult
@@ -61,7 +61,18 @@ from provisioning.session import Stop, helper, job_label, succeeded
 from provisioning.transforms.acls.plan import acl_manifest_rows, unmanaged_bindings
 from provisioning.transforms.acls.validation import with_acl_row_errors
 from provisioning.transforms.summaries import summarize_snapshot
-from schemas import ACL_BINDING, ACL_DESIRED, ACL_MANIFEST, column_names
+from schemas import (
+    ACL_BINDING,
+    ACL_DESIRED,
+    ACL_MANIFEST,
+    ACL_SNAPSHOT,
+    AUDIT,
+    LOCKS,
+    RUNS,
+    SNAPSHOT,
+    VIOLATIONS,
+    column_names,
+)
 
 PLAN_RUN = Run(Preflight(), ReadManifests(), AclManifests(), Snapshot(), AclSnapshot(), Plan(),
                AclPlan(), Validate(), ReassignValidate(), AclValidate())
@@ -132,11 +143,32 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
             ctx.steps.done("unlock")
 
 
+def job_tables(conf: Conf, command: str) -> list[JobTable]:
+    """The job's tables `command` writes: made, when missing, as its run starts
+    (`delta.tables.prepare_tables`), not by its first write to each."""
+    tables = conf.tables
+    made = [JobTable(tables.runs, RUNS)]
+    if command in ("plan", "apply", "check", "snapshot"):
+        made.append(JobTable(tables.snapshots, SNAPSHOT))
+    if command in ("plan", "apply"):
+        made.append(JobTable(tables.audit, AUDIT))
+        if tables.acl_manifests is not None:
+            made.append(JobTable(tables.acl_snapshots, ACL_SNAPSHOT))
+    if command == "apply":
+        made.append(JobTable(tables.locks, LOCKS, LOCK_TABLE_PROPERTIES))
+    if command == "check":
+        made.append(JobTable(tables.violations, VIOLATIONS))
+    return made
+
+
 def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
              credentials: Mapping[str, Credentials], record: RunRecord,
              options: AnyOptions, stop: Stop | None) -> RunContext:
-    """The run's context, with the executors' check started (`executors.check_executors`,
-    on a helper thread while the first phases run on the driver)."""
+    """The run's context, with the job's missing tables being made (`job_tables`) and the
+    executors' check started (`executors.check_executors`), on helper threads while the
+    first phases run on the driver."""
+    with job_label(spark, f"{options.command}: make the job's tables"):
+        prepare_tables(spark, job_tables(conf, options.command))
     ctx = RunContext(spark, conf, clusters, credentials, record, options,
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id)),
                      stop=stop or Stop())
