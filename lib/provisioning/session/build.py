@@ -41,11 +41,13 @@ SESSION_SETTINGS = {**DELTA_SETTINGS, **SAFETY_SETTINGS}
 # small: Spark's defaults are sized for large data and cost it most of a run (BENCHMARKS.md:
 # Spark settings). A shuffle needs a few partitions, not 200; Delta rebuilds a small table's
 # state (each commit, each read of a new version) in a few tasks, not 50; a listing of a
-# table's files (VACUUM) in a few tasks, not 10,000.
+# table's files (VACUUM) in a few tasks, not 10,000; and adaptive execution, which plans a
+# query again after each of its stages, costs queries this small more than it saves.
 WORKLOAD_SETTINGS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
+    "spark.sql.adaptive.enabled": "false",
 }
 
 
