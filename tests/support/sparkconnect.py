@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,7 @@ class ConnectServer:
 
     def __init__(self, directory: Path, venv: Path = SERVER_VENV, port: int | None = None,
                  driver_memory: str = "2g", cwd: Path = REPO, detached: bool = False,
-                 stock: bool = False) -> None:
+                 stock: bool = False, extra: Mapping[str, str] | None = None) -> None:
         self.directory = directory
         self.venv = venv
         self.port = port or free_ports(1)[0]
@@ -100,6 +100,8 @@ class ConnectServer:
         self.cwd = cwd
         self.detached = detached
         self.stock = stock
+        # Settings given on top of the variant's (a test's server started otherwise).
+        self.extra = dict(extra or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -121,7 +123,7 @@ class ConnectServer:
         if not jars:
             raise ConnectServerError(f"no Delta jars in {DELTA_JARS}: run `make jars`")
         chosen = stock_settings if self.stock else server_settings
-        settings = [part for key, value in chosen(self.port).items()
+        settings = [part for key, value in {**chosen(self.port), **self.extra}.items()
                     for part in ("--conf", f"{key}={value}")]
         memory = ["--driver-memory", self.driver_memory] if self.driver_memory else []
         return [str(submit), "--class", SERVER_CLASS, "--master", "local[2]", *memory,

@@ -189,15 +189,6 @@ class SlowSetting:
     wanted: str
 
 
-def _bytes(size: str) -> float:
-    """A JVM size (`2g`, `1024m`, `512k`; a bare number is MiB, as Spark reads driver
-    memory) in bytes; NaN when unreadable."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", size.lower())
-    if match is None:
-        return float("nan")
-    return float(match[1]) * 1024 ** {"k": 1, "": 2, "m": 2, "g": 3, "t": 4}[match[2]]
-
-
 # Static settings that only the server's start sets and that cost the job much of a run
 # when left as they are (BENCHMARKS.md: Spark settings); read at connect time.
 SLOW_SERVER_SETTINGS = (
