@@ -1,6 +1,7 @@
 """`make bench`: the job against a plain kafka-python floor and a per-topic loop, side by side.
 
-    .venv/bin/python bench/run.py                      # everything, as BENCHMARKS.md reports it
+    .venv/bin/python bench/run.py                      # the daily run at 1,000 topics, every method
+    .venv/bin/python bench/run.py --only broker --cases 10000x1 --methods floor,job  # cold, 10,000
     .venv/bin/python bench/run.py --only broker --cases 1000x1 --reps 1 --methods job
     .venv/bin/python bench/run.py --only plan --plan-rows 100000,300000,1000000
     .venv/bin/python bench/run.py --only pipelining
@@ -176,7 +177,9 @@ def run_direct(mode: str, bootstrap: str, topics: int, partitions: int,
     }
 
 
-def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int) -> Path:
+def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int,
+               settings: Mapping[str, str] | None = None) -> Path:
+    """The job's conf for a run; `settings` go into its spark.settings."""
     path.write_text(json.dumps({
         "clusters": {"local": {"bootstrap_servers": bootstrap}},
         "tables": {
@@ -187,7 +190,7 @@ def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int) -> 
         },
         "kafka": {"request_timeout_ms": 120000, "operation_timeout_ms": 60000,
                   "batch_size": batch_size, "verify_timeout_ms": 300000},
-        "spark": {"settings": {"spark.sql.session.timeZone": "UTC"}},
+        "spark": {"settings": {"spark.sql.session.timeZone": "UTC", **(settings or {})}},
     }, indent=2))
     return path
 
@@ -298,8 +301,8 @@ def _step_secs(output: str, launched: float, exited: float) -> dict[str, float]:
 
 def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_size: int,
             spark_args: Sequence[str], env: Mapping[str, str] | None = None,
-            noop: bool = True, rows: Sequence[Mapping[str, Any]] | None = None
-            ) -> dict[str, Any]:
+            noop: bool = True, rows: Sequence[Mapping[str, Any]] | None = None,
+            settings: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The job's apply on a fresh broker (and, with `noop`, again right after), on the job
     tables under `warehouse`, which outlive the run: as in production, they exist from
     earlier runs (an uncounted first run per method and case makes them).
@@ -308,13 +311,14 @@ def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_s
     rewritten with CHANGE_CONFIG set in the rows of changed_topics (one commit, not timed),
     `apply --allow-alter` timed launch to exit and checked on the broker, and the manifest
     table rewritten back to `rows` (not timed) for the next run on a fresh broker.
+    `settings` go into the conf's spark.settings (over the job's own runtime settings).
     """
     if not (warehouse / "desired_topics").exists():
         warehouse.mkdir(parents=True, exist_ok=True)
         shutil.copytree(manifest, warehouse / "desired_topics")
     before = {t.name: len(delta_commits(t)) for t in warehouse.iterdir()
               if (t / "_delta_log").is_dir()}
-    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size)
+    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size, settings)
     output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "job.log")
     at = {s["step"]: s["at"] - launched for s in parse_steps(output)}
     secs = _step_secs(output, launched, exited)
@@ -430,16 +434,17 @@ def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argp
                 tables = root / f"first-{method}-{topics}x{partitions}-{first}"
             result = run_job(work, tables, cluster.bootstrap_servers, manifest, args.batch_size,
                              ["--remote", args.servers[method]] if method in SERVERS
-                             else args.spark_arg, noop=False)
+                             else args.spark_arg, noop=False, settings=args.settings)
         elif method == "job":
             assert manifest is not None
             result = run_job(work, tables, cluster.bootstrap_servers, manifest,
-                             args.batch_size, args.spark_arg, rows=manifest_rows(*case))
+                             args.batch_size, args.spark_arg, rows=manifest_rows(*case),
+                             settings=args.settings)
         elif method in SERVERS:
             assert manifest is not None
             result = run_job(work, tables, cluster.bootstrap_servers, manifest,
                              args.batch_size, ["--remote", args.servers[method]],
-                             rows=manifest_rows(*case))
+                             rows=manifest_rows(*case), settings=args.settings)
         elif method == "topicctl":
             result = run_topicctl(work, cluster.bootstrap_servers, Path(args.topicctl), topics,
                                   partitions, args.topicctl_create_limit)
@@ -606,6 +611,11 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
 
 # -- parts ------------------------------------------------------------------------------
 
+def _pairs(items: Sequence[str]) -> dict[str, str]:
+    """`KEY=VALUE` arguments as a dict."""
+    return dict(item.split("=", 1) for item in items)
+
+
 def parse_case(text: str) -> tuple[int, int]:
     """`1000x3` -> (1000, 3): topics x partitions."""
     topics, partitions = (int(x) for x in text.strip().split("x"))
@@ -630,7 +640,8 @@ def broker_part(args: argparse.Namespace, out: Path) -> str:
                 # One server per kind for the whole part, as a deployment keeps one running;
                 # each has run a small Delta round trip and a Python task before the job.
                 server = ConnectServer(root / f"spark-{method}", stock=stock,
-                                       driver_memory=args.connect_memory)
+                                       driver_memory=args.connect_memory,
+                                       extra=_pairs(args.stock_setting) if stock else None)
                 servers.append(server)
                 server.start()
                 warm_up(server.address)
@@ -689,7 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=("broker", "plan", "pipelining"), action="append",
                         help="run only this part (repeatable); default: all")
-    parser.add_argument("--cases", default="1000x1,10000x1,1000x3",
+    parser.add_argument("--cases", default="1000x1",
                         help="TOPICSxPARTITIONS,... (default %(default)s)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--reps", type=int, default=3)
@@ -710,6 +721,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--connect-memory", default="2g",
                         help="driver memory of the project's own Spark Connect server (method "
                              "connect; the stock server keeps Spark's default)")
+    parser.add_argument("--spark-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a spark.settings entry of the job's conf (job, connect, stock), "
+                             "over the job's own runtime settings (repeatable)")
+    parser.add_argument("--stock-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting the stock server is started with besides Delta's "
+                             "(repeatable)")
     parser.add_argument("--first-runs", type=int, default=3,
                         help="first runs on new tables per job method and case (at least 1: "
                              "the first makes the tables the repetitions use)")
@@ -718,6 +735,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--out", default=str(REPO / "bench" / "results"))
     args = parser.parse_args(argv)
+    args.settings = _pairs(args.spark_setting)
     parts = args.only or ["broker", "plan", "pipelining"]
 
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
