@@ -162,6 +162,14 @@ def plan_counts(spark: Any, warehouse: Path, run_id: str,
                   for c in row[0]["plan_counts"] or [])
 
 
+def row_count(spark: Any, table: Path) -> int:
+    """The rows of the Delta table at `table`; 0 when there is none there (a run makes the
+    job's tables, empty, as it starts: one that wrote nothing may have made them or not)."""
+    if not (table / "_delta_log").is_dir():
+        return 0
+    return int(spark.read.format("delta").load(str(table)).count())
+
+
 def runs_rows(spark: Any, warehouse: Path) -> dict[str, Any]:
     """The runs table by run id."""
     path = warehouse / "provision_runs"

@@ -21,6 +21,7 @@ from tests.helpers import (
     fault_env,
     kafka_tool,
     plan_counts,
+    row_count,
     run_cli,
     runs_rows,
     topic_rows,
@@ -119,7 +120,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
     assert ("another run holds the lock: cluster local is locked by apply run "
             "20260101T000000Z-holder") in refused.output
     assert broker_state(kafka.bootstrap_servers) == before
-    assert not (warehouse / "topic_audit").exists()
+    assert row_count(spark, warehouse / "topic_audit") == 0
     runs = list(runs_rows(spark, warehouse).values())
     assert [(r["command"], r["status"], r["exit_code"]) for r in runs] == [
         ("apply", "failed", 4)]
@@ -435,7 +436,7 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
             time.sleep(0.2)
         assert waiting.exists(), "the run never reached the lock"
         locks = warehouse / "provision_runs_locks"
-        assert not locks.exists()  # the first plan was made without the lock
+        assert row_count(spark, locks) == 0  # the first plan was made without the lock
         # Between the plan and the lock: relock.a altered, relock.b created, both as wanted;
         # relock.d (a NOOP in the first plan) given a second partition; relock.x created.
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "relock.a",
