@@ -86,6 +86,66 @@ if [ -n "$remote" ]; then
   exec "$python" "$app" "$@"
 fi
 
+# One Python process before any JVM. For a job whose entry point is a click command of
+# provisioning.cli (jobs/provision_topics.py, jobs/load_manifest.py), help, the version and
+# usage errors are answered here, from Python alone (provisioning.cli.answers), and the
+# script exits with click's code: no JVM starts to print text. Otherwise it prints the zips
+# of what the executors import (provisioning.session.SHIPPED_PACKAGES, plus the driver's
+# click and PyYAML in cluster deploy mode), each named by its content, and the session
+# settings every run needs, all read from provisioning.session without Spark. Those lines go
+# to fd 4, read back here; what click prints goes to this script's stdout and stderr.
+exec 3>&1
+prepared=$("$python" - "$here" "$deploy_mode" "$app" "$@" 4>&1 1>&3 3>&- <<'PY'
+import ast
+import importlib
+import os
+import sys
+
+root, deploy_mode, app, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+sys.path[:0] = [f"{root}/lib", root]
+out = os.fdopen(4, "w")
+try:
+    with open(app, encoding="utf-8") as source:
+        body = ast.parse(source.read()).body
+    entry = next((node.module for node in body if isinstance(node, ast.ImportFrom)
+                  and (node.module or "").startswith("provisioning.cli")
+                  and any(alias.name == "main" for alias in node.names)), None)
+except (OSError, SyntaxError, ValueError):
+    entry = None  # spark-submit reports an app it cannot run
+from provisioning.session import SHIPPED_PACKAGES, package_zip, submit_arguments
+
+if entry is not None:
+    # Arguments that named a run once name a run again for the same code and click: they
+    # are remembered (by their digest, beside the zips), so a scheduled run does not import
+    # the command line twice. The driver parses them again in any case.
+    import hashlib
+    import importlib.util
+
+    click_file = getattr(importlib.util.find_spec("click"), "origin", None) or ""
+    key = hashlib.sha256("\0".join([package_zip("provisioning").name, click_file,
+                                     str(os.path.getmtime(click_file)) if click_file else "",
+                                     entry, *args]).encode()).hexdigest()[:32]
+    known = package_zip("provisioning").parent / f"run-args-{key}"
+    if not known.exists():
+        from provisioning.cli.answers import answer
+
+        code = answer(importlib.import_module(entry).main, args, os.path.basename(app))
+        if code is not None:
+            sys.stdout.flush()
+            print(f"answered {code}", file=out)
+            sys.exit(0)
+        known.touch()
+
+names = [*SHIPPED_PACKAGES, *(("click", "yaml") if deploy_mode == "cluster" else ())]
+print(",".join(str(package_zip(n)) for n in names), file=out)
+print("\n".join(submit_arguments()), file=out)
+PY
+) || { echo "could not build the package zips or read the session settings with $python" >&2
+       exit 2; }
+exec 3>&-
+mapfile -t built <<< "$prepared"
+case "${built[0]:-}" in answered\ *) exit "${built[0]#answered }" ;; esac
+
 # The job's own --conf: ship the file, and in cluster deploy mode point at the shipped copy.
 app_args=()
 files=()
@@ -99,19 +159,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# The zips of what the executors import (provisioning.session.SHIPPED_PACKAGES, plus the
-# driver's click and PyYAML in cluster deploy mode), each named by its content, and the
-# session settings every run needs, all read from provisioning.session without Spark.
-mapfile -t built < <("$python" - "$here" "$deploy_mode" <<'PY'
-import sys
-root, deploy_mode = sys.argv[1], sys.argv[2]
-sys.path[:0] = [f"{root}/lib", root]
-from provisioning.session import SHIPPED_PACKAGES, package_zip, submit_arguments
-names = [*SHIPPED_PACKAGES, *(("click", "yaml") if deploy_mode == "cluster" else ())]
-print(",".join(str(package_zip(n)) for n in names))
-print("\n".join(submit_arguments()))
-PY
-)
 py_files="${built[0]:-}"
 session_conf=("${built[@]:1}")
 if [ -z "$py_files" ] || [ ${#session_conf[@]} -eq 0 ]; then
@@ -144,10 +191,7 @@ case "$master" in
     export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
     delta_conf+=(--jars "$jars" --conf spark.ui.showConsoleProgress=false
                  "${loopback_conf[@]}"
-                 --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties"
-                 --conf spark.databricks.delta.snapshotPartitions=2
-                 --conf spark.sql.shuffle.partitions=4
-                 --conf spark.sql.sources.parallelPartitionDiscovery.parallelism=4)
+                 --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:$here/conf/log4j2.properties")
     has_master=0
     for a in "${spark_args[@]+"${spark_args[@]}"}"; do case "$a" in --master|--master=*) has_master=1 ;; esac; done
     [ "$has_master" = 1 ] || spark_args+=(--master "$master")

@@ -57,10 +57,12 @@ POLICIES: dict[str, Any] = {
 
 # -- the children (run inside spark-submit) ---------------------------------------------
 
-def _conf(work: Path, clusters: int) -> Any:
+def _conf(work: Path, clusters: int, settings: Sequence[str] = ()) -> Any:
+    """The conf of the plan: `settings` (KEY=VALUE) go into its spark.settings."""
     from provisioning.conf import parse_conf
 
     return parse_conf({
+        "spark": {"settings": dict(item.split("=", 1) for item in settings)},
         "clusters": {f"c{i:03d}": {"bootstrap_servers": f"127.0.0.1:{10000 + i}"}
                      for i in range(clusters)},
         "tables": {"manifests": [str(work / "desired_topics")],
@@ -145,7 +147,7 @@ def generate(work: Path, rows: int, clusters: int) -> dict[str, Any]:
             "generate_s": round(time.monotonic() - started, 1)}
 
 
-def plan(work: Path, clusters: int) -> dict[str, Any]:
+def plan(work: Path, clusters: int, settings: Sequence[str] = ()) -> dict[str, Any]:
     """The plan phase over the synthetic tables; timings of its steps."""
     from pyspark.sql import functions as F
 
@@ -158,7 +160,7 @@ def plan(work: Path, clusters: int) -> dict[str, Any]:
     from provisioning.transforms.scope import in_scope
 
     launched = float(os.environ.get("PLAN_SCALE_LAUNCHED", time.time()))
-    conf = _conf(work, clusters)
+    conf = _conf(work, clusters, settings)
     spark = build_session("plan-scale", conf.spark.settings)
     session = time.time() - launched
     started = time.monotonic()
@@ -292,6 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=0)
     parser.add_argument("--out", default=None)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--spark-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a spark.settings entry of the plan's conf (repeatable)")
     parser.add_argument("--driver-memory", default=DRIVER_MEMORY,
                         help="the plan process's --driver-memory (JVM heap), default %(default)s")
     args = parser.parse_args(argv)
@@ -300,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(generate(Path(args.dir), args.n, args.clusters)))
         return 0
     if args.child == "plan":
-        print(json.dumps(plan(Path(args.dir), args.clusters)))
+        print(json.dumps(plan(Path(args.dir), args.clusters, args.spark_setting)))
         return 0
 
     results = []
@@ -311,7 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 "--clusters", str(args.clusters)], {}, sample=False)
             load = os.getloadavg()
             measured, memory = run_child(["--child", "plan", "--dir", str(work),
-                                          "--clusters", str(args.clusters)], {}, sample=True,
+                                          "--clusters", str(args.clusters),
+                                          *(f"--spark-setting={kv}" for kv in
+                                            args.spark_setting)], {}, sample=True,
                                          driver_memory=args.driver_memory)
         finally:
             if not args.keep:

@@ -1,6 +1,7 @@
 """`make bench`: the job against a plain kafka-python floor and a per-topic loop, side by side.
 
-    .venv/bin/python bench/run.py                      # everything, as BENCHMARKS.md reports it
+    .venv/bin/python bench/run.py                      # the daily run at 1,000 topics, every method
+    .venv/bin/python bench/run.py --only broker --cases 10000x1 --methods floor,job  # cold, 10,000
     .venv/bin/python bench/run.py --only broker --cases 1000x1 --reps 1 --methods job
     .venv/bin/python bench/run.py --only plan --plan-rows 100000,300000,1000000
     .venv/bin/python bench/run.py --only pipelining
@@ -15,11 +16,20 @@ broker      one fresh local KRaft broker (devkafka.KafkaCluster) per measured ru
               job       ./spark-submit.sh jobs/provision_topics.py apply --conf ... --json
                         (classic Spark, a cold JVM per run)
               connect   ./spark-submit.sh --remote sc://... jobs/provision_topics.py apply ...
-                        (a thin client of a Spark Connect server started once for the part)
-            job and connect run on job tables that outlive the run, as in production:
-            one first run per method and case, not counted, makes them.
+                        (a thin client of the project's own Spark Connect server, what
+                        `make connect-up` starts, started once for the part)
+              stock     the same, against a stock Spark Connect server (Spark's defaults
+                        but Delta and loopback: sparkconnect.ConnectServer(stock=True)),
+                        started once for the part
+            job, connect and stock run on job tables that outlive the run, as in
+            production: the first run of each method and case makes them.
               topicctl  bench/topicctl_peer.py (segmentio/topicctl apply; --topicctl BINARY)
             end points, all from the moment the harness launched the process:
+              first run     (job, connect, stock) before the repetitions, --first-runs
+                            times: the create on a fresh broker on new job tables, launch
+                            to exit; the first of them makes the tables the repetitions use
+                            (and is the server's first run of the job), the others make
+                            tables of their own
               acknowledged  the create responses are back
               ready         every partition of every topic has a leader
               no-op         (job, connect, topicctl) a second run right after, over the same
@@ -68,9 +78,11 @@ PY = sys.executable
 SUBMIT = REPO / "spark-submit.sh"
 JOB = REPO / "jobs" / "provision_topics.py"
 LOAD = REPO / "jobs" / "load_manifest.py"
-METHODS = ("floor", "loop", "job", "connect", "topicctl")
+METHODS = ("floor", "loop", "job", "connect", "stock", "topicctl")
 # The methods that run as the job does (and log its steps).
-JOB_METHODS = ("job", "connect")
+JOB_METHODS = ("job", "connect", "stock")
+# The methods that run the job as a client of a Spark Connect server, and which server.
+SERVERS = {"connect": False, "stock": True}
 # The job's step lines, in the order a run logs them (provisioning.run.engine.Steps).
 STEP = re.compile(r"step (?P<name>[A-Za-z_ ]+): (?P<secs>[0-9.]+)s \(at (?P<at>[0-9.]+)\)")
 # The third end point: after the no-op rerun, CHANGES of the live topics get a new
@@ -165,7 +177,9 @@ def run_direct(mode: str, bootstrap: str, topics: int, partitions: int,
     }
 
 
-def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int) -> Path:
+def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int,
+               settings: Mapping[str, str] | None = None) -> Path:
+    """The job's conf for a run; `settings` go into its spark.settings."""
     path.write_text(json.dumps({
         "clusters": {"local": {"bootstrap_servers": bootstrap}},
         "tables": {
@@ -176,7 +190,7 @@ def write_conf(path: Path, bootstrap: str, warehouse: Path, batch_size: int) -> 
         },
         "kafka": {"request_timeout_ms": 120000, "operation_timeout_ms": 60000,
                   "batch_size": batch_size, "verify_timeout_ms": 300000},
-        "spark": {"settings": {"spark.sql.session.timeZone": "UTC"}},
+        "spark": {"settings": {"spark.sql.session.timeZone": "UTC", **(settings or {})}},
     }, indent=2))
     return path
 
@@ -287,8 +301,8 @@ def _step_secs(output: str, launched: float, exited: float) -> dict[str, float]:
 
 def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_size: int,
             spark_args: Sequence[str], env: Mapping[str, str] | None = None,
-            noop: bool = True, rows: Sequence[Mapping[str, Any]] | None = None
-            ) -> dict[str, Any]:
+            noop: bool = True, rows: Sequence[Mapping[str, Any]] | None = None,
+            settings: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The job's apply on a fresh broker (and, with `noop`, again right after), on the job
     tables under `warehouse`, which outlive the run: as in production, they exist from
     earlier runs (an uncounted first run per method and case makes them).
@@ -297,13 +311,14 @@ def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_s
     rewritten with CHANGE_CONFIG set in the rows of changed_topics (one commit, not timed),
     `apply --allow-alter` timed launch to exit and checked on the broker, and the manifest
     table rewritten back to `rows` (not timed) for the next run on a fresh broker.
+    `settings` go into the conf's spark.settings (over the job's own runtime settings).
     """
     if not (warehouse / "desired_topics").exists():
         warehouse.mkdir(parents=True, exist_ok=True)
         shutil.copytree(manifest, warehouse / "desired_topics")
     before = {t.name: len(delta_commits(t)) for t in warehouse.iterdir()
               if (t / "_delta_log").is_dir()}
-    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size)
+    conf = write_conf(work / "conf.json", bootstrap, warehouse, batch_size, settings)
     output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "job.log")
     at = {s["step"]: s["at"] - launched for s in parse_steps(output)}
     secs = _step_secs(output, launched, exited)
@@ -397,9 +412,12 @@ def run_topicctl(work: Path, bootstrap: str, binary: Path, topics: int, partitio
 
 
 def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argparse.Namespace,
-            manifest: Path | None) -> dict[str, Any]:
+            manifest: Path | None, first: int | None = None) -> dict[str, Any]:
+    """One measured run of `method` on a fresh broker; with `first` (1, 2, ...), the job's
+    first run on new tables instead (the first makes the tables the repetitions use)."""
     topics, partitions = case
-    work = root / f"{method}-{topics}x{partitions}-r{rep}"
+    work = root / (f"{method}-{topics}x{partitions}-r{rep}" if first is None
+                   else f"{method}-{topics}x{partitions}-first{first}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     before = loadavg()
@@ -409,15 +427,24 @@ def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argp
     time.sleep(args.settle)
     try:
         tables = root / f"warehouse-{method}-{topics}x{partitions}"
-        if method == "job":
+        if first is not None and method in JOB_METHODS:
+            # The first run on new tables: the create alone, timed launch to exit.
+            assert manifest is not None
+            if first > 1:
+                tables = root / f"first-{method}-{topics}x{partitions}-{first}"
+            result = run_job(work, tables, cluster.bootstrap_servers, manifest, args.batch_size,
+                             ["--remote", args.servers[method]] if method in SERVERS
+                             else args.spark_arg, noop=False, settings=args.settings)
+        elif method == "job":
             assert manifest is not None
             result = run_job(work, tables, cluster.bootstrap_servers, manifest,
-                             args.batch_size, args.spark_arg, rows=manifest_rows(*case))
-        elif method == "connect":
+                             args.batch_size, args.spark_arg, rows=manifest_rows(*case),
+                             settings=args.settings)
+        elif method in SERVERS:
             assert manifest is not None
             result = run_job(work, tables, cluster.bootstrap_servers, manifest,
-                             args.batch_size, ["--remote", args.connect_address],
-                             rows=manifest_rows(*case))
+                             args.batch_size, ["--remote", args.servers[method]],
+                             rows=manifest_rows(*case), settings=args.settings)
         elif method == "topicctl":
             result = run_topicctl(work, cluster.bootstrap_servers, Path(args.topicctl), topics,
                                   partitions, args.topicctl_create_limit)
@@ -427,7 +454,7 @@ def measure(method: str, case: tuple[int, int], rep: int, root: Path, args: argp
     finally:
         cluster.stop()
     result.update(method=method, topics=topics, partitions=partitions, rep=rep,
-                  load_before=before, load_after=loadavg())
+                  load_before=before, load_after=loadavg(), first=first)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return result
@@ -446,11 +473,30 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
              f" | no-op rerun s (median) | {CHANGES} changes s (median)"
              " | all runs ack / ready / no-op / changes s | load before (1m) |",
              "|---|---|---|---|---|---|---|---|---|"]
+    firsts: list[str] = []
     for case in cases:
         per: dict[str, dict[str, Any]] = {}
         for method in METHODS:
-            runs = [r for r in results if r["method"] == method
+            runs = [r for r in results if r["method"] == method and r.get("first") is None
                     and (r["topics"], r["partitions"]) == case]
+            first = [r for r in results if r["method"] == method and r.get("first")
+                     and (r["topics"], r["partitions"]) == case]
+            if first:
+                later = median([r["exit"] for r in runs]) if runs else None
+                firsts.append(
+                    f"| {case[0]:,} x {case[1]} | {method} | {len(first)} | "
+                    f"{median([r['exit'] for r in first]):.1f} | "
+                    + ("-" if later is None else f"{later:.1f}") + " | "
+                    + ("-" if later is None else
+                       f"{median([r['exit'] for r in first]) / later:.2f}x") + " | "
+                    + ", ".join(f"{r['exit']:.1f}" for r in first) + " | "
+                    + ", ".join(f"{r['load_before'][0]:.2f}" for r in first) + " |")
+                rows.append({"topics": case[0], "partitions": case[1], "method": method,
+                             "first_runs": [r["exit"] for r in first],
+                             "first_run": median([r["exit"] for r in first]),
+                             "first_steps": {n: median([r["steps"].get(n, 0.0) for r in first])
+                                             for n in dict.fromkeys(
+                                                 k for r in first for k in r["steps"])}})
             if not runs:
                 continue
             timed = [r for r in runs if r.get("acknowledged") is not None]
@@ -509,7 +555,27 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
                 if "changes" in job and "changes" in peer:
                     lines.append(f"|  | topicctl/{job_method} ({CHANGES} changes) | | | | | "
                                  f"{peer['changes'] / job['changes']:.1f}x | | |")
-    jobs = [r for r in results if r["method"] in JOB_METHODS]
+        if "stock" in per and "connect" in per:
+            # What a team's own server costs against the project's: 1.00x is the same.
+            stock, own = per["stock"], per["connect"]
+            lines.append(
+                f"|  | stock/connect | | {stock['acknowledged'] / own['acknowledged']:.2f}x | "
+                f"{stock['ready'] / own['ready']:.2f}x | "
+                + (f"{stock['noop'] / own['noop']:.2f}x" if "noop" in stock and "noop" in own
+                   else "") + " | "
+                + (f"{stock['changes'] / own['changes']:.2f}x"
+                   if "changes" in stock and "changes" in own else "") + " | | |")
+    if firsts:
+        lines += ["", "First run on new job tables (the create on a fresh broker, launch to "
+                  "exit), against the create of the repetitions on tables that exist:", "",
+                  "| topics x partitions | method | first runs | first run s (median) | "
+                  "later create s (median) | first / later | all first runs s | "
+                  "load before (1m) |", "|---|---|---|---|---|---|---|---|", *firsts]
+        for row in [row for row in rows if "first_steps" in row]:
+            lines.append(f"- steps of {row['method']} {row['topics']:,} x {row['partitions']}'s "
+                         "first runs (median s): " + ", ".join(f"{n} {v:.1f}" for n, v in
+                                                               row["first_steps"].items()))
+    jobs = [r for r in results if r["method"] in JOB_METHODS and r.get("first") is None]
     if jobs:
         lines += ["", "Delta commits one job run made (operation x data files added), "
                   "per table:", ""]
@@ -523,7 +589,7 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
                 seen.add(shown_as)
                 lines.append(f"- {r['method']} {r['topics']:,} x {r['partitions']} "
                              f"(rep {r['rep']}): {text}")
-    steps = [r for r in rows if r["method"] in JOB_METHODS]
+    steps = [r for r in rows if r["method"] in JOB_METHODS and "first_run" not in r]
     for key, title in (("steps", "create"), ("noop_steps", "no-op rerun"),
                        ("change_steps", f"{CHANGES} changes, apply --allow-alter (its `create` "
                                         "step is the apply phase: here the alters)")):
@@ -545,6 +611,11 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
 
 # -- parts ------------------------------------------------------------------------------
 
+def _pairs(items: Sequence[str]) -> dict[str, str]:
+    """`KEY=VALUE` arguments as a dict."""
+    return dict(item.split("=", 1) for item in items)
+
+
 def parse_case(text: str) -> tuple[int, int]:
     """`1000x3` -> (1000, 3): topics x partitions."""
     topics, partitions = (int(x) for x in text.strip().split("x"))
@@ -558,28 +629,37 @@ def broker_part(args: argparse.Namespace, out: Path) -> str:
     root.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     raw = out / "broker_runs.json"
-    server = None
+    servers: list[ConnectServer] = []
     if "topicctl" in methods and not args.topicctl:
         print("no --topicctl binary: topicctl is not measured", flush=True)
         methods = [m for m in methods if m != "topicctl"]
-    if "connect" in methods:
-        # One server for the whole part, as a deployment keeps one running.
-        server = ConnectServer(root / "spark-connect", driver_memory=args.connect_memory)
-        server.start()
-        warm_up(server.address)
-        args.connect_address = server.address
+    args.servers = {}
     try:
+        for method, stock in SERVERS.items():
+            if method in methods:
+                # One server per kind for the whole part, as a deployment keeps one running;
+                # each has run a small Delta round trip and a Python task before the job.
+                server = ConnectServer(root / f"spark-{method}", stock=stock,
+                                       driver_memory=args.connect_memory,
+                                       extra=_pairs(args.stock_setting) if stock else None)
+                servers.append(server)
+                server.start()
+                warm_up(server.address)
+                args.servers[method] = server.address
         for case in cases:
             manifest = (prepare_manifest(root, *case)
                         if set(methods) & set(JOB_METHODS) else None)
-            for method in [m for m in methods if m in JOB_METHODS]:
-                # Not counted: makes the job's tables (and warms the Connect server).
-                print(f"[{dt.datetime.now():%H:%M:%S}] {method} {case[0]}x{case[1]} warm-up "
-                      "run (not counted)", flush=True)
-                measure(method, case, 0, root, args, manifest)
+            for first in range(1, max(1, args.first_runs) + 1):
+                for method in [m for m in methods if m in JOB_METHODS]:
+                    print(f"[{dt.datetime.now():%H:%M:%S}] {method} {case[0]}x{case[1]} first "
+                          f"run {first} on new tables (load {loadavg()[0]:.2f})", flush=True)
+                    result = measure(method, case, 0, root, args, manifest, first)
+                    print(f"    first run {result['exit']:.1f}s", flush=True)
+                    results.append(result)
+                    raw.write_text(json.dumps(results, indent=1))
             _measure_case(case, methods, root, args, manifest, results, raw)
     finally:
-        if server is not None:
+        for server in servers:
             server.stop()
     rows, table = summarize_broker(results, cases)
     (out / "broker_summary.json").write_text(json.dumps(rows, indent=1))
@@ -620,7 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=("broker", "plan", "pipelining"), action="append",
                         help="run only this part (repeatable); default: all")
-    parser.add_argument("--cases", default="1000x1,10000x1,1000x3",
+    parser.add_argument("--cases", default="1000x1",
                         help="TOPICSxPARTITIONS,... (default %(default)s)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--reps", type=int, default=3)
@@ -639,12 +719,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="above this many topics, topicctl's create is not timed, only "
                              "its no-op apply (topics made with batched kafka-python first)")
     parser.add_argument("--connect-memory", default="2g",
-                        help="driver memory of the Spark Connect server (method connect)")
+                        help="driver memory of the project's own Spark Connect server (method "
+                             "connect; the stock server keeps Spark's default)")
+    parser.add_argument("--spark-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a spark.settings entry of the job's conf (job, connect, stock), "
+                             "over the job's own runtime settings (repeatable)")
+    parser.add_argument("--stock-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting the stock server is started with besides Delta's "
+                             "(repeatable)")
+    parser.add_argument("--first-runs", type=int, default=3,
+                        help="first runs on new tables per job method and case (at least 1: "
+                             "the first makes the tables the repetitions use)")
     parser.add_argument("--plan-rows", default="100000,300000,1000000")
     parser.add_argument("--work", default=None, help="keep run directories here")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--out", default=str(REPO / "bench" / "results"))
     args = parser.parse_args(argv)
+    args.settings = _pairs(args.spark_setting)
     parts = args.only or ["broker", "plan", "pipelining"]
 
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")

@@ -142,10 +142,32 @@ def audit_rows(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]
 
 
 def audit_rows_of(spark: Any, table: Path, run_id: str) -> list[tuple[Any, ...]]:
-    """(cluster, topic, action, phase, outcome) of one run in the audit table at `table`."""
+    """(cluster, topic, action, phase, outcome) of one run in the audit table at `table`
+    (none when no run has written the table yet)."""
+    if not (table / "_delta_log").exists():
+        return []
     rows = spark.read.format("delta").load(str(table)).where(f"run_id = '{run_id}'").collect()
     return sorted((r["cluster"] or "", r["topic"] or "", r["action"], r["phase"], r["outcome"])
                   for r in rows)
+
+
+def plan_counts(spark: Any, warehouse: Path, run_id: str,
+                runs: str = "provision_runs") -> list[tuple[Any, ...]]:
+    """(kind, cluster, action, outcome, rows) of one run's plan, from its runs row, sorted:
+    what a run whose plan changes nothing records instead of per-subject audit rows."""
+    row = (spark.read.format("delta").load(str(warehouse / runs))
+           .where(f"run_id = '{run_id}'").collect())
+    assert len(row) == 1, (run_id, row)
+    return sorted((c["kind"], c["cluster"], c["action"], c["outcome"], c["rows"])
+                  for c in row[0]["plan_counts"] or [])
+
+
+def row_count(spark: Any, table: Path) -> int:
+    """The rows of the Delta table at `table`; 0 when there is none there (a run makes the
+    job's tables, empty, as it starts: one that wrote nothing may have made them or not)."""
+    if not (table / "_delta_log").is_dir():
+        return 0
+    return int(spark.read.format("delta").load(str(table)).count())
 
 
 def runs_rows(spark: Any, warehouse: Path) -> dict[str, Any]:

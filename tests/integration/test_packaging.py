@@ -116,3 +116,66 @@ def test_the_wheel_runs_plan_from_a_plain_python_process_against_connect(
     runs = spark.read.format("delta").load(str(warehouse / "provision_runs")).collect()
     assert sorted((r["command"], r["status"], r["exit_code"]) for r in runs) == [
         ("plan", "succeeded", 0), ("plan", "succeeded", 0)]
+
+
+def _recording_java(work: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose JVM is a stand-in `java` that records each start in a file and
+    fails: a run that needs a JVM exits non-zero and leaves the record."""
+    started = work / "java-started"
+    java = work / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text(f'#!/bin/sh\necho "$@" >> {started}\nexit 97\n')
+    java.chmod(0o755)
+    return {"JAVA_HOME": str(java.parent.parent)}, started
+
+
+@pytest.mark.parametrize(("job", "args", "code", "stdout_starts", "stderr_ends"), [
+    ("jobs/provision_topics.py", ["--help"], 0,
+     "Usage: provision_topics.py [OPTIONS] COMMAND [ARGS]...\n", ""),
+    ("jobs/provision_topics.py", ["apply", "--help"], 0,
+     "Usage: provision_topics.py apply [OPTIONS]\n", ""),
+    ("jobs/provision_topics.py", ["--version"], 0, "provision_topics.py 0.1.0\n", ""),
+    ("jobs/provision_topics.py", ["apply", "--allow-deletes"], 2, "",
+     "Error: Missing option '--conf'.\n"),
+    ("jobs/provision_topics.py", ["aply", "--conf", "conf/local.yaml"], 2, "",
+     "Error: No such command 'aply'. Did you mean 'apply'?\n"),
+    ("jobs/load_manifest.py", ["--help"], 0, "Usage: load_manifest.py [OPTIONS]\n", ""),
+], ids=["help", "subcommand-help", "version", "missing-option", "no-such-command",
+        "load-manifest-help"])
+def test_help_the_version_and_usage_errors_answer_without_a_jvm(
+        tmp_path: Path, job: str, args: list[str], code: int, stdout_starts: str,
+        stderr_ends: str) -> None:
+    env, started = _recording_java(tmp_path)
+    done = run_cli(args, job=job, env=env, timeout=60)
+    assert (done.returncode, started.exists()) == (code, False), done.output[-3000:]
+    assert done.stdout.startswith(stdout_starts) if stdout_starts else done.stdout == ""
+    assert done.stderr.endswith(stderr_ends) if stderr_ends else done.stderr == ""
+
+
+def test_arguments_that_name_a_run_start_the_jvm(tmp_path: Path) -> None:
+    # The stand-in JVM above does see a run: without it, the test above could not fail.
+    env, started = _recording_java(tmp_path)
+    done = run_cli(["apply", "--conf", "conf/local.yaml"], env=env, timeout=60)
+    assert done.returncode != 0, done.output[-3000:]
+    # spark-submit's first JVM: Spark's launcher, which builds the driver's command line
+    assert "org.apache.spark.launcher.Main org.apache.spark.deploy.SparkSubmit" in \
+        started.read_text()
+
+
+def test_the_wheels_command_answers_help_the_version_and_usage_errors_without_a_jvm(
+        tmp_path: Path) -> None:
+    venv = _wheel_venv(tmp_path)
+    env, started = _recording_java(tmp_path)
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")},
+           **env}
+    command = str(venv / "bin" / "provision-topics")
+    answers = [subprocess.run([command, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=60)
+               for args in (["--version"], ["plan", "--help"], ["plan"])]
+    assert [(a.returncode, a.stdout.splitlines()[:1], a.stderr.splitlines()[-1:])
+            for a in answers] == [
+        (0, ["provision-topics 0.1.0"], []),
+        (0, ["Usage: provision-topics plan [OPTIONS]"], []),
+        (2, [], ["Error: Missing option '--conf'."]),
+    ]
+    assert not started.exists()

@@ -20,6 +20,8 @@ from tests.helpers import (
     broker_state,
     fault_env,
     kafka_tool,
+    plan_counts,
+    row_count,
     run_cli,
     runs_rows,
     topic_rows,
@@ -90,10 +92,10 @@ def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
     rerun = run_cli(["apply", "--conf", str(conf), "--json"])
     assert rerun.returncode == 0, rerun.output[-3000:]
     second = rerun.json()["run_id"]
-    assert audit_rows(spark, warehouse, second) == _present_rows(names)
-    per_topic = spark.read.format("delta").load(str(warehouse / "topic_audit")) \
-        .where(f"run_id = '{second}'").groupBy("topic").count().collect()
-    assert {r["topic"]: r["count"] for r in per_topic} == dict.fromkeys(names, 1)
+    # Nothing left to change: the rerun's plan is its counts, no audit row.
+    assert audit_rows(spark, warehouse, second) == []
+    assert plan_counts(spark, warehouse, second) == [
+        ("topics", "local", "NOOP", "already_present", len(names))]
     assert _split(kafka, "kill.") == (names, others)
 
 
@@ -118,7 +120,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
     assert ("another run holds the lock: cluster local is locked by apply run "
             "20260101T000000Z-holder") in refused.output
     assert broker_state(kafka.bootstrap_servers) == before
-    assert not (warehouse / "topic_audit").exists()
+    assert row_count(spark, warehouse / "topic_audit") == 0
     runs = list(runs_rows(spark, warehouse).values())
     assert [(r["command"], r["status"], r["exit_code"]) for r in runs] == [
         ("apply", "failed", 4)]
@@ -261,8 +263,10 @@ def test_broker_stopped_mid_apply_then_rerun_converges(fresh_broker: Any, spark:
     assert sorted(after) == names
     assert all((s["partitions"], s["replication_factor"]) == (1, 1) for s in after.values())
     second = audit_rows(spark, warehouse, rerun.json()["run_id"])
-    assert second == sorted(_present_rows(sorted(live_before))
-                            + _created_rows(sorted(set(names) - set(live_before))))
+    missing = sorted(set(names) - set(live_before))
+    # A rerun with creates records every plan row; one with none left records no audit row.
+    assert second == (sorted(_present_rows(sorted(live_before)) + _created_rows(missing))
+                      if missing else [])
 
 
 def test_zero_operation_timeout_is_unknown_then_resolved_by_verify(
@@ -432,7 +436,7 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
             time.sleep(0.2)
         assert waiting.exists(), "the run never reached the lock"
         locks = warehouse / "provision_runs_locks"
-        assert not locks.exists()  # the first plan was made without the lock
+        assert row_count(spark, locks) == 0  # the first plan was made without the lock
         # Between the plan and the lock: relock.a altered, relock.b created, both as wanted;
         # relock.d (a NOOP in the first plan) given a second partition; relock.x created.
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "relock.a",
@@ -484,9 +488,13 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         again = run_cli(["apply", "--conf", str(conf), "--allow-alter", "--json"],
                         remote=connect_server.address)
         assert again.returncode == 0, again.output[-3000:]
+        # A no-op records only its findings (the drift) as audit rows; its counts are in
+        # its runs row.
         assert audit_rows(spark, warehouse, again.json()["run_id"]) == [
-            *(("local", f"relock.{t}", "NOOP", "plan", "already_present") for t in "abc"),
             ("local", "relock.d", "DRIFT", "plan", "drift")]
+        assert plan_counts(spark, warehouse, again.json()["run_id"]) == [
+            ("topics", "local", "DRIFT", "drift", 1),
+            ("topics", "local", "NOOP", "already_present", 3)]
         assert {t: version(t) - before[t] for t in tables} == {
             "topic_audit": 1, "provision_runs": 1, "topic_snapshots": snapshot_commits,
             "provision_runs_locks": 0}
@@ -511,8 +519,9 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         ("local", "relock.d", "DRIFT", "plan", "drift")])
     assert broker_state(kafka.bootstrap_servers)["relock.a"]["configs"] == {
         "retention.ms": week}
-    # One audit commit per phase (plan, validate, apply, verify), one snapshot (the view
-    # under the lock), the lock's claim and release.
+    # Two audit commits (the intent: plan and validate rows, before the alter; the results:
+    # apply and verify rows), one snapshot (the view under the lock), the lock's claim and
+    # release.
     assert {t: version(t) - before[t] for t in tables} == {
-        "topic_audit": 4, "provision_runs": 1, "topic_snapshots": 1,
+        "topic_audit": 2, "provision_runs": 1, "topic_snapshots": 1,
         "provision_runs_locks": 2}

@@ -27,6 +27,7 @@ from tests.helpers import (
     audit_rows,
     broker_state,
     fault_env,
+    row_count,
     run_cli,
     runs_rows,
     topic_rows,
@@ -86,7 +87,7 @@ def _check(spark: Any, kafka: Any, warehouse: Path, prefix: str, names: list[str
         assert [(r["run_id"], r["event"]) for r in log if r["event"] != "renew"] == [
             (run_id, "claim"), (run_id, "release")]
     else:
-        assert not locks.exists()
+        assert row_count(spark, locks) == 0
     # a rerun converges: every topic exists, each created once
     rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=remote)
     assert rerun.returncode == 0, rerun.output[-3000:]

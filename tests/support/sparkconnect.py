@@ -2,11 +2,16 @@
 
 The server is pyspark's own `SparkConnectServer`, started with `spark-submit` from a
 Python environment that has nothing but `pyspark[connect]` (`.cache/connect/venv`, made
-by `make connect-venv`), the Delta jars of the Maven cache and Delta's two settings: a
-stock server. Whatever else the job needs on the server (its own package, kafka-python)
-it ships itself.
+by `make connect-venv`), the Delta jars of the Maven cache and Delta's two settings.
+Whatever else the job needs on the server (its own package, kafka-python) it ships itself.
+
+Two variants: the project's own server (`make connect-up`: a 2 GiB driver, the UI off and
+the small local settings of `server_settings`), and a stock one (`stock=True`, `up
+--stock`): Spark's defaults but Delta and loopback, as a team's server started without
+anything of this project's would be (`stock_settings`).
 
     python -m tests.support.sparkconnect up --dir .cache/connect/server    # prints sc://...
+    python -m tests.support.sparkconnect up --stock --dir .cache/connect/stock
     python -m tests.support.sparkconnect status --dir .cache/connect/server
     python -m tests.support.sparkconnect down --dir .cache/connect/server
 """
@@ -21,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +71,37 @@ def server_settings(port: int) -> dict[str, str]:
     }
 
 
+def stock_settings(port: int) -> dict[str, str]:
+    """A stock server's settings: Delta's two, and loopback only; Spark's defaults for the
+    rest (shuffle partitions, Delta's snapshot partitions, the UI, driver memory)."""
+    from provisioning.session import DELTA_SETTINGS
+
+    return {
+        **DELTA_SETTINGS,
+        "spark.connect.grpc.binding.address": HOST,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": HOST,
+        "spark.driver.bindAddress": HOST,
+    }
+
+
 class ConnectServer:
-    """One Spark Connect server process (local[2]) with its logs under `directory`."""
+    """One Spark Connect server process (local[2]) with its logs under `directory`: the
+    project's own (`server_settings`, `driver_memory`), or with `stock` a stock one
+    (`stock_settings`, Spark's default driver memory)."""
 
     def __init__(self, directory: Path, venv: Path = SERVER_VENV, port: int | None = None,
-                 driver_memory: str = "2g", cwd: Path = REPO, detached: bool = False) -> None:
+                 driver_memory: str = "2g", cwd: Path = REPO, detached: bool = False,
+                 stock: bool = False, extra: Mapping[str, str] | None = None) -> None:
         self.directory = directory
         self.venv = venv
         self.port = port or free_ports(1)[0]
-        self.driver_memory = driver_memory
+        self.driver_memory = None if stock else driver_memory
         self.cwd = cwd
         self.detached = detached
+        self.stock = stock
+        # Settings given on top of the variant's (a test's server started otherwise).
+        self.extra = dict(extra or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -97,11 +122,12 @@ class ConnectServer:
         jars = sorted(str(p) for p in DELTA_JARS.glob("*.jar"))
         if not jars:
             raise ConnectServerError(f"no Delta jars in {DELTA_JARS}: run `make jars`")
-        settings = [part for key, value in server_settings(self.port).items()
+        chosen = stock_settings if self.stock else server_settings
+        settings = [part for key, value in {**chosen(self.port), **self.extra}.items()
                     for part in ("--conf", f"{key}={value}")]
-        return [str(submit), "--class", SERVER_CLASS, "--master", "local[2]",
-                "--driver-memory", self.driver_memory, "--jars", ",".join(jars),
-                *settings, "spark-internal"]
+        memory = ["--driver-memory", self.driver_memory] if self.driver_memory else []
+        return [str(submit), "--class", SERVER_CLASS, "--master", "local[2]", *memory,
+                "--jars", ",".join(jars), *settings, "spark-internal"]
 
     def start(self, timeout_s: float = 120) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -191,12 +217,12 @@ def _alive(state: dict[str, Any]) -> bool:
     return SERVER_CLASS in cmdline and _port_open(int(state["port"]))
 
 
-def _cmd_up(directory: Path, timeout_s: float, memory: str) -> int:
+def _cmd_up(directory: Path, timeout_s: float, memory: str, stock: bool = False) -> int:
     state = _read_state(directory)
     if state is not None and _alive(state):
         print(state["address"])
         return 0
-    server = ConnectServer(directory, driver_memory=memory, detached=True)
+    server = ConnectServer(directory, driver_memory=memory, detached=True, stock=stock)
     started = time.monotonic()
     server.start(timeout_s)
     warm = warm_up(server.address)
@@ -251,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "up":
             cmd.add_argument("--timeout", type=float, default=180, help="seconds to wait")
             cmd.add_argument("--driver-memory", default="2g")
+            cmd.add_argument("--stock", action="store_true",
+                             help="a stock server: Spark's defaults but Delta and loopback")
     args = parser.parse_args(argv)
     if args.command == "warm":
         _warm(args.remote)
@@ -258,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory = args.dir.resolve()
     try:
         if args.command == "up":
-            return _cmd_up(directory, args.timeout, args.driver_memory)
+            return _cmd_up(directory, args.timeout, args.driver_memory, args.stock)
         if args.command == "down":
             return _cmd_down(directory)
         return _cmd_status(directory)

@@ -12,11 +12,12 @@ import pytest
 
 from provisioning.errors import ConnectServerUnfit
 from provisioning.session import (
-    check_connect_server,
+    check_server_settings,
     helper,
     job_label,
     package_zip,
     redact_remote,
+    slow_settings,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,30 +80,43 @@ def test_remote_addresses_are_logged_without_their_parameters() -> None:
     assert redact_remote("sc://h:15002") == "sc://h:15002"
 
 
-class _Conf:
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.values.get(key, default)
-
-
-class _Server:
-    def __init__(self, values: dict[str, str]) -> None:
-        self.conf = _Conf(values)
-
-
 def test_a_connect_server_without_delta_or_with_speculation_is_refused() -> None:
     with pytest.raises(ConnectServerUnfit) as err:
-        check_connect_server(_Server({"spark.speculation": "true"}), "sc://h:1")  # type: ignore[arg-type]
+        check_server_settings({"spark.speculation": "true"}, "sc://h:1")
     assert str(err.value) == (
         "the Spark Connect server at sc://h:1 cannot run the job: spark.sql.extensions lacks "
         "io.delta.sql.DeltaSparkSessionExtension (the server has no Delta: start it with the "
         "Delta jars and Delta's two settings); spark.speculation is true (a speculative admin "
         "task would send the same CreateTopics twice: start the server with "
         "spark.speculation=false)")
-    check_connect_server(_Server({"spark.sql.extensions":  # type: ignore[arg-type]
-                                  "io.delta.sql.DeltaSparkSessionExtension"}), "sc://h:1")
+    check_server_settings({"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"},
+                          "sc://h:1")
+
+
+def test_a_session_that_has_what_the_job_asked_for_is_not_slow() -> None:
+    wanted = {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}
+    have = {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "False",
+            "spark.python.worker.reuse": "true"}
+    assert slow_settings(have, wanted) == []
+    # a static setting the server was started without has Spark's default
+    assert slow_settings({"spark.sql.shuffle.partitions": "4",
+                          "spark.sql.adaptive.enabled": "false"}, wanted) == []
+
+
+def test_what_the_session_could_not_set_and_slow_static_settings_are_named() -> None:
+    wanted = {"spark.sql.shuffle.partitions": "4",
+              "spark.databricks.delta.snapshotPartitions": "2"}
+    have = {"spark.sql.shuffle.partitions": "200", "spark.python.worker.reuse": "false"}
+    assert slow_settings(have, wanted) == [
+        "the session could not set spark.sql.shuffle.partitions=4 (it is 200: the server does "
+        "not let a session change it); start the server with spark.sql.shuffle.partitions=4",
+        "the session could not set spark.databricks.delta.snapshotPartitions=2 (it is unset: "
+        "the server does not let a session change it); start the server with "
+        "spark.databricks.delta.snapshotPartitions=2",
+        "spark.python.worker.reuse is false (every admin task starts a new Python worker, "
+        "which imports pyarrow and the job's code again); start the server with "
+        "spark.python.worker.reuse=true",
+    ]
 
 
 def _slow(batches: Any) -> Any:

@@ -6,7 +6,12 @@ from __future__ import annotations
 import ast
 import subprocess
 
-from provisioning.session import SESSION_SETTINGS, submit_arguments
+from provisioning.session import (
+    SESSION_SETTINGS,
+    WORKLOAD_SETTINGS,
+    runtime_settings,
+    submit_arguments,
+)
 from tests.helpers import REPO
 
 
@@ -28,4 +33,26 @@ def test_spark_submit_sh_reads_them_without_spark() -> None:
     out = subprocess.run(["python3", "-c", code], cwd=REPO, capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out == submit_arguments()
-    assert out == [part for k, v in SESSION_SETTINGS.items() for part in ("--conf", f"{k}={v}")]
+    assert out == [part for k, v in {**SESSION_SETTINGS, **WORKLOAD_SETTINGS}.items()
+                   for part in ("--conf", f"{k}={v}")]
+
+
+def test_the_workload_settings_are_few_partitions_and_the_confs_settings_override_them(
+        ) -> None:
+    assert WORKLOAD_SETTINGS == {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
+        "spark.sql.adaptive.enabled": "false",
+    }
+    assert runtime_settings(None) == WORKLOAD_SETTINGS
+    assert runtime_settings({"spark.sql.shuffle.partitions": "16",
+                             "spark.sql.session.timeZone": "UTC"}) == {
+        **WORKLOAD_SETTINGS, "spark.sql.shuffle.partitions": "16",
+        "spark.sql.session.timeZone": "UTC"}
+
+
+def test_spark_submit_sh_passes_no_partition_setting_of_its_own() -> None:
+    # One list: the job's settings come from provisioning.session, for every master.
+    script = (REPO / "spark-submit.sh").read_text()
+    assert [key for key in WORKLOAD_SETTINGS if key in script] == []

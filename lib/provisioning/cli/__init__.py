@@ -25,7 +25,18 @@ from provisioning.cli.runs import apply, plan
 from provisioning.cli.snapshot import snapshot
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from provisioning import package_version
+
+    click.echo(f"{ctx.find_root().info_name} {package_version()}")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_version, help="Show the version and exit.")
 def main() -> None:
     """Provision and audit Kafka topics from Delta manifests."""
 

@@ -14,6 +14,13 @@ and a statement that needs a table identifier gets the table's own location (`sq
 Types. Every write casts each column to its type's plain DDL name (`plain_types`): through
 Spark Connect a string column can otherwise reach the Delta log as `string collate
 UTF8_BINARY`, which no other Delta reader accepts.
+
+Creation. The job's own tables (the runs, the audit, the lock log and each kind's own:
+`run.commands.job_tables`) are made in one place, `prepare_tables`: a run starts it as soon as it has a session, and
+each missing table is created on a helper thread of its own while the run reads its
+manifests and the clusters, instead of by the run's first write to it. A read or write of
+a table being created waits for its creation; one that failed leaves the table to the
+first write.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -31,7 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning.errors import UsageError
-from provisioning.session import is_connect
+from provisioning.session import helper, is_connect
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +118,24 @@ def _not_a_table(exc: PySparkException) -> bool:
     return condition in _NOT_DELTA or any(c in str(exc)[:300] for c in _NOT_DELTA)
 
 
+# Creations `prepare_tables` started and that have not ended: (session, table) -> future.
+_creating: dict[tuple[int, str], Future[None]] = {}
+_creating_lock = threading.Lock()
+# Set on the threads that create a table: their own reads and writes never wait.
+_creator = threading.local()
+
+
+def _settled(spark: SparkSession, ref: TableRef) -> None:
+    """Return once a creation of `ref` that `prepare_tables` started has ended (at once when
+    none is under way); its failure is left to the caller's own read or write."""
+    if getattr(_creator, "creating", False):
+        return
+    with _creating_lock:
+        creating = _creating.get((id(spark), ref.text))
+    if creating is not None and creating.exception() is not None:
+        log.debug("creating %s failed beforehand: %s", ref.text, creating.exception())
+
+
 def table_exists(spark: SparkSession, ref: TableRef) -> bool:
     """Whether `ref` is a Delta table (a path) or names a table in the catalog."""
     if not ref.is_path:
@@ -125,6 +152,7 @@ def read_table(spark: SparkSession, ref: TableRef, version: int | None = None) -
 
 def load(spark: SparkSession, ref: TableRef, version: int | None = None) -> DataFrame:
     """The table (at `version` when given), unchecked: for callers that know it exists."""
+    _settled(spark, ref)
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
@@ -157,6 +185,7 @@ def latest_commit(spark: SparkSession, ref: TableRef) -> Commit | None:
     DESCRIBE HISTORY, which classic Spark and Spark Connect both run (Delta's Python
     DeltaTable needs Delta's own Connect plugin on a Connect server), reading one row.
     """
+    _settled(spark, ref)
     try:
         row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1").select(
             "version",
@@ -178,6 +207,7 @@ def table_version(spark: SparkSession, ref: TableRef) -> int | None:
 
 def last_commit(spark: SparkSession, ref: TableRef) -> tuple[int, str | None] | None:
     """The latest commit's version and `userMetadata`; None when it is not a Delta table."""
+    _settled(spark, ref)
     try:
         row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1"
                         ).select("version", "userMetadata").first()
@@ -250,6 +280,48 @@ def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
         write(df, ref, "append", options)
 
 
+@dataclass(frozen=True)
+class JobTable:
+    """A table the job writes, as `prepare_tables` creates it when it is missing: its
+    columns and its Delta table properties."""
+
+    text: str
+    schema: StructType
+    properties: Mapping[str, str] = field(default_factory=lambda: dict(TABLE_PROPERTIES))
+
+
+def prepare_tables(spark: SparkSession, tables: Sequence[JobTable]) -> list[Future[None]]:
+    """Start creating each of `tables` that does not exist yet, each on a helper thread of
+    its own (Delta commits to different tables do not conflict), and return their futures
+    at once. Until a creation ends, reads and writes of that table wait for it (`_settled`);
+    a creation that fails (another writer made the table first, no permission) is left to
+    the first write."""
+    started = []
+    for table in tables:
+        if not table.text:
+            continue
+        ref = TableRef(table.text)
+        key = (id(spark), ref.text)
+
+        def create(table: JobTable = table, ref: TableRef = ref,
+                   key: tuple[int, str] = key) -> None:
+            _creator.creating = True
+            try:
+                if table_schema(spark, ref) is None:
+                    create_table(spark, table.schema, ref, table.properties)
+                    log.info("created the table %s", ref.text)
+            finally:
+                with _creating_lock:
+                    _creating.pop(key, None)
+
+        with _creating_lock:
+            if key in _creating:
+                continue
+            _creating[key] = future = helper(spark, f"create {ref.text}", create)
+        started.append(future)
+    return started
+
+
 def create_table(spark: SparkSession, schema: StructType, ref: TableRef,
                  properties: Mapping[str, str]) -> None:
     """Create the empty table `ref` with `schema` and Delta table `properties` (one commit);
@@ -288,6 +360,7 @@ def write(df: DataFrame, ref: TableRef, mode: str,
           options: Mapping[str, str] | None = None) -> None:
     """Write `df` to the table as one commit (`mode` append, overwrite, error...), its
     columns in plain types."""
+    _settled(df.sparkSession, ref)
     writer = plain_types(df).write.format("delta").mode(mode)
     for k, v in (options or {}).items():
         writer = writer.option(k, v)

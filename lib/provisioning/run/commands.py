@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
-from provisioning.delta.lock import RunLock
-from provisioning.delta.tables import TableRef, table_exists
+from provisioning.delta.lock import LOCK_TABLE_PROPERTIES, RunLock
+from provisioning.delta.tables import JobTable, TableRef, prepare_tables, table_exists
 from provisioning.errors import UsageError
 from provisioning.results import RunRecord, RunResult
 from provisioning.run import executors
@@ -50,6 +50,7 @@ from provisioning.run.relock import Relock
 from provisioning.run.state import RunState
 from provisioning.run.summary import summarize
 from provisioning.session import Stop, helper, job_label, succeeded
+from schemas import AUDIT, LOCKS, RUNS
 
 
 def _steps(kinds: Sequence[RunKind], *steps: str) -> list[Phase]:
@@ -145,12 +146,30 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
             ctx.steps.done("unlock")
 
 
+def job_tables(conf: Conf, command: str) -> list[JobTable]:
+    """The job's tables `command` writes: made, when missing, as its run starts
+    (`delta.tables.prepare_tables`), not by its first write to each. The runs row, the
+    audit and the lock log are every kind's; each kind names its own (`RunKind.job_tables`)."""
+    tables = conf.tables
+    made = [JobTable(tables.runs, RUNS)]
+    if command in ("plan", "apply"):
+        made.append(JobTable(tables.audit, AUDIT))
+    if command == "apply":
+        made.append(JobTable(tables.locks, LOCKS, LOCK_TABLE_PROPERTIES))
+    for kind in run_kinds():
+        made += kind.job_tables(conf, command)
+    return made
+
+
 def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
              credentials: Mapping[str, Credentials], record: RunRecord,
              options: AnyOptions, stop: Stop | None) -> RunContext:
-    """The run's context, with the executors' check started (`executors.check_executors`,
-    on a helper thread while the first phases run on the driver)."""
+    """The run's context, with the job's missing tables being made (`job_tables`) and the
+    executors' check started (`executors.check_executors`), on helper threads while the
+    first phases run on the driver."""
     kinds = run_kinds()
+    with job_label(spark, f"{options.command}: make the job's tables"):
+        prepare_tables(spark, job_tables(conf, options.command))
     ctx = RunContext(spark, conf, clusters, credentials, record, options,
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id)),
                      stop=stop or Stop())

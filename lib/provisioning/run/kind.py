@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 from pyspark.sql import DataFrame
 
 from provisioning import kinds
+from provisioning.conf import Conf
+from provisioning.delta.tables import JobTable
 from provisioning.run.engine import Phase, RunContext
 from provisioning.run.state import KindState, RunState
 
@@ -119,6 +121,11 @@ class RunKind(ABC):
         """The kind's plan rows per (cluster, action, plan outcome), as the runs row keeps
         them (empty when it planned nothing). `state` is unguarded."""
         return {}
+
+    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
+        """The kind's own tables `command` ("plan", "apply", "check", "import", "snapshot")
+        writes, made when missing as its run starts (`run.commands.job_tables`)."""
+        return ()
 
     def imported(self, state: RunState) -> object:
         """What the kind's `import` wrote (its IMPORT phases ran), for the CLI to show."""

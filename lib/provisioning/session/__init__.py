@@ -1,7 +1,9 @@
 """The SparkSession, classic or Spark Connect, and what every run does with it.
 
-- `build`: the session and the settings every run needs (also read by spark-submit.sh);
-- `connect`: a Spark Connect server's session, its checks, the code shipped to it;
+- `build`: the session, the static settings every run needs and the runtime settings of
+  its workload (also read by spark-submit.sh);
+- `connect`: a Spark Connect server's session, its checks (what it cannot run without, what
+  will make the job slow), the code shipped to it;
 - `tags`: job labels, the run tag and the signals that stop a run;
 - `threads`: helper threads carrying the caller's tags, with futures for results.
 """
@@ -11,13 +13,16 @@ from provisioning.session.build import (
     DELTA_SETTINGS,
     SAFETY_SETTINGS,
     SESSION_SETTINGS,
+    WORKLOAD_SETTINGS,
     build_session,
     is_connect,
+    runtime_settings,
     submit_arguments,
 )
 from provisioning.session.connect import (
     SHIPPED_PACKAGES,
-    check_connect_server,
+    SLOW_SERVER_SETTINGS,
+    check_server_settings,
     connect_session,
     outlives_run,
     package_zip,
@@ -26,6 +31,7 @@ from provisioning.session.connect import (
     release_sessions,
     shared_session_id,
     ship_code,
+    slow_settings,
 )
 from provisioning.session.tags import RUN_TAG, Stop, handling_signals, job_label, run_tag
 from provisioning.session.threads import helper, succeeded
@@ -37,9 +43,11 @@ __all__ = [
     "SAFETY_SETTINGS",
     "SESSION_SETTINGS",
     "SHIPPED_PACKAGES",
+    "SLOW_SERVER_SETTINGS",
+    "WORKLOAD_SETTINGS",
     "Stop",
     "build_session",
-    "check_connect_server",
+    "check_server_settings",
     "connect_session",
     "handling_signals",
     "helper",
@@ -51,8 +59,10 @@ __all__ = [
     "release_session",
     "release_sessions",
     "run_tag",
+    "runtime_settings",
     "shared_session_id",
     "ship_code",
+    "slow_settings",
     "submit_arguments",
     "succeeded",
 ]

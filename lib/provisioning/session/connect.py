@@ -1,8 +1,11 @@
 """Spark Connect: a session on a server, the server's checks, and the code shipped to it.
 
 A Connect server owns its static settings: `connect_session` checks that the server has
-what they would have given (Delta, no speculation) and ships the job's code to it. Runs of
-the same code and settings share one server session (`shared_session_id`).
+what the job cannot run without (Delta, no speculation), sets the job's runtime settings on
+the session (`build.runtime_settings`), warns about what will make the job slow (a runtime
+setting the server did not let the session take, a static one of `SLOW_SERVER_SETTINGS`)
+and ships the job's code to it. Runs of the same code and settings share one server session
+(`shared_session_id`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import tempfile
 import threading
 import uuid
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,8 +42,9 @@ SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
 def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> SparkSession:
     """A session on the Spark Connect server at `remote`, checked and given the job's code.
 
-    Runtime SQL settings of `settings` are applied to the session; static ones belong to
-    the server (it was started with them or without them).
+    `settings` (the job's runtime settings and the conf's `spark.settings`) are set on the
+    session; static ones belong to the server (it was started with them or without them),
+    and a setting the session does not take is logged as a warning naming it.
 
     Unless `remote` names a session (`;session_id=...`), runs share one: its id comes from
     the code shipped, the settings, the user and the UTC day (`shared_session_id`), so
@@ -62,7 +67,7 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
     spark = open_session(url)
     try:
         try:
-            check_connect_server(spark, where)
+            have = server_settings(spark)
         except Exception as exc:
             if not (shared and "SESSION_CLOSED" in str(exc)):
                 raise
@@ -70,7 +75,11 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
                      "opens one of its own")
             shared = False
             spark = open_session(_with_session(remote, str(uuid.uuid4())))
-            check_connect_server(spark, where)
+            have = server_settings(spark)
+        check_server_settings(have, where)
+        for warning in slow_settings(have, settings):
+            log.warning("the Spark Connect server at %s will make the job slow: %s", where,
+                        warning)
     except ConnectServerUnfit:
         raise
     except Exception as exc:
@@ -145,11 +154,17 @@ def release_session(spark: SparkSession) -> None:
         log.warning("could not end the Spark Connect session: %s", type(exc).__name__)
 
 
-def check_connect_server(spark: SparkSession, where: str) -> None:
-    """Raise ConnectServerUnfit unless the server runs Delta's extension with speculation
-    off (both are static: only the server's start can set them)."""
-    extensions = spark.conf.get("spark.sql.extensions", "") or ""
-    speculation = (spark.conf.get("spark.speculation", "false") or "false").lower()
+def server_settings(spark: SparkSession) -> dict[str, str]:
+    """Every setting the session has a value for: the server's own (what it was started
+    with) and the session's (one request)."""
+    return dict(spark.conf.getAll)
+
+
+def check_server_settings(have: Mapping[str, str], where: str) -> None:
+    """Raise ConnectServerUnfit unless the server's settings (`server_settings`) have Delta's
+    extension and speculation off (both are static: only the server's start can set them)."""
+    extensions = have.get("spark.sql.extensions", "") or ""
+    speculation = (have.get("spark.speculation", "false") or "false").lower()
     problems = []
     if DELTA_EXTENSION not in extensions:
         problems.append(f"spark.sql.extensions lacks {DELTA_EXTENSION} (the server has no "
@@ -160,6 +175,47 @@ def check_connect_server(spark: SparkSession, where: str) -> None:
     if problems:
         raise ConnectServerUnfit(f"the Spark Connect server at {where} cannot run the job: "
                                  + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class SlowSetting:
+    """A static setting of a server that makes the job slow when `slow(value)` (the value
+    the server has, or `default` when it was started without it)."""
+
+    key: str
+    default: str
+    slow: Callable[[str], bool]
+    why: str
+    wanted: str
+
+
+# Static settings that only the server's start sets and that cost the job much of a run
+# when left as they are (BENCHMARKS.md: Spark settings); read at connect time.
+SLOW_SERVER_SETTINGS = (
+    SlowSetting("spark.python.worker.reuse", "true", lambda v: v.strip().lower() == "false",
+                "every admin task starts a new Python worker, which imports pyarrow and the "
+                "job's code again", "true"),
+)
+
+
+def slow_settings(have: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    """What in the session's settings (`server_settings`) will make the job slow: each of
+    the `wanted` runtime settings the session does not have (the server did not let it set
+    one), then each static setting of SLOW_SERVER_SETTINGS the server has a slow value
+    of; one sentence each, naming the setting and what to start the server with."""
+    found = []
+    for key, value in wanted.items():
+        now = have.get(key)
+        if now is None or now.strip().lower() != value.strip().lower():
+            found.append(f"the session could not set {key}={value} (it is "
+                         f"{'unset' if now is None else now}: the server does not let a "
+                         f"session change it); start the server with {key}={value}")
+    for setting in SLOW_SERVER_SETTINGS:
+        now = have.get(setting.key, setting.default)
+        if setting.slow(now):
+            found.append(f"{setting.key} is {now} ({setting.why}); start the server with "
+                         f"{setting.key}={setting.wanted}")
+    return found
 
 
 def redact_remote(remote: str) -> str:

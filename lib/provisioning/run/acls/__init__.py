@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from provisioning.conf import Conf
+from provisioning.conf.acls import AclsConf
+from provisioning.delta.tables import JobTable
 from provisioning.names import acls as acl_names
 from provisioning.results.acls import AclsSummary
 from provisioning.run.acls.adopt import Import
@@ -36,6 +39,7 @@ from provisioning.run.kind import (
 )
 from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
+from schemas import ACL_SNAPSHOT
 
 
 class AclsKind(RunKind):
@@ -67,6 +71,12 @@ class AclsKind(RunKind):
 
     def plan_counts(self, state: RunState) -> PlanCounts:
         return state.of(AclState).counts or {}
+
+    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
+        acls = conf.section(AclsConf)
+        if command not in ("plan", "apply") or acls.manifests is None:
+            return ()
+        return (JobTable(acls.snapshots, ACL_SNAPSHOT),)
 
     def summary(self, ctx: RunContext, state: RunState) -> AclsSummary | None:
         acls = state.of(AclState)

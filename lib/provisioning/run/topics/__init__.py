@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import schemas
 from provisioning import names
+from provisioning.conf import Conf
+from provisioning.delta.tables import JobTable
 from provisioning.results.topics import ClusterSummary, TopicsSummary
 from provisioning.run.engine import Phase, RunContext, require
 from provisioning.run.kind import (
@@ -65,6 +68,14 @@ class TopicsKind(RunKind):
 
     def plan_counts(self, state: RunState) -> PlanCounts:
         return state.of(TopicState).counts or {}
+
+    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
+        made = []
+        if command in ("plan", "apply", "check", "snapshot"):
+            made.append(JobTable(conf.tables.snapshots, schemas.SNAPSHOT))
+        if command == "check":
+            made.append(JobTable(conf.tables.violations, schemas.VIOLATIONS))
+        return made
 
     def summary(self, ctx: RunContext, state: RunState) -> TopicsSummary | None:
         topics = state.of(TopicState)

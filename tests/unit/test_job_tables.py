@@ -1,0 +1,86 @@
+"""The job's tables made in one place as a run starts (delta.tables.prepare_tables): each
+missing one created on a helper thread with its columns and properties, an existing one left
+as it is, and a write that comes while a table is being made waits for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from provisioning.conf import parse_conf
+from provisioning.delta.lock import LOCK_TABLE_PROPERTIES
+from provisioning.delta.tables import (
+    TABLE_PROPERTIES,
+    JobTable,
+    TableRef,
+    append,
+    prepare_tables,
+)
+from provisioning.run.commands import job_tables
+from schemas import ACL_SNAPSHOT, AUDIT, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
+
+
+def _history(spark: Any, path: Path) -> list[tuple[int, str, str]]:
+    """(version, operation, rows written) of every commit."""
+    return [(int(h["version"]), h["operation"], h["operationMetrics"]["numOutputRows"])
+            for h in spark.sql(f"DESCRIBE HISTORY '{path}'").orderBy("version").collect()]
+
+
+def _properties(spark: Any, path: Path) -> dict[str, str]:
+    return dict(spark.sql(f"DESCRIBE DETAIL '{path}'").first()["properties"])
+
+
+def test_missing_tables_are_made_with_their_columns_and_properties(spark: Any,
+                                                                   tmp_path: Path) -> None:
+    audit, locks = tmp_path / "audit", tmp_path / "locks"
+    futures = prepare_tables(spark, [JobTable(str(audit), AUDIT),
+                                     JobTable(str(locks), LOCKS, LOCK_TABLE_PROPERTIES)])
+    assert [f.result(timeout=300) for f in futures] == [None, None]
+    for path, schema in ((audit, AUDIT), (locks, LOCKS)):
+        made = spark.read.format("delta").load(str(path)).schema
+        assert [(f.name, f.dataType.simpleString()) for f in made.fields] == \
+            [(f.name, f.dataType.simpleString()) for f in schema.fields]
+        assert _history(spark, path) == [(0, "WRITE", "0")]
+    assert _properties(spark, audit) == TABLE_PROPERTIES
+    assert {k: v for k, v in _properties(spark, locks).items()
+            if k in LOCK_TABLE_PROPERTIES} == LOCK_TABLE_PROPERTIES
+
+
+def test_an_existing_table_is_left_as_it_is(spark: Any, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    spark.createDataFrame([("r1",)], "run_id string").coalesce(1).write.format("delta").save(
+        str(runs))
+    (made,) = prepare_tables(spark, [JobTable(str(runs), RUNS)])
+    made.result(timeout=300)
+    assert _history(spark, runs) == [(0, "WRITE", "1")]
+    assert [r["run_id"] for r in spark.read.format("delta").load(str(runs)).collect()] == ["r1"]
+
+
+def test_a_write_while_its_table_is_being_made_waits_for_it(spark: Any, tmp_path: Path
+                                                            ) -> None:
+    snapshots = tmp_path / "snapshots"
+    prepare_tables(spark, [JobTable(str(snapshots), SNAPSHOT)])
+    rows = spark.createDataFrame([{**dict.fromkeys(SNAPSHOT.fieldNames()), "cluster": "c",
+                                   "topic": "t"}], SNAPSHOT)
+    append(rows, TableRef(str(snapshots)))
+    assert _history(spark, snapshots) == [(0, "WRITE", "0"), (1, "WRITE", "1")]
+
+
+def test_each_command_makes_the_tables_it_writes() -> None:
+    conf = parse_conf({"clusters": {"c": {"bootstrap_servers": "h:1"}},
+                       "tables": {"manifests": ["m"], "audit": "w/audit", "runs": "w/runs",
+                                  "snapshots": "w/snapshots", "acl_manifests": ["acl"]}}, "t")
+    made = {command: [(t.text, t.schema, dict(t.properties))
+                      for t in job_tables(conf, command)]
+            for command in ("plan", "apply", "check", "snapshot", "import")}
+    plain = dict(TABLE_PROPERTIES)
+    runs, snapshots = ("w/runs", RUNS, plain), ("w/snapshots", SNAPSHOT, plain)
+    audit, acls = ("w/audit", AUDIT, plain), ("w/snapshots_acls", ACL_SNAPSHOT, plain)
+    assert made == {
+        "plan": [runs, audit, snapshots, acls],
+        "apply": [runs, audit, ("w/runs_locks", LOCKS, LOCK_TABLE_PROPERTIES), snapshots,
+                  acls],
+        "check": [runs, snapshots, ("w/runs_violations", VIOLATIONS, plain)],
+        "snapshot": [runs, snapshots],
+        "import": [runs],
+    }
