@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from provisioning.conf import Conf
+from provisioning.conf.quotas import QuotasConf
+from provisioning.delta.tables import JobTable
 from provisioning.names import quotas as quota_names
 from provisioning.results.quotas import QuotasSummary
 from provisioning.run.engine import Phase, RunContext
@@ -37,6 +40,7 @@ from provisioning.run.quotas.phases import (
 from provisioning.run.quotas.state import QuotaState
 from provisioning.run.quotas.summary import summarize_quotas
 from provisioning.run.state import RunState
+from schemas.quotas import QUOTA_SNAPSHOT
 
 
 class QuotasKind(RunKind):
@@ -71,6 +75,12 @@ class QuotasKind(RunKind):
 
     def plan_counts(self, state: RunState) -> PlanCounts:
         return state.of(QuotaState).counts or {}
+
+    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
+        quotas = conf.section(QuotasConf)
+        if command not in ("plan", "apply", "check") or quotas.manifests is None:
+            return ()
+        return (JobTable(quotas.snapshots, QUOTA_SNAPSHOT),)
 
     def summary(self, ctx: RunContext, state: RunState) -> QuotasSummary | None:
         quotas = state.of(QuotaState)
