@@ -105,14 +105,16 @@ test-integration: setup
 
 # The job (cold spark-submit and warm Spark Connect) against a plain kafka-python floor, a
 # per-topic loop and, given TOPICCTL=path/to/topicctl (v1.23.1, built by the reader), the
-# topicctl peer; plus the plan-only scale test, the pipelining measurement and 1,000 ACL
-# bindings batched against one request per binding, and what one audit append costs with
-# and without Delta's transaction id; results under bench/results/ (BENCHMARKS.md).
+# topicctl peer; plus the plan-only scale test, the pipelining measurement, 1,000 ACL
+# bindings batched against one request per binding, 1,000 client quotas set and removed
+# batched against one request per entity, and what one audit append costs with and
+# without Delta's transaction id; results under bench/results/ (BENCHMARKS.md).
 TOPICCTL ?=
 bench: setup
 	$(PY) bench/run.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/check_scale.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/acl_batch.py --out bench/results/acl_batch.json
+	$(PY) bench/quota_batch.py --out bench/results/quota_batch.json
 	./spark-submit.sh bench/delta_append.py --out bench/results/delta_append.json
 
 lint: venv
