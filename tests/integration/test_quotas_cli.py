@@ -193,7 +193,9 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
         LEGACY: {"producer_byte_rate": 1000.0},
     }
     assert live(bootstrap, wanted) == wanted
-    assert doc["quotas"]["counts"] == {"set": 7, "blocked": 1, "rejected": 2}
+    # The two unlisted quotas are left as they are: NOOP, already_present.
+    assert doc["quotas"]["counts"] == {"set": 7, "blocked": 1, "rejected": 2,
+                                       "already_present": 2}
     assert doc["quotas"]["unmanaged"] == {"local": 2}
     made = [(e, k, "SET", p, o, v, f) for e, k, v, f in (
         ("user=orders-app", "producer_byte_rate", 2.0 * MIB, MIB),
@@ -266,11 +268,12 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
     kept = cli("apply", "--conf", str(removing), "--json")
     assert kept.returncode == 0, kept.output[-3000:]
     assert (kept.json()["quotas"]["counts"], kept.json()["quotas"]["removals_not_allowed"]) == (
-        {"already_present": 6, "validated": 3}, 3)
+        {"already_absent": 1, "already_present": 6, "validated": 3}, 3)
     assert live(bootstrap) == wanted
     gone = cli("apply", "--conf", str(removing), "--allow-quota-removals", "--json")
     assert gone.returncode == 0, gone.output[-3000:]
-    assert gone.json()["quotas"]["counts"] == {"already_present": 6, "removed": 3}
+    assert gone.json()["quotas"]["counts"] == {"already_absent": 1, "already_present": 6,
+                                               "removed": 3}
     del wanted[LEGACY]
     del wanted[E(user="misfit")]
     wanted[E(user="orders-app")].pop("request_percentage")
@@ -281,6 +284,9 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
     assert shown.returncode == 0, shown.output[-3000:]
     assert ("  local quota user=legacy producer_byte_rate REMOVE: plan planned -> validate "
             "validated -> apply removed -> verify removed") in shown.stdout.splitlines()
+    # The last snapshot is the view that run changed Kafka on; a plan records the new one.
+    replanned = cli("plan", "--conf", str(conf), "--json")
+    assert replanned.returncode == 0, replanned.output[-3000:]
     unmanaged = cli("report", "--conf", str(conf), "--unmanaged-quotas", "--json")
     assert unmanaged.json()["unmanaged_quotas"] == []
 
