@@ -356,15 +356,16 @@ def owner_partition_quota(params: Mapping[str, Any], context: PolicyContext) -> 
 
     def transform(df: DataFrame) -> DataFrame:
         facts = with_cluster_facts(df, context)
-        allowance = F.coalesce(F.try_element_at(_literal_map(allowances, "int"), F.col("owner")),
-                           F.lit(default).cast("int"))
+        allowance = F.coalesce(
+            F.try_element_at(_literal_map(allowances, "int"), F.col("owner")),
+            F.lit(default).cast("int"))
         in_use = F.coalesce(
             F.sum("live_partitions").over(Window.partitionBy("cluster", "owner")), F.lit(0))
         planned = F.sum(F.when(_admitted(), effective_partitions())).over(
             _in_topic_order("cluster", "owner"))
         total = in_use + planned
         over_allowance = (_admitted() & effective_partitions().isNotNull()
-                      & (total > allowance))
+                          & (total > allowance))
         message = F.format_string(
             "owner %s would hold %d partition(s) on cluster %s (%d in its live topics + %d "
             "planned by this run up to this topic, in topic order), over its quota of %d",
