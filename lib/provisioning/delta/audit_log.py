@@ -30,8 +30,10 @@ class AuditLog:
         with self._lock:
             self._commits += 1
             version = self._commits
-        append(rows, self.ref, txn=Transaction(f"topic-provisioning-audit-{self.run_id}",
-                                               version))
+        # One file per commit, however many DataFrames and partitions it unions (a run's
+        # rows are small; no small-file storm on a cluster).
+        append(rows.coalesce(1), self.ref,
+               txn=Transaction(f"topic-provisioning-audit-{self.run_id}", version))
 
 
 def created_by_job(spark: SparkSession, table: str) -> DataFrame:
