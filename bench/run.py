@@ -268,6 +268,19 @@ def delta_commits(table: Path) -> list[dict[str, Any]]:
     return commits
 
 
+def commits_since(warehouse: Path, before: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
+    """The commits made to each job table under `warehouse` since `before` (commits per
+    table), the manifest table excepted."""
+    return {t.name: delta_commits(t)[before.get(t.name, 0):]
+            for t in sorted(warehouse.iterdir())
+            if (t / "_delta_log").is_dir() and t.name != "desired_topics"}
+
+
+def commit_marks(warehouse: Path) -> dict[str, int]:
+    return {t.name: len(delta_commits(t)) for t in warehouse.iterdir()
+            if (t / "_delta_log").is_dir()}
+
+
 def _run_apply(work: Path, conf: Path, spark_args: Sequence[str],
                env: Mapping[str, str] | None, log_name: str, extra: Sequence[str] = ()
                ) -> tuple[str, dict[str, Any], float, float]:
@@ -341,7 +354,9 @@ def run_job(work: Path, warehouse: Path, bootstrap: str, manifest: Path, batch_s
     }
     if noop:
         # The daily run: the same manifest again, every topic now live and as wanted.
+        marks = commit_marks(warehouse)
         output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "noop.log")
+        result["noop_delta_commits"] = commits_since(warehouse, marks)
         if set(doc.get("counts") or {}) != {"already_present"}:
             raise RuntimeError(f"the rerun was not a no-op: {doc.get('counts')}")
         result.update(noop=exited - launched, noop_steps=_step_secs(output, launched, exited),
@@ -358,8 +373,10 @@ def _change_job(work: Path, warehouse: Path, bootstrap: str, conf: Path,
     table = warehouse / "desired_topics"
     topics = changed_topics([r["topic"] for r in rows])
     load_manifest(with_changes(rows), work / "manifest-changed.json", table, spark_args)
+    marks = commit_marks(warehouse)
     output, doc, launched, exited = _run_apply(work, conf, spark_args, env, "change.log",
                                                ["--allow-alter"])
+    commits = commits_since(warehouse, marks)
     seconds = exited - launched
     counts = doc.get("counts") or {}
     if counts.get("altered") != len(topics) or set(counts) - {"altered", "already_present"}:
@@ -368,6 +385,7 @@ def _change_job(work: Path, warehouse: Path, bootstrap: str, conf: Path,
     live = check_changed(bootstrap, topics)
     load_manifest(rows, work / "manifest.json", table, spark_args)
     return {"changes": seconds, "change_steps": _step_secs(output, launched, exited),
+            "change_delta_commits": commits,
             "change_counts": counts, "change_run_id": doc.get("run_id"),
             "change_config": CHANGE_CONFIG,
             "change_value": CHANGE_VALUE, "change_topics": topics, "change_live": live}
@@ -578,7 +596,7 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
     jobs = [r for r in results if r["method"] in JOB_METHODS and r.get("first") is None]
     if jobs:
         lines += ["", "Delta commits one job run made (operation x data files added), "
-                  "per table:", ""]
+                  "per table: its create, then its no-op rerun and its 10 changes:", ""]
         seen = set()
         for r in jobs:
             text = "; ".join(
@@ -589,6 +607,15 @@ def summarize_broker(results: Sequence[Mapping[str, Any]], cases: Sequence[tuple
                 seen.add(shown_as)
                 lines.append(f"- {r['method']} {r['topics']:,} x {r['partitions']} "
                              f"(rep {r['rep']}): {text}")
+            for run, key in (("no-op rerun", "noop_delta_commits"),
+                             ("10 changes", "change_delta_commits")):
+                if r.get(key) is not None:
+                    lines.append(f"- {r['method']} {r['topics']:,} x {r['partitions']} "
+                                 f"(rep {r['rep']}), {run}: " + "; ".join(
+                                     f"{table}: " + ", ".join(
+                                         f"{c['operation']} x{c['files']}" for c in commits)
+                                     for table, commits in r[key].items() if commits)
+                                 + f" ({sum(len(c) for c in r[key].values())} commits)")
     steps = [r for r in rows if r["method"] in JOB_METHODS and "first_run" not in r]
     for key, title in (("steps", "create"), ("noop_steps", "no-op rerun"),
                        ("change_steps", f"{CHANGES} changes, apply --allow-alter (its `create` "
