@@ -14,12 +14,14 @@ first seen (`snapshot_at`); `maintain` never prunes it.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from provisioning.delta.tables import TableRef, Transaction, append, last_commit
 
@@ -100,3 +102,18 @@ def record_view(rows: DataFrame, ref: TableRef, txn: Transaction, clusters: Sequ
     append(rows, ref, txn=txn, user_metadata=json.dumps({DIGESTS_KEY: dict(sorted(now.items()))},
                                                         sort_keys=True))
     return True
+
+
+def marked_view(live: DataFrame, clusters: Sequence[str], live_schema: StructType,
+                snapshot_columns: Sequence[str], run_id: str, taken: dt.datetime
+                ) -> DataFrame:
+    """A kind's live rows (`live_schema`, `cluster` first) as the rows of its snapshot
+    table (`snapshot_columns`: the run id, the live columns, `snapshot_at`), with one
+    marker row per cluster (every other column null), so that a cluster whose rows are all
+    gone still has a newest snapshot of its own."""
+    markers = live.sparkSession.createDataFrame(
+        [(c, *([None] * (len(live_schema.fields) - 1))) for c in sorted(clusters)],
+        live_schema)
+    return live.unionByName(markers).select(
+        F.lit(run_id).alias("run_id"), "*", F.lit(taken).cast("timestamp").alias("snapshot_at")
+    ).select(*snapshot_columns)

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.conf.acls import AclsConf
 from provisioning.delta.manifests import manifest_commits, read_manifests
-from provisioning.delta.snapshots import record_view
+from provisioning.delta.snapshots import marked_view, record_view
 from provisioning.delta.tables import Commit, TableRef, Transaction
 from provisioning.kafka.acls import AclState as AclStateOf
 from provisioning.kafka.acls import acl_states
@@ -161,16 +161,8 @@ class AclSnapshot(Phase):
         acls = state.of(AclState)
         with job_label(ctx.spark, f"{ctx.command}: snapshot live ACLs"):
             found, live = live_bindings(ctx)
-            # One marker row per cluster (binding columns null), so that a cluster whose
-            # bindings are all gone still has a newest snapshot of its own.
-            markers = ctx.spark.createDataFrame(
-                [(c, *([None] * (len(ACL_BINDING.fields) - 1))) for c in sorted(found)],
-                ACL_BINDING)
-            taken = utc_now()
-            recorded = live.unionByName(markers).select(
-                F.lit(ctx.run_id).alias("run_id"), "*",
-                F.lit(taken).cast("timestamp").alias("snapshot_at")
-            ).select(*column_names(ACL_SNAPSHOT))
+            recorded = marked_view(live, list(found), ACL_BINDING, column_names(ACL_SNAPSHOT),
+                                   ctx.run_id, utc_now())
             table = TableRef(ctx.conf.section(AclsConf).snapshots)
             txn = Transaction(f"topic-provisioning-acl-snapshots-{ctx.run_id}", 1)
             ctx.commits.record("acl-snapshot-write", lambda: record_view(

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.conf.quotas import QuotasConf
 from provisioning.delta.manifests import manifest_commits, read_manifests
-from provisioning.delta.snapshots import record_view
+from provisioning.delta.snapshots import marked_view, record_view
 from provisioning.delta.tables import Commit, TableRef, Transaction
 from provisioning.kafka.quotas import QuotaState as ClusterQuotas
 from provisioning.kafka.quotas import quota_states
@@ -175,16 +175,8 @@ class QuotaSnapshot(Phase):
         quotas = state.of(QuotaState)
         with job_label(ctx.spark, f"{ctx.command}: snapshot live quotas"):
             found, live = live_quotas(ctx)
-            # One marker row per cluster (entity and key null), so that a cluster whose
-            # quotas are all gone still has a newest snapshot of its own.
-            markers = ctx.spark.createDataFrame(
-                [(c, *([None] * (len(QUOTA_LIVE.fields) - 1))) for c in sorted(found)],
-                QUOTA_LIVE)
-            taken = utc_now()
-            rows = live.unionByName(markers).select(
-                F.lit(ctx.run_id).alias("run_id"), "*",
-                F.lit(taken).cast("timestamp").alias("snapshot_at")
-            ).select(*[f.name for f in QUOTA_SNAPSHOT.fields])
+            rows = marked_view(live, list(found), QUOTA_LIVE,
+                               [f.name for f in QUOTA_SNAPSHOT.fields], ctx.run_id, utc_now())
             table = TableRef(ctx.conf.section(QuotasConf).snapshots)
             txn = Transaction(f"topic-provisioning-quota-snapshots-{ctx.run_id}", 1)
             ctx.commits.record("quota-snapshot-write", lambda: record_view(
