@@ -1,5 +1,5 @@
 """Every table schema of the project: manifests, snapshots, plan, audit, runs, locks,
-`check`'s violations, and the same for ACL bindings (`schemas.acls`).
+`check`'s violations and usage (`schemas.usage`), and the same for ACL bindings (`schemas.acls`).
 
 Readers, writers, transforms and test builders import these. A module that shows or
 sends a few columns of a table (a view, a request) names the ones it uses; none
@@ -39,6 +39,7 @@ from schemas.tables import (
     TOPIC_RESULT,
     column_names,
 )
+from schemas.usage import DISKS, GROUP_LAG, INVENTORY, LAST_WRITE, USAGE_READ
 
 __all__ = [
     "ACL_BINDING",
@@ -54,7 +55,11 @@ __all__ = [
     "CONFIG_ENTRY",
     "CONFIG_OP",
     "DESIRED",
+    "DISKS",
     "DRIFT_ITEM",
+    "GROUP_LAG",
+    "INVENTORY",
+    "LAST_WRITE",
     "LIVE_READ",
     "LOCKS",
     "MANIFEST",
@@ -68,6 +73,7 @@ __all__ = [
     "RUNS",
     "SNAPSHOT",
     "TOPIC_RESULT",
+    "USAGE_READ",
     "VIOLATIONS",
     "column_names",
 ]

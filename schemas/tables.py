@@ -209,6 +209,11 @@ PLAN = _fields(
     # send that reassignment (its checks before sending; the row is then rejected).
     ("reassignment", ArrayType(REPLICA_MOVE, True)),
     ("reassign_problems", ArrayType(StringType(), True)),
+    # A DELETE's newest record's timestamp (ListOffsets MAX_TIMESTAMP), read when the plan
+    # is judged for the delete policy's in-use check; null on other rows and for a topic
+    # with no records; and why it could not be read (the in-use check then refuses).
+    ("live_last_write_at", TimestampType()),
+    ("live_last_write_error", StringType()),
 )
 
 # What one admin request said about one topic (validate, apply and verify phases).

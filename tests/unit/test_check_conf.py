@@ -63,7 +63,8 @@ def test_every_rule_check_judges_may_be_named() -> None:
     assert conf.checks.severity == severity
     assert CHECK_RULES == (
         "offline_partition", "under_replicated", "below_min_isr", "min_insync_within_rf",
-        "unmanaged", "drift", "topic_name_pattern", "partitions_range",
+        "unmanaged", "drift", "leader_not_preferred", "idle_topic", "empty_topic",
+        "disk_usage", "disk_forecast", "topic_name_pattern", "partitions_range",
         "replication_factor_range", "required_configs", "forbidden_configs",
         "min_insync_below_rf", "custom")
 
@@ -77,7 +78,8 @@ def test_every_bad_rule_and_level_is_named_at_once() -> None:
     known = ", ".join((*CHECK_RULES, "unmanaged_quota"))
     assert _problems(data) == [
         "kafka.batch_size: must be > 0, got 0",
-        "checks.treshold: unknown key (allowed: severity)",
+        "checks.treshold: unknown key (allowed: severity, idle_days, disk_used_ratio, "
+        "disk_days)",
         "checks.severity.offline_partition: 'fatal' is not one of error, warning, info, off",
         f"checks.severity.partition_budget: unknown rule (known: {known})",
         f"checks.severity.no_such_rule: unknown rule (known: {known})",
@@ -92,3 +94,18 @@ def test_severity_must_be_a_mapping() -> None:
         "got a list"]
     assert _problems({**MINIMAL, "checks": "strict"}) == [
         "checks: expected a mapping, got a string"]
+
+
+def test_the_usage_keys_are_read_typed_and_checked() -> None:
+    conf = parse_conf({**MINIMAL, "checks": {"idle_days": 10, "disk_used_ratio": 1,
+                                             "disk_days": 90}}, "t")
+    assert (conf.checks.idle_days, conf.checks.disk_used_ratio, conf.checks.disk_days) == (
+        10, 1.0, 90)
+    assert (conf.tables.inventory, conf.tables.disks) == (
+        f"{conf.tables.runs}_inventory", f"{conf.tables.runs}_disks")
+    assert _problems({**MINIMAL, "checks": {"idle_days": 0, "disk_used_ratio": 1.5,
+                                            "disk_days": "two weeks"}}) == [
+        "checks.idle_days: must be > 0, got 0",
+        "checks.disk_used_ratio: 1.5 is not a ratio in (0, 1]",
+        "checks.disk_days: expected an integer, got a string",
+    ]

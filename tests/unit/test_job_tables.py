@@ -17,7 +17,7 @@ from provisioning.delta.tables import (
     prepare_tables,
 )
 from provisioning.run.commands import job_tables
-from schemas import ACL_SNAPSHOT, AUDIT, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
+from schemas import ACL_SNAPSHOT, AUDIT, DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
 
 
 def _history(spark: Any, path: Path) -> list[tuple[int, str, str]]:
@@ -80,7 +80,8 @@ def test_each_command_makes_the_tables_it_writes() -> None:
         "plan": [runs, audit, snapshots, acls],
         "apply": [runs, audit, ("w/runs_locks", LOCKS, LOCK_TABLE_PROPERTIES), snapshots,
                   acls],
-        "check": [runs, snapshots, ("w/runs_violations", VIOLATIONS, plain)],
+        "check": [runs, snapshots, ("w/runs_violations", VIOLATIONS, plain),
+                  ("w/runs_inventory", INVENTORY, plain), ("w/runs_disks", DISKS, plain)],
         "snapshot": [runs, snapshots],
         "import": [runs],
     }

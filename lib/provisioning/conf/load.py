@@ -137,7 +137,8 @@ def _read_policies(r: Reader, node: Any, key: str) -> tuple[PolicySpec, ...]:
 # The keys every run shares; each kind's section declares its own (conf.section).
 _SHARED_KEYS = ("clusters", "tables", "kafka", "spark", "policies", "run", "maintenance",
                 "checks")
-_SHARED_TABLE_KEYS = ("manifests", "audit", "runs", "snapshots", "locks", "violations")
+_SHARED_TABLE_KEYS = ("manifests", "audit", "runs", "snapshots", "locks", "violations",
+                      "inventory", "disks")
 
 
 def sections() -> tuple[Section, ...]:
@@ -221,6 +222,8 @@ def _read_tables(r: Reader, node: Any, kind_keys: tuple[str, ...]
         snapshots=snapshots,
         locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
         violations=r.value(body, "tables", "violations", str, f"{runs}_violations"),
+        inventory=r.value(body, "tables", "inventory", str, f"{runs}_inventory"),
+        disks=r.value(body, "tables", "disks", str, f"{runs}_disks"),
     ), body
 
 
@@ -314,14 +317,21 @@ def _read_checks(r: Reader, body: Mapping[str, Any] | None, rules: tuple[str, ..
                  ) -> ChecksConf:
     if body is None:
         return ChecksConf()
-    r.no_unknown(body, "checks", ("severity",))
+    r.no_unknown(body, "checks", ("severity", "idle_days", "disk_used_ratio", "disk_days"))
+    defaults = ChecksConf()
+    usage = {
+        "idle_days": r.value(body, "checks", "idle_days", int, defaults.idle_days, positive),
+        "disk_used_ratio": float(r.value(body, "checks", "disk_used_ratio", (int, float),
+                                         defaults.disk_used_ratio, _ratio)),
+        "disk_days": r.value(body, "checks", "disk_days", int, defaults.disk_days, positive),
+    }
     node = body.get("severity")
     if node is None:
-        return ChecksConf()
+        return ChecksConf(**usage)
     if not isinstance(node, Mapping):
         r.problem("checks.severity", f"expected a mapping of rule -> "
                   f"{' | '.join(CHECK_SEVERITY_LEVELS)}, got {type_name(node)}")
-        return ChecksConf()
+        return ChecksConf(**usage)
     severity = {}
     for rule, level in node.items():
         where = f"checks.severity.{rule}"
@@ -336,7 +346,11 @@ def _read_checks(r: Reader, body: Mapping[str, Any] | None, rules: tuple[str, ..
             r.problem(where, f"{shown} is not one of {', '.join(CHECK_SEVERITY_LEVELS)}")
             continue
         severity[rule] = level
-    return ChecksConf(severity=severity)
+    return ChecksConf(severity=severity, **usage)
+
+
+def _ratio(v: Any) -> str | None:
+    return None if 0 < v <= 1 else f"{v} is not a ratio in (0, 1]"
 
 
 def _spark_value(v: Any) -> str:

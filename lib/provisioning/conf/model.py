@@ -57,6 +57,10 @@ class TablesConf:
     locks: str = ""
     # `check`'s violations (schemas.VIOLATIONS).
     violations: str = ""
+    # `check`'s usage of every judged topic (schemas.INVENTORY) and of every broker log dir
+    # (schemas.DISKS), one row each per run.
+    inventory: str = ""
+    disks: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,12 @@ class ChecksConf:
     # rule -> error, warning, info or off: overrides a rule's own severity (or turns the rule
     # off); a rule not named keeps its own.
     severity: Mapping[str, str] = field(default_factory=dict)
+    # A topic with records, none newer than this many days, is idle (`idle_topic`).
+    idle_days: int = 30
+    # A broker log dir whose used share (1 - usable / total) is over this ratio gives
+    # `disk_usage`; `disk_forecast` warns when a broker will pass it within `disk_days`.
+    disk_used_ratio: float = 0.85
+    disk_days: int = 14
 
 
 # Delta refuses a shorter VACUUM retention unless its safety check is turned off.

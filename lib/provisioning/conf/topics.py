@@ -23,6 +23,9 @@ class DeletesConf:
     protected: tuple[str, ...] = DEFAULT_PROTECTED_TOPICS
     deny_list: tuple[str, ...] = ()
     prune: bool = False
+    # A topic with a record newer than this many days is in use: not deleted unless its
+    # row says `force` (0: only consumer groups' committed offsets count).
+    in_use_days: int = 7
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def _read_deletes(r: Reader, body: Mapping[str, Any] | None) -> DeletesConf:
     deletes = DeletesConf()
     if body is None:
         return deletes
-    r.no_unknown(body, "deletes", ("max_per_cluster", "protected", "deny_list", "prune"))
+    r.no_unknown(body, "deletes", ("max_per_cluster", "protected", "deny_list", "prune",
+                                   "in_use_days"))
     return DeletesConf(
         max_per_cluster=r.value(body, "deletes", "max_per_cluster", int,
                                 deletes.max_per_cluster, at_least_zero),
@@ -160,6 +164,8 @@ def _read_deletes(r: Reader, body: Mapping[str, Any] | None) -> DeletesConf:
             DEFAULT_PROTECTED_TOPICS + string_list(r, body, "deletes", "protected", ()))),
         deny_list=string_list(r, body, "deletes", "deny_list", ()),
         prune=r.value(body, "deletes", "prune", bool, False),
+        in_use_days=r.value(body, "deletes", "in_use_days", int, deletes.in_use_days,
+                            at_least_zero),
     )
 
 

@@ -344,23 +344,31 @@ class ClusterAdmin:
                     return False
             time.sleep(0.25)
 
-    def topics_in_use(self) -> dict[str, list[str]] | None:
-        """Topic -> consumer groups that hold committed offsets on it.
+    def committed_offsets(self) -> dict[str, dict[tuple[str, int], int]] | None:
+        """Group -> (topic, partition) -> committed offset, for every consumer group.
 
-        None when the principal may not see every group: an in-use check over part
-        of the groups would let a deletion through that must not happen.
+        None when the principal may not see every group: a judgement over part of the
+        groups (an in-use check, a topic's readers) would be wrong without a word.
         """
         if not self.sees_every_group():
-            log.info("cluster %s: not every consumer group is visible; topics in use are "
-                     "unknown", self.cluster.name)
+            log.info("cluster %s: not every consumer group is visible; the groups' "
+                     "committed offsets are unknown", self.cluster.name)
             return None
         groups = [g["group_id"] for g in self.client.list_groups()]
         if not groups:
             return {}
-        users: dict[str, set[str]] = {}
-        for group, offsets in self.client.list_group_offsets(groups).items():
-            for tp, meta in offsets.items():
-                if meta.offset is not None and meta.offset >= 0:
-                    users.setdefault(tp.topic, set()).add(group)
-        return {topic: sorted(g) for topic, g in users.items()}
+        return {group: {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()
+                        if meta.offset is not None and meta.offset >= 0}
+                for group, offsets in self.client.list_group_offsets(groups).items()}
 
+    def topics_in_use(self) -> dict[str, list[str]] | None:
+        """Topic -> consumer groups that hold committed offsets on it (None: unknown, as
+        `committed_offsets`)."""
+        committed = self.committed_offsets()
+        if committed is None:
+            return None
+        users: dict[str, set[str]] = {}
+        for group, offsets in committed.items():
+            for topic, _ in offsets:
+                users.setdefault(topic, set()).add(group)
+        return {topic: sorted(g) for topic, g in users.items()}

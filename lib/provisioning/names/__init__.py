@@ -107,15 +107,23 @@ BELOW_MIN_ISR = "below_min_isr"
 MIN_INSYNC_WITHIN_RF = "min_insync_within_rf"
 UNMANAGED = "unmanaged"
 DRIFT_RULE = "drift"
+LEADER_NOT_PREFERRED = "leader_not_preferred"
 HEALTH_RULES = (OFFLINE_PARTITION, UNDER_REPLICATED, BELOW_MIN_ISR, MIN_INSYNC_WITHIN_RF,
-                UNMANAGED, DRIFT_RULE)
+                UNMANAGED, DRIFT_RULE, LEADER_NOT_PREFERRED)
+# Usage rules, from what `check` measures of each topic and broker log dir (the inventory).
+# The disk rules judge a broker, not a topic: their rows have no topic.
+IDLE_TOPIC = "idle_topic"
+EMPTY_TOPIC = "empty_topic"
+DISK_USAGE = "disk_usage"
+DISK_FORECAST = "disk_forecast"
+USAGE_RULES = (IDLE_TOPIC, EMPTY_TOPIC, DISK_USAGE, DISK_FORECAST)
 # The configured create policies a check runs on live topics; `custom` stands for every
 # violation a custom policy appends, whatever name it gives it. The capacity policies
 # (partition_budget, owner_partition_quota) budget what a run adds and are not among them.
 CUSTOM_RULE = "custom"
 LIVE_POLICIES = ("topic_name_pattern", "partitions_range", "replication_factor_range",
                  "required_configs", "forbidden_configs", "min_insync_below_rf", CUSTOM_RULE)
-CHECK_RULES = (*HEALTH_RULES, *LIVE_POLICIES)
+CHECK_RULES = (*HEALTH_RULES, *USAGE_RULES, *LIVE_POLICIES)
 
 # -- config sources (KIP-525, DescribeConfigs) ------------------------------------------
 # A config somebody set on the topic itself, as opposed to one it inherits.

@@ -43,6 +43,14 @@ def _whose(row: Row) -> str:
     return f"owner {row['owner']}" if row.get("owner") else "managed, no owner"
 
 
+def subject(row: Row) -> str:
+    """What a row judges: "cluster/topic", or "cluster (brokers)" for a rule that judges the
+    cluster's brokers (the disk rules)."""
+    if row.get("topic") is None:
+        return f"{row['cluster']} (brokers)"
+    return f"{row['cluster']}/{row['topic']}"
+
+
 def _clusters(rows: Sequence[Row], clusters: Sequence[str]) -> list[str]:
     return sorted({*clusters, *(r["cluster"] for r in rows)})
 
@@ -74,7 +82,7 @@ def render_check(rows: Sequence[Row], clusters: Sequence[str] = ()) -> list[str]
     errors = [r for r in in_order(rows) if r["severity"] == ERROR]
     lines.append(f"errors ({len(errors)}):" if errors else "errors: none")
     for r in errors:
-        lines.append(f"  {r['cluster']}/{r['topic']}  {r['rule']} ({_whose(r)}): {r['detail']}")
+        lines.append(f"  {subject(r)}  {r['rule']} ({_whose(r)}): {r['detail']}")
     return lines
 
 
@@ -98,7 +106,8 @@ def check_markdown(rows: Sequence[Row], clusters: Sequence[str] = (),
     for r in ordered[:max_rows]:
         owner = code(r["owner"]) if r.get("managed") and r.get("owner") else cell(_whose(r))
         lines.append(f"| {_MARKS.get(r['severity'], '')} | {r['severity']} | "
-                     f"{code(r['cluster'])} | {code(r['topic'])} | {code(r['rule'])} | "
+                     f"{code(r['cluster'])} | {code(r['topic'] or '(brokers)')} | "
+                     f"{code(r['rule'])} | "
                      f"{owner} | {cell(r['detail'])} |")
     if len(ordered) > max_rows:
         lines += ["", f"… and {len(ordered) - max_rows} more violation(s) (fewer severe "
@@ -141,14 +150,14 @@ def render_trend(days: Sequence[Row], spans: Sequence[Row]) -> list[str]:
     lines.append("when topics started and stopped breaking a rule (newest first)")
     if not spans:
         lines.append("  none")
-    for s in sorted(spans, key=lambda s: (s["started_at"], s["cluster"], s["topic"],
+    for s in sorted(spans, key=lambda s: (s["started_at"], s["cluster"], s["topic"] or "",
                                           s["rule"]), reverse=True):
         start = f"{_time(s['started_at'])} (run {s['started_run_id']})"
         if s.get("stopped_at") is None:
             when = f"since {start}, still broken"
         else:
             when = f"{start} until {_time(s['stopped_at'])} (run {s['stopped_run_id']})"
-        lines.append(f"  {s['cluster']}/{s['topic']}  {s['rule']} ({s['severity']}): {when}, "
+        lines.append(f"  {subject(s)}  {s['rule']} ({s['severity']}): {when}, "
                      f"{s['runs']} run(s)")
         lines.append(f"      {s['detail']}")
     return lines

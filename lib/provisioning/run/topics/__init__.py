@@ -31,7 +31,7 @@ from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
 from provisioning.run.topics.adopt import Import, RecordSnapshot
 from provisioning.run.topics.changes import ALTER, DELETES, Apply, Verify, apply_actions
-from provisioning.run.topics.check import Check
+from provisioning.run.topics.check import Check, Usage
 from provisioning.run.topics.phases import NAME, Plan, ReadManifests, Snapshot, Validate
 from provisioning.run.topics.relock import TopicsRelock
 from provisioning.run.topics.state import TopicState
@@ -52,7 +52,7 @@ class TopicsKind(RunKind):
             PLAN: (Plan(),),
             VALIDATE: (Validate(),),
             APPLY: (Apply(), Verify()),
-            CHECK: (ReadManifests(), Snapshot(always_record=True), Check()),
+            CHECK: (ReadManifests(), Snapshot(always_record=True), Usage(), Check()),
             IMPORT: (Import(),),
             RECORD: (RecordSnapshot(),),
         }.get(step, ())
@@ -74,7 +74,9 @@ class TopicsKind(RunKind):
         if command in ("plan", "apply", "check", "snapshot"):
             made.append(JobTable(conf.tables.snapshots, schemas.SNAPSHOT))
         if command == "check":
-            made.append(JobTable(conf.tables.violations, schemas.VIOLATIONS))
+            made.extend((JobTable(conf.tables.violations, schemas.VIOLATIONS),
+                         JobTable(conf.tables.inventory, schemas.INVENTORY),
+                         JobTable(conf.tables.disks, schemas.DISKS)))
         return made
 
     def summary(self, ctx: RunContext, state: RunState) -> TopicsSummary | None:

@@ -1,45 +1,117 @@
-"""`check` of topics (see engine.py): every live topic in the run's scope judged by the
-configured create policies and the health rules, as VIOLATIONS rows."""
+"""`check` of topics (see engine.py): every live topic in the run's scope measured (its
+usage, in the inventory) and judged by the configured create policies, the health rules
+and the usage rules, as VIOLATIONS rows."""
 
 from __future__ import annotations
 
+import functools
 import time
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
 from provisioning.conf.topics import TopicsConf
+from provisioning.delta.tables import TableRef, Transaction, append, read_table
+from provisioning.names import DISK_FORECAST, OFF
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_phase, require
 from provisioning.run.state import RunState
+from provisioning.run.topics.executors import read_usage
 from provisioning.run.topics.phases import NAME, in_run
 from provisioning.run.topics.planning import cut, policy_context
 from provisioning.run.topics.state import TopicState
 from provisioning.session import job_label
-from provisioning.transforms.check import violations
+from provisioning.transforms.check import severities, violations
+from provisioning.transforms.check.usage import (
+    disk_forecast,
+    disk_rows,
+    disk_usage,
+    empty_topic,
+    growth,
+    idle_topic,
+    inventory_rows,
+    usage_work,
+)
+
+
+class Usage(Phase):
+    """`check`: what every judged topic in the run's scope holds and who reads it, and each
+    broker's log dirs (`kafka.usage`: a handful of requests per broker), as INVENTORY and
+    DISKS rows appended to `tables.inventory` and `tables.disks` beside the next steps."""
+
+    name = "usage"
+    kind = NAME
+    reads = ("states", "topics.live")
+    writes = ("topics.inventory", "topics.disks")
+    runs_tasks = True
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        topics = state.of(TopicState)
+        states = require(state.states, "states")
+        live = require(topics.live, "live")
+        with job_label(ctx.spark, f"{ctx.command}: measure usage"):
+            read = read_usage(ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                              ctx.run_id, {n: s.broker_ids for n, s in states.items()},
+                              usage_work(in_run(ctx, live))).localCheckpoint(eager=True)
+            inventory, disks = inventory_rows(read), disk_rows(read)
+            ctx.steps.done("usage")
+        for table, rows, what in ((ctx.conf.tables.inventory, inventory, "inventory"),
+                                  (ctx.conf.tables.disks, disks, "disks")):
+            ctx.commits.record(f"{what}-write", functools.partial(
+                append, rows.coalesce(1), TableRef(table),
+                txn=Transaction(f"topic-provisioning-{what}-{ctx.run_id}", 1)))
+        ctx.commits.side("usage-count",
+                         lambda: log_phase(self.name, started, inventory, by="cluster"))
+        topics.inventory, topics.disks = inventory, disks
 
 
 class Check(Phase):
     """`check`: every live topic in the run's scope that is not internal, managed or not,
-    judged by the configured create policies and the health rules
+    judged by the configured create policies, the health rules and the usage rules
     (`transforms.check.violations`), as VIOLATIONS rows (recorded with every kind's by
     `run.phases.RecordFindings`). Nothing is sent to Kafka."""
 
     name = "check"
     kind = NAME
-    reads = ("states", "topics.desired", "topics.live")
+    reads = ("states", "topics.desired", "topics.live", "topics.inventory", "topics.disks")
     writes = ("topics.violations",)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         topics = state.of(TopicState)
         live = require(topics.live, "live")
+        checks = ctx.conf.checks
+        levels = severities(checks.severity)
+        now = utc_now()
         with job_label(ctx.spark, f"{ctx.command}: judge live topics"):
             # The policies' context is every live topic of the clusters, as for a plan.
             context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"),
                                      live)
+            inventory = require(topics.inventory, "inventory")
+            disks = require(topics.disks, "disks")
+            usage = idle_topic(inventory, now, checks.idle_days).unionByName(
+                empty_topic(inventory))
+            brokers = disk_usage(disks, checks.disk_used_ratio)
+            if levels[DISK_FORECAST] != OFF:
+                grown = growth(self.history(ctx), inventory, in_run(ctx, live),
+                               checks.disk_days)
+                brokers = brokers.unionByName(disk_forecast(
+                    grown, disks, checks.disk_used_ratio, checks.disk_days))
+            snapshot_at = live.groupBy("cluster").agg(F.max("snapshot_at").alias("snapshot_at"))
             rows = violations(in_run(ctx, live), require(topics.desired, "desired"),
                               ctx.conf.section(TopicsConf).create_policies, context,
-                              ctx.run_id, utc_now(), ctx.conf.checks.severity,
-                              cut).localCheckpoint(eager=True)
+                              ctx.run_id, now, checks.severity, cut, usage=usage,
+                              brokers=brokers.join(snapshot_at, "cluster", "left")
+                              ).localCheckpoint(eager=True)
             ctx.steps.done("check")
             ctx.commits.side("check-count",
                              lambda: log_phase(self.name, started, rows, by="severity"))
         topics.violations = rows
+
+    @staticmethod
+    def history(ctx: RunContext) -> DataFrame:
+        """The inventory's earlier rows of the run's clusters (empty on a first run)."""
+        earlier = read_table(ctx.spark, TableRef(ctx.conf.tables.inventory))
+        return earlier.where(F.col("cluster").isin(*ctx.cluster_names)
+                             & (F.col("run_id") != F.lit(ctx.run_id)))

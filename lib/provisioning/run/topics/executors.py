@@ -16,13 +16,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
-from provisioning.kafka import snapshot
+from provisioning.kafka import snapshot, usage
 from provisioning.kafka.tasks.alter import alter_results
 from provisioning.kafka.tasks.create import create_results
 from provisioning.kafka.tasks.delete import delete_results
 from provisioning.kafka.tasks.verify import verify_results
 from provisioning.run.executors import by_name, on_executors, task_attempt
-from schemas import LIVE_READ, TOPIC_RESULT
+from schemas import LAST_WRITE, LIVE_READ, TOPIC_RESULT, USAGE_READ
 
 # The columns of a topic's shape, as a work row of a re-read carries them.
 _SHAPE = ("topic_id", "partitions", "replication_factor", "replica_assignment", "error_name")
@@ -131,3 +131,37 @@ def read_live(spark: SparkSession, clusters: Sequence[ClusterConf],
     )
     return on_executors(work, read, clusters, LIVE_READ,
                         order=("cluster", F.col("topic").asc_nulls_first()))
+
+
+_USAGE_WORK = ("cluster string, topic string, partitions int, replication_factor int, "
+               "online array<int>, retention_ms long, retention_bytes long")
+
+
+def read_usage(spark: SparkSession, clusters: Sequence[ClusterConf],
+               credentials: Mapping[str, Credentials], kafka: KafkaConf, run_id: str,
+               brokers: Mapping[str, Sequence[int]], topics: DataFrame) -> DataFrame:
+    """USAGE_READ rows of every cluster (`kafka.usage.usage_results`), one Spark task per
+    cluster: the usage of each `topics` row (cluster, topic, partitions,
+    replication_factor, online, retention_ms, retention_bytes) and each broker's log
+    dirs."""
+    if not clusters:
+        return spark.createDataFrame([], USAGE_READ)
+    # One row per cluster with no topic, so a cluster with no topic still has its disks.
+    work = spark.createDataFrame([(c.name, *[None] * 6) for c in clusters], _USAGE_WORK)
+    work = work.unionByName(topics.select(*work.columns))
+    read = functools.partial(
+        usage.usage_results, clusters=by_name(clusters), credentials=dict(credentials),
+        kafka=kafka, run_id=run_id, brokers={k: tuple(v) for k, v in brokers.items()},
+        checked_at=dt.datetime.now(dt.UTC).replace(tzinfo=None))
+    return on_executors(work, read, clusters, USAGE_READ,
+                        order=("cluster", F.col("topic").asc_nulls_first()))
+
+
+def read_last_writes(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+                     kafka: KafkaConf, topics: DataFrame) -> DataFrame:
+    """(cluster, topic, last_write_at, error) of each `topics` row (cluster, topic,
+    partitions, online), one Spark task per cluster (`kafka.usage.last_writes`)."""
+    work = functools.partial(usage.last_writes, clusters=by_name(clusters),
+                             credentials=dict(credentials), kafka=kafka)
+    return on_executors(topics.select("cluster", "topic", "partitions", "online"), work,
+                        clusters, LAST_WRITE)

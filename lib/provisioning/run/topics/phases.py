@@ -8,6 +8,7 @@ are `run.topics.adopt`; `check` is `run.topics.check`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 
@@ -31,7 +32,12 @@ from provisioning.run.engine import (
 from provisioning.run.executors import answered
 from provisioning.run.kind import PlanLayer, layer_declarations, layers_of
 from provisioning.run.state import RunState
-from provisioning.run.topics.executors import read_live, send_alters, send_creates
+from provisioning.run.topics.executors import (
+    read_last_writes,
+    read_live,
+    send_alters,
+    send_creates,
+)
 from provisioning.run.topics.planning import PlanCounts, plan_counts, planned_plan, read_desired
 from provisioning.run.topics.state import TopicState
 from provisioning.session import job_label
@@ -175,7 +181,9 @@ class Plan(Phase):
                 planned_live = scoped.join(keys, ["cluster", "topic"], "left_semi")
             plan, counts = planned_plan(
                 ctx.spark, ctx.conf, require(state.states, "states"), desired, live,
-                planned_live, created, [bound(ctx, state, layer, live) for layer in layers])
+                planned_live, created, [bound(ctx, state, layer, live) for layer in layers],
+                last_writes=functools.partial(read_last_writes, ctx.clusters, ctx.credentials,
+                                              ctx.conf.kafka))
             if keys is not None:
                 # One partition, as a plan of this size is: its audit commit is one file.
                 kept = require(first, "first plan").join(keys, ["cluster", "topic"],

@@ -8,6 +8,7 @@ with its own policies after.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,6 +19,7 @@ from provisioning.conf.topics import TopicsConf
 from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.kafka.client import ClusterState
 from provisioning.names import ALTER, CREATE, DELETE, PLANNED
+from provisioning.results import utc_now
 from provisioning.run.executors import cluster_states_frame
 from provisioning.run.kind import PlanLayer
 from provisioning.run.manifest_cache import manifest_rows
@@ -31,6 +33,7 @@ from provisioning.transforms.policies import (
 )
 from provisioning.transforms.scope import in_scope
 from provisioning.transforms.validation import with_duplicate_errors, with_row_errors
+from schemas import PLAN, column_names
 
 
 def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
@@ -65,6 +68,8 @@ def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, Cluster
         deny_list=topics.deletes.deny_list,
         max_deletes_per_cluster=topics.deletes.max_per_cluster,
         max_alters_per_cluster=topics.alters.max_per_cluster,
+        in_use_since=(utc_now() - dt.timedelta(days=topics.deletes.in_use_days)
+                      if topics.deletes.in_use_days > 0 else None),
     )
 
 
@@ -126,7 +131,8 @@ def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterSt
                  desired: DataFrame, live: DataFrame, in_run: DataFrame,
                  created_by_job: DataFrame | None,
                  layers: Sequence[tuple[PlanLayer, Callable[[DataFrame, PlanCounts], DataFrame],
-                                        Callable[[DataFrame, PlanCounts], DataFrame]]] = ()
+                                        Callable[[DataFrame, PlanCounts], DataFrame]]] = (),
+                 last_writes: Callable[[DataFrame], DataFrame] | None = None
                  ) -> tuple[DataFrame, PlanCounts]:
     """The judged PLAN rows of a run, materialized, and their counts.
 
@@ -138,6 +144,9 @@ def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterSt
       the run: attach adds what it plans to the rows before the topic policies, judge
       runs its own policies after them (each returns the rows unchanged when it has
       nothing to do).
+    last_writes: (cluster, topic, partitions, online) -> LAST_WRITE rows, read for the
+      DELETE rows when `deletes.in_use_days` counts writes (the delete policy's in-use
+      check).
     """
     rows = plan_rows(desired, in_run, created_by_job,
                      conf.section(TopicsConf).alters.remove_unlisted_configs
@@ -153,6 +162,8 @@ def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterSt
     plan = rows
     if judged:
         context = policy_context(spark, conf, states, live)
+        if DELETE in judged and context.in_use_since is not None and last_writes:
+            rows = with_last_writes(rows, live, last_writes)
         plan = judge_plan(rows, conf, context, judged)
     for _, _, judge in layers:
         plan = judge(plan, counts)
@@ -160,3 +171,22 @@ def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterSt
         return rows, counts
     plan = plan.localCheckpoint(eager=True)
     return plan, plan_counts(plan)
+
+
+def with_last_writes(rows: DataFrame, live: DataFrame,
+                     last_writes: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """PLAN `rows` with the newest record's time of each DELETE row's topic (and why it
+    could not be read), from `last_writes` over the topics' online partitions (`live`)."""
+    online = F.transform(F.filter("partition_states", lambda p: p["leader"] >= 0),
+                         lambda p: p["partition"])
+    topics = (rows.where(F.col("action") == DELETE).select("cluster", "topic")
+              .join(live.select("cluster", "topic", "partitions",
+                                F.coalesce(online, F.array().cast("array<int>"))
+                                .alias("online")), ["cluster", "topic"]))
+    found = last_writes(topics).select(
+        "cluster", "topic", F.col("last_write_at").alias("_written"),
+        F.col("error").alias("_unread"))
+    return (rows.join(found, ["cluster", "topic"], "left")
+            .withColumn("live_last_write_at", F.col("_written"))
+            .withColumn("live_last_write_error", F.col("_unread"))
+            .select(*column_names(PLAN)).localCheckpoint(eager=True))

@@ -31,3 +31,5 @@ class TopicState(KindState):
     unmanaged: Mapping[str, int] | None = None
     imported: Sequence[Any] | None = None               # what `import` wrote, per cluster
     violations: DataFrame | None = None                 # `check`'s VIOLATIONS rows
+    inventory: DataFrame | None = None                  # `check`'s INVENTORY rows
+    disks: DataFrame | None = None                      # `check`'s DISKS rows

@@ -6,6 +6,8 @@ configured create policies and Kafka's health rules, as VIOLATIONS rows.
 - `health`: the always-on health rules from the live metadata;
 - `violations`: both, one row per (cluster, topic, rule), with each rule's severity
   (DEFAULT_SEVERITY, overridden or turned off by `checks.severity`);
+- `usage`: what `check` measures of each topic and broker log dir (the inventory), and
+  the usage rules judged from it;
 - `trend`: the history the VIOLATIONS table holds: counts per rule per day, and when each
   topic started and stopped breaking a rule.
 
@@ -25,10 +27,15 @@ from provisioning.conf import PolicySpec
 from provisioning.names import (
     BELOW_MIN_ISR,
     CUSTOM_RULE,
+    DISK_FORECAST,
+    DISK_USAGE,
     DRIFT_RULE,
+    EMPTY_TOPIC,
     ERROR,
     HEALTH_RULES,
+    IDLE_TOPIC,
     INFO,
+    LEADER_NOT_PREFERRED,
     LIVE_POLICIES,
     MIN_INSYNC_WITHIN_RF,
     OFF,
@@ -53,6 +60,11 @@ DEFAULT_SEVERITY: dict[str, str] = {
     MIN_INSYNC_WITHIN_RF: ERROR,
     UNMANAGED: INFO,
     DRIFT_RULE: WARNING,
+    LEADER_NOT_PREFERRED: INFO,
+    IDLE_TOPIC: WARNING,
+    EMPTY_TOPIC: INFO,
+    DISK_USAGE: ERROR,
+    DISK_FORECAST: WARNING,
     **dict.fromkeys(LIVE_POLICIES, ERROR),
 }
 
@@ -72,7 +84,8 @@ def _severity(levels: Mapping[str, str]) -> Column:
 
 def violations(live: DataFrame, desired: DataFrame, specs: Sequence[PolicySpec],
                context: PolicyContext, run_id: str, recorded_at: dt.datetime,
-               severity: Mapping[str, str] | None = None, cut: Cut | None = None
+               severity: Mapping[str, str] | None = None, cut: Cut | None = None,
+               usage: DataFrame | None = None, brokers: DataFrame | None = None
                ) -> DataFrame:
     """VIOLATIONS rows: one per (cluster, topic, rule) a judged live topic breaks.
 
@@ -82,6 +95,9 @@ def violations(live: DataFrame, desired: DataFrame, specs: Sequence[PolicySpec],
     context: as for a plan: CLUSTER_STATE rows and the live topics.
     severity: the conf's `checks.severity`; a rule at `off` is not judged.
     cut: as for `with_create_policies` (Spark Connect's plan depth).
+    usage: (cluster, topic, rule, detail) of the usage rules a topic breaks (`usage`);
+      brokers: the same with a null topic and the `snapshot_at` of the disks judged, for
+      the rules that judge a broker's log dirs.
     Several violations of one rule on one topic (required_configs, one per config) make
     one row whose detail joins theirs, sorted, with "; ".
     """
@@ -90,14 +106,21 @@ def violations(live: DataFrame, desired: DataFrame, specs: Sequence[PolicySpec],
     judged_specs = [s for s in specs if levels.get(s.name, levels[CUSTOM_RULE]) != OFF]
     findings = policy_findings(live, desired, judged_specs, context, cut).unionByName(
         health_findings(live, desired, context, health))
+    if usage is not None:
+        findings = findings.unionByName(usage)
     merged = findings.groupBy("cluster", "topic", "rule").agg(
         F.array_join(F.array_sort(F.collect_list("detail")), "; ").alias("detail"))
     topics = live.where(judged()).select("cluster", "topic", "snapshot_at")
-    return (merged
+    rows = (merged.join(topics, on=["cluster", "topic"], how="inner")
+            .join(manifest_owners(desired), on=["cluster", "topic"], how="left"))
+    if brokers is not None:
+        rows = rows.unionByName(brokers.select(
+            "cluster", "topic", "rule", "detail", "snapshot_at",
+            F.lit(None).cast("string").alias("owner"),
+            F.lit(None).cast("boolean").alias("managed")))
+    return (rows
             .withColumn("severity", _severity(levels))
             .where(F.col("severity") != F.lit(OFF))
-            .join(topics, on=["cluster", "topic"], how="inner")
-            .join(manifest_owners(desired), on=["cluster", "topic"], how="left")
             .select(
                 F.lit(run_id).alias("run_id"), "cluster", "topic", "rule", "severity",
                 "detail", F.coalesce(F.col("managed"), F.lit(False)).alias("managed"),

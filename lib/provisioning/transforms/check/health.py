@@ -15,6 +15,8 @@ wants:
   create policy of that name (`transforms.policies.create.min_insync_within_rf`), run on
   the topic as `live.as_created` shows it;
 - unmanaged: no manifest row names the topic (`transforms.adopt.unmanaged`);
+- leader_not_preferred: a partition is led by a replica other than its first (the
+  preferred one), so leadership, and its load, is not where the assignment put it;
 - drift: a managed topic differs from its manifest row in any way (`transforms.drift`,
   through `transforms.plan.build_plan`: what an ALTER would change and what it would
   not), or is live while its row says `absent`. Only valid rows (no row_errors) are
@@ -39,6 +41,7 @@ from provisioning.names import (
     DRIFT,
     DRIFT_RULE,
     HEALTH_RULES,
+    LEADER_NOT_PREFERRED,
     MIN_INSYNC_WITHIN_RF,
     OFFLINE_PARTITION,
     UNDER_REPLICATED,
@@ -104,6 +107,19 @@ def under_replicated(live: DataFrame) -> DataFrame:
     return _finding(live, UNDER_REPLICATED, F.size(under) > 0, detail)
 
 
+def leader_not_preferred(live: DataFrame) -> DataFrame:
+    """Topics with a partition led by a replica other than its first (info)."""
+    moved = F.filter("partition_states", lambda p: (p["leader"] >= 0)
+                     & (p["leader"] != F.try_element_at(p["replicas"], F.lit(1))))
+    detail = F.concat(
+        _partitions_text(moved, lambda p: F.format_string(
+            "partition %d is led by broker %d, not its preferred replica %d",
+            p["partition"], p["leader"], F.try_element_at(p["replicas"], F.lit(1)))),
+        F.lit("; a preferred leader election (kafka-leader-election.sh --election-type "
+              "PREFERRED) moves leadership back"))
+    return _finding(live, LEADER_NOT_PREFERRED, F.size(moved) > 0, detail)
+
+
 def below_min_isr(live: DataFrame) -> DataFrame:
     """Topics with a partition whose ISR is below the effective min.insync.replicas, though
     its replicas could reach it (error)."""
@@ -163,6 +179,7 @@ def health_findings(live: DataFrame, desired: DataFrame, context: PolicyContext,
         MIN_INSYNC_WITHIN_RF: lambda: min_insync_within_rf(live, context),
         UNMANAGED: lambda: unmanaged(live, desired),
         DRIFT_RULE: lambda: drift(live, desired),
+        LEADER_NOT_PREFERRED: lambda: leader_not_preferred(live),
     }
     frames = [make() for rule, make in found.items() if rule in rules]
     if not frames:

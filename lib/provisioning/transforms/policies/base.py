@@ -10,6 +10,7 @@ only at rows whose `action` is DELETE, alter policies only at ALTER rows.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,9 @@ class PolicyContext:
     protected, deny_list: globs of topics no deletion may touch (DeletesConf).
     max_deletes_per_cluster: the per-run cap on deletions of one cluster.
     max_alters_per_cluster: the per-run cap on alters of one cluster.
+    in_use_since: a topic with a record written at or after this time is in use (the
+      delete policy's check, `deletes.in_use_days` before the run); None: writes do not
+      count.
     """
 
     clusters: DataFrame
@@ -44,6 +48,7 @@ class PolicyContext:
     deny_list: tuple[str, ...] = ()
     max_deletes_per_cluster: int = 10
     max_alters_per_cluster: int = 50
+    in_use_since: dt.datetime | None = None
 
 
 PolicyFactory = Callable[[Mapping[str, Any], PolicyContext], Transform]

@@ -4,7 +4,8 @@ configurable ones.
 Always on, in this order: protected_topics (internal topics, the built-in globs
 `__*`, `_schemas`, `connect-*` plus context.protected, and context.deny_list),
 topic_in_use (committed consumer-group offsets, or unknown because the job's principal
-may not see every consumer group; unless the row says `force`),
+may not see every consumer group; a record written within `deletes.in_use_days`, or
+unknown because its time could not be read; unless the row says `force`),
 max_deletes_per_cluster (counts only deletions the first two let through).
 
 Configurable (conf `policies.delete: [{name: ..., <params>}]`):
@@ -69,11 +70,14 @@ def protected_topics(params: Mapping[str, Any], context: PolicyContext) -> Trans
 
 
 def topic_in_use(params: Mapping[str, Any], context: PolicyContext) -> Transform:
-    """A topic with committed consumer-group offsets is in use; `force` overrides.
+    """A topic with committed consumer-group offsets, or with a record written since
+    `context.in_use_since`, is in use; `force` overrides.
 
     A DELETE's live consumer groups are null when the job's principal may not see
-    every group (SNAPSHOT.consumer_groups): then nobody can tell, and it is refused too.
+    every group (SNAPSHOT.consumer_groups): then nobody can tell, and it is refused too;
+    so is a DELETE whose newest record's time could not be read (PLAN.live_last_write_*).
     """
+    since = context.in_use_since
 
     def transform(df: DataFrame) -> DataFrame:
         groups = F.col("live_consumer_groups")
@@ -89,7 +93,24 @@ def topic_in_use(params: Mapping[str, Any], context: PolicyContext) -> Transform
             "consumer group; grant it Describe on Group '*' (or on the cluster), or set "
             "`force: true` on its manifest row to delete it anyway", F.col("topic"))
         judged = with_violation(df, "topic_in_use", in_use, message)
-        return as_plan(with_violation(judged, "topic_in_use", unknown, unknown_message))
+        judged = with_violation(judged, "topic_in_use", unknown, unknown_message)
+        if since is None:
+            return as_plan(judged)
+        written = F.col("live_last_write_at")
+        recent = is_delete() & (written >= F.lit(since).cast("timestamp")) & ~forced
+        recent_message = F.format_string(
+            "topic %s is in use: its newest record was written at %s, within "
+            "deletes.in_use_days (since %s); stop its producers, or set `force: true` on its "
+            "manifest row to delete it anyway", F.col("topic"),
+            F.date_format(written, "yyyy-MM-dd HH:mm:ss 'UTC'"),
+            F.lit(since.strftime("%Y-%m-%d %H:%M:%S UTC")))
+        unread = is_delete() & F.col("live_last_write_error").isNotNull() & ~forced
+        unread_message = F.format_string(
+            "cannot tell whether topic %s is in use: its newest record's time could not be "
+            "read (%s); set `force: true` on its manifest row to delete it anyway",
+            F.col("topic"), F.col("live_last_write_error"))
+        judged = with_violation(judged, "topic_in_use", recent, recent_message)
+        return as_plan(with_violation(judged, "topic_in_use", unread, unread_message))
 
     return transform
 

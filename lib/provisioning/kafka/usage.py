@@ -1,0 +1,226 @@
+"""What a cluster holds and who uses it: the one reader of usage (`usage_results`, one Spark
+task per cluster), and the newest write of the topics a plan would delete (`last_writes`).
+
+A handful of requests per broker, not per topic:
+- DescribeLogDirs once per broker: every replica's bytes, and each log dir's total and
+  usable bytes (KIP-827);
+- ListOffsets EARLIEST, LATEST and MAX_TIMESTAMP (KIP-734), each batched per leader;
+- ListGroups, then the committed offsets per group (OffsetFetch).
+An answer that fails leaves its measures null and says why in the row's `error`; every
+other measure of the cluster is still taken.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from kafka import TopicPartition
+from kafka import errors as Errors
+from kafka.admin import OffsetSpec
+
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.kafka.client import ClusterAdmin
+from schemas import USAGE_READ, column_names
+
+TOPIC, DISK = "topic", "disk"
+_COLUMNS = column_names(USAGE_READ)
+
+
+def usage_results(rows: Iterable[Mapping[str, Any]], clusters: Mapping[str, ClusterConf],
+                  credentials: Mapping[str, Credentials], kafka: KafkaConf, run_id: str,
+                  brokers: Mapping[str, Sequence[int]], checked_at: dt.datetime
+                  ) -> Iterator[tuple[Any, ...]]:
+    """USAGE_READ rows for the topics `rows` name (cluster, topic, partitions,
+    replication_factor, online: the partitions that have a leader, retention_ms,
+    retention_bytes; sorted by cluster), and one per log dir of each cluster's brokers.
+    A row with a null topic only names its cluster (a cluster with no topic to judge still
+    has disks). brokers: each cluster's live brokers (DescribeCluster)."""
+    for name, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
+        topics = [r for r in group if r["topic"] is not None]
+        with ClusterAdmin(clusters[name], credentials.get(name), kafka) as admin:
+            yield from _cluster_usage(admin, topics, run_id, brokers.get(name, ()),
+                                      checked_at)
+
+
+def _row(what: str, **values: Any) -> tuple[Any, ...]:
+    values["what"] = what
+    return tuple(values.get(c) for c in _COLUMNS)
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _cluster_usage(admin: ClusterAdmin, topics: Sequence[Mapping[str, Any]], run_id: str,
+                   brokers: Sequence[int], checked_at: dt.datetime
+                   ) -> Iterator[tuple[Any, ...]]:
+    cluster = admin.cluster.name
+    common = {"run_id": run_id, "cluster": cluster, "checked_at": checked_at}
+    replicas, disks = _log_dirs(admin, brokers)
+    for disk in disks:
+        yield _row(DISK, **common, **disk)
+    wanted = {(t["topic"], int(p)) for t in topics for p in (t["online"] or ())}
+    offsets, offsets_error = _offsets(admin, wanted)
+    try:
+        committed = admin.committed_offsets()
+        groups_error = None
+    except Errors.KafkaError as exc:
+        committed, groups_error = None, _error(exc)
+    latest = offsets.get(OffsetSpec.LATEST, {})
+    for t in topics:
+        name = t["topic"]
+        on_brokers: dict[int, int] = {}
+        largest: dict[int, int] = {}
+        for (topic, partition, broker, future), size in replicas.items():
+            if topic != name:
+                continue
+            on_brokers[broker] = on_brokers.get(broker, 0) + size
+            if not future:
+                largest[partition] = max(largest.get(partition, 0), size)
+        parts = sorted(int(p) for p in (t["online"] or ()))
+        problems = [e for e in (offsets_error, groups_error) if e]
+        offline = (t["partitions"] or 0) - len(parts)
+        if offline > 0:
+            problems.append(f"{offline} partition(s) without a leader are not measured")
+        if replicas.get(None) is not None:
+            problems.append(str(replicas[None]))
+        yield _row(
+            TOPIC, **common, topic=name, partitions=t["partitions"],
+            replication_factor=t["replication_factor"],
+            size_bytes=sum(largest.values()) if on_brokers or not replicas else None,
+            stored_bytes=sum(on_brokers.values()) if on_brokers or not replicas else None,
+            records=_records(offsets, name, parts),
+            last_write_at=_last_write(offsets, name, parts),
+            consumer_groups=_readers(committed, latest, name),
+            broker_bytes=dict(sorted(on_brokers.items())),
+            retention_ms=t["retention_ms"], retention_bytes=t["retention_bytes"],
+            error="; ".join(problems) or None)
+
+
+# (topic, partition, broker, future replica) -> bytes; the key None holds a failure.
+Replicas = dict[Any, Any]
+
+
+def _log_dirs(admin: ClusterAdmin, brokers: Sequence[int]
+              ) -> tuple[Replicas, list[dict[str, Any]]]:
+    """Every replica's bytes and every log dir's DISKS values, one DescribeLogDirs per
+    broker (a broker that does not answer is a DISKS row with its error)."""
+    replicas: Replicas = {}
+    disks: list[dict[str, Any]] = []
+    for broker in sorted(brokers):
+        try:
+            answer = admin.client.describe_log_dirs(brokers=[broker])
+        except Errors.KafkaError as exc:
+            disks.append({"broker": broker, "error": _error(exc)})
+            replicas[None] = f"broker {broker} did not describe its log dirs"
+            continue
+        for log_dir in (d for b in answer for d in b["log_dirs"]):
+            kafka_bytes = 0
+            for topic in log_dir.get("topics") or ():
+                for p in topic["partitions"]:
+                    size = max(0, int(p["partition_size"]))
+                    kafka_bytes += size
+                    key = (topic["name"], p["partition_index"], broker,
+                           bool(p.get("is_future_key")))
+                    replicas[key] = replicas.get(key, 0) + size
+            total = _known(log_dir.get("total_bytes"))
+            usable = _known(log_dir.get("usable_bytes"))
+            code = log_dir.get("error_code") or 0
+            disks.append({
+                "broker": broker, "log_dir": log_dir["log_dir"], "total_bytes": total,
+                "usable_bytes": usable,
+                "used_bytes": None if total is None or usable is None else total - usable,
+                "kafka_bytes": kafka_bytes,
+                "error": None if not code else Errors.for_code(code).__name__})
+    return replicas, disks
+
+
+def _known(v: Any) -> int | None:
+    return None if v is None or int(v) < 0 else int(v)
+
+
+Offsets = dict[Any, dict[tuple[str, int], tuple[int, int]]]
+SPECS = (OffsetSpec.EARLIEST, OffsetSpec.LATEST, OffsetSpec.MAX_TIMESTAMP)
+
+
+def _offsets(admin: ClusterAdmin, partitions: Iterable[tuple[str, int]],
+             specs: Sequence[OffsetSpec] = SPECS) -> tuple[Offsets, str | None]:
+    """spec -> (topic, partition) -> (offset, timestamp): one ListOffsets per leader and
+    spec. A spec whose answer failed is missing, with the first failure's text."""
+    wanted = [TopicPartition(t, p) for t, p in sorted(partitions)]
+    found: Offsets = {}
+    failure = None
+    if not wanted:
+        return found, None
+    for spec in specs:
+        try:
+            answer = admin.client.list_partition_offsets({tp: spec for tp in wanted})
+        except Errors.KafkaError as exc:
+            failure = failure or f"ListOffsets {spec.name}: {_error(exc)}"
+            continue
+        found[spec] = {(tp.topic, tp.partition): (int(o.offset), int(o.timestamp))
+                       for tp, o in answer.items()}
+    return found, failure
+
+
+def _records(offsets: Offsets, topic: str, parts: Sequence[int]) -> int | None:
+    first, last = offsets.get(OffsetSpec.EARLIEST), offsets.get(OffsetSpec.LATEST)
+    if first is None or last is None:
+        return None
+    return sum(max(0, last[(topic, p)][0] - first[(topic, p)][0]) for p in parts
+               if (topic, p) in first and (topic, p) in last)
+
+
+def _last_write(offsets: Offsets, topic: str, parts: Sequence[int]) -> dt.datetime | None:
+    newest = offsets.get(OffsetSpec.MAX_TIMESTAMP)
+    if newest is None:
+        return None
+    stamps = [newest[(topic, p)][1] for p in parts if (topic, p) in newest]
+    stamps = [s for s in stamps if s >= 0]
+    return _at(max(stamps)) if stamps else None
+
+
+def _at(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(tzinfo=None)
+
+
+def _readers(committed: Mapping[str, Mapping[tuple[str, int], int]] | None,
+             latest: Mapping[tuple[str, int], tuple[int, int]], topic: str
+             ) -> list[dict[str, Any]] | None:
+    """The groups with committed offsets on `topic`, each with its lag (the latest offsets
+    minus its commits, over the partitions it committed on), by group id."""
+    if committed is None:
+        return None
+    readers = []
+    for group in sorted(committed):
+        on_topic = {p: o for (t, p), o in committed[group].items() if t == topic}
+        if not on_topic:
+            continue
+        lags = [max(0, latest[(topic, p)][0] - o) for p, o in on_topic.items()
+                if (topic, p) in latest]
+        readers.append({"group_id": group,
+                        "lag": sum(lags) if len(lags) == len(on_topic) else None})
+    return readers
+
+
+def last_writes(rows: Iterable[Mapping[str, Any]], clusters: Mapping[str, ClusterConf],
+                credentials: Mapping[str, Credentials], kafka: KafkaConf
+                ) -> Iterator[tuple[Any, ...]]:
+    """(cluster, topic, last_write_at, error) for the topics `rows` name (cluster, topic,
+    online: the partitions with a leader; sorted by cluster): the newest record's
+    timestamp, null for a topic with no records; `error` says why it is unknown."""
+    for name, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
+        topics = list(group)
+        with ClusterAdmin(clusters[name], credentials.get(name), kafka) as admin:
+            wanted = {(t["topic"], int(p)) for t in topics for p in (t["online"] or ())}
+            offsets, failure = _offsets(admin, wanted, (OffsetSpec.MAX_TIMESTAMP,))
+        for t in topics:
+            parts = sorted(int(p) for p in (t["online"] or ()))
+            offline = (t["partitions"] or 0) - len(parts)
+            error = failure or (f"{offline} partition(s) without a leader" if offline > 0
+                                else None)
+            yield (name, t["topic"], None if failure else _last_write(offsets, t["topic"],
+                                                                      parts), error)
