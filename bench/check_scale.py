@@ -16,7 +16,12 @@ Measured, each from launching the process to its exit:
             tables, is reported apart from the later ones
   connect   the same through --remote, a thin client of a Spark Connect server started
             once (and warmed) for the measurement
+  usage     the connect runs measure usage (the inventory: DescribeLogDirs per broker,
+            ListOffsets per leader, the groups' offsets); `no-usage` runs the same with
+            `checks.usage: false`, so the difference is what usage costs
   topicctl  topicctl check --cluster-config cluster.yaml 'topics/*.yaml'
+Each job run's steps (the engine's "step NAME: Ns" lines) are kept beside its time: where
+the time goes.
 Nothing asserts a time; the machine's load is recorded beside each figure.
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -83,9 +89,12 @@ def run_check(work: Path, conf: Path, spark_args: list[str], name: str) -> dict[
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"check exited {proc.returncode}: {output[-4000:]}")
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    steps: dict[str, float] = {}
+    for step, took in re.findall(r"provisioning\.run\.engine: step (.+?): ([\d.]+)s", output):
+        steps[step] = steps.get(step, 0.0) + float(took)
     return {"seconds": seconds, "exit_code": proc.returncode, "counts": doc.get("counts"),
             "violations": len(doc.get("violations") or []), "load_1m": load,
-            "command": " ".join(cmd)}
+            "steps": steps, "command": " ".join(cmd)}
 
 
 def run_topicctl(binary: Path, work: Path, bootstrap: str, topics: int) -> dict[str, Any]:
@@ -138,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         warm_up(server.address)
         remote = ["--remote", server.address]
         connect = [run_check(work, conf, remote, f"connect-{i}") for i in range(args.reps + 1)]
+        plain = work / "conf-no-usage.json"
+        plain.write_text(json.dumps({**json.loads(conf.read_text()),
+                                     "checks": {"usage": False}}))
+        no_usage = [run_check(work, plain, remote, f"no-usage-{i}") for i in range(args.reps)]
+        result.update(no_usage=no_usage,
+                      no_usage_median=statistics.median(r["seconds"] for r in no_usage))
         result.update(job=job, connect=connect,
                       job_median=statistics.median(r["seconds"] for r in job),
                       connect_first=connect[0]["seconds"],

@@ -39,7 +39,8 @@ pytestmark = pytest.mark.integration
 
 KAFKA = KafkaConf(request_timeout_ms=15000)
 TOPIC_RULES = ("offline_partition", "under_replicated", "below_min_isr",
-               "min_insync_within_rf", "unmanaged", "drift")
+               "min_insync_within_rf", "unmanaged", "drift", "leader_not_preferred",
+               "idle_topic", "empty_topic", "disk_usage", "disk_forecast")
 MIB = 1024 * 1024
 State = dict[Entity, dict[str, float]]
 

@@ -317,13 +317,15 @@ def _read_checks(r: Reader, body: Mapping[str, Any] | None, rules: tuple[str, ..
                  ) -> ChecksConf:
     if body is None:
         return ChecksConf()
-    r.no_unknown(body, "checks", ("severity", "idle_days", "disk_used_ratio", "disk_days"))
+    r.no_unknown(body, "checks", ("severity", "idle_days", "disk_used_ratio", "disk_days",
+                                  "usage"))
     defaults = ChecksConf()
     usage = {
         "idle_days": r.value(body, "checks", "idle_days", int, defaults.idle_days, positive),
         "disk_used_ratio": float(r.value(body, "checks", "disk_used_ratio", (int, float),
                                          defaults.disk_used_ratio, _ratio)),
         "disk_days": r.value(body, "checks", "disk_days", int, defaults.disk_days, positive),
+        "usage": r.value(body, "checks", "usage", bool, defaults.usage),
     }
     node = body.get("severity")
     if node is None:

@@ -117,6 +117,8 @@ class ChecksConf:
     # `disk_usage`; `disk_forecast` warns when a broker will pass it within `disk_days`.
     disk_used_ratio: float = 0.85
     disk_days: int = 14
+    # Whether `check` measures usage (the inventory) and judges the usage rules.
+    usage: bool = True
 
 
 # Delta refuses a shorter VACUUM retention unless its safety check is turned off.

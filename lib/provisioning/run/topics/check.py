@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -44,6 +45,9 @@ class Usage(Phase):
     reads = ("states", "topics.live")
     writes = ("topics.inventory", "topics.disks")
     runs_tasks = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return ctx.conf.checks.usage
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -88,26 +92,36 @@ class Check(Phase):
             # The policies' context is every live topic of the clusters, as for a plan.
             context = policy_context(ctx.spark, ctx.conf, require(state.states, "states"),
                                      live)
-            inventory = require(topics.inventory, "inventory")
-            disks = require(topics.disks, "disks")
-            usage = idle_topic(inventory, now, checks.idle_days).unionByName(
-                empty_topic(inventory))
-            brokers = disk_usage(disks, checks.disk_used_ratio)
-            if levels[DISK_FORECAST] != OFF:
-                grown = growth(self.history(ctx), inventory, in_run(ctx, live),
-                               checks.disk_days)
-                brokers = brokers.unionByName(disk_forecast(
-                    grown, disks, checks.disk_used_ratio, checks.disk_days))
-            snapshot_at = live.groupBy("cluster").agg(F.max("snapshot_at").alias("snapshot_at"))
+            usage, brokers = self.usage_findings(ctx, state, levels)
             rows = violations(in_run(ctx, live), require(topics.desired, "desired"),
                               ctx.conf.section(TopicsConf).create_policies, context,
                               ctx.run_id, now, checks.severity, cut, usage=usage,
-                              brokers=brokers.join(snapshot_at, "cluster", "left")
-                              ).localCheckpoint(eager=True)
+                              brokers=brokers).localCheckpoint(eager=True)
             ctx.steps.done("check")
             ctx.commits.side("check-count",
                              lambda: log_phase(self.name, started, rows, by="severity"))
         topics.violations = rows
+
+    def usage_findings(self, ctx: RunContext, state: RunState, levels: Mapping[str, str]
+                       ) -> tuple[DataFrame | None, DataFrame | None]:
+        """The usage rules' findings on topics, and on brokers (with the `snapshot_at` of
+        their cluster); None, None when `checks.usage` is off."""
+        checks = ctx.conf.checks
+        topics = state.of(TopicState)
+        if not checks.usage:
+            return None, None
+        live = require(topics.live, "live")
+        inventory = require(topics.inventory, "inventory")
+        disks = require(topics.disks, "disks")
+        usage = idle_topic(inventory, utc_now(), checks.idle_days).unionByName(
+            empty_topic(inventory))
+        brokers = disk_usage(disks, checks.disk_used_ratio)
+        if levels[DISK_FORECAST] != OFF:
+            grown = growth(self.history(ctx), inventory, in_run(ctx, live), checks.disk_days)
+            brokers = brokers.unionByName(disk_forecast(
+                grown, disks, checks.disk_used_ratio, checks.disk_days))
+        snapshot_at = live.groupBy("cluster").agg(F.max("snapshot_at").alias("snapshot_at"))
+        return usage, brokers.join(snapshot_at, "cluster", "left")
 
     @staticmethod
     def history(ctx: RunContext) -> DataFrame:
