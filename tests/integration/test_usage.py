@@ -166,6 +166,27 @@ def test_check_measures_usage_judges_it_and_deletes_only_idle_topics(
                     r"about \d+ bytes a day \(fastest: inv\.live", forecast["detail"]), \
         forecast["detail"]
 
+    # The inventory as a person reads it: the last check run's totals, largest and idle.
+    shown = run_cli(["report", "--conf", str(conf), "--inventory", "--topics", "inv.*",
+                     "--largest", "2", "--json"], remote=connect_server.address)
+    assert shown.returncode == 0, shown.output[-3000:]
+    [cluster] = shown.json()["inventory"]["clusters"]
+    run2 = second["run_id"]
+    now_rows = {r["topic"]: r for r in _table(spark, warehouse, "inventory", run2).collect()}
+    assert (cluster["cluster"], cluster["run_id"], cluster["topics"], cluster["records"],
+            cluster["size_bytes"], cluster["idle"], cluster["empty"]) == (
+        "local", run2, 4, 62, sum(r["size_bytes"] for r in now_rows.values()), 1, 1)
+    assert [t["topic"] for t in cluster["largest"]] == ["inv.live", "inv.old"]
+    assert [(t["topic"], t["records"], t["consumer_groups"]) for t in cluster["idle_topics"]
+            ] == [("inv.old", 3, [])]
+    assert cluster["empty_topics"] == ["inv.empty"]
+    assert [(d["broker"], d["log_dir"]) for d in cluster["disks"]] == [(1, disk["log_dir"])]
+    trend = run_cli(["report", "--conf", str(conf), "--inventory", "--since", "1",
+                     "--topics", "inv.*", "--json"], remote=connect_server.address)
+    assert trend.returncode == 0, trend.output[-3000:]
+    assert [(t["cluster"], t["run_id"], t["topics"], t["records"])
+            for t in trend.json()["inventory"]["trend"]] == [("local", run2, 4, 62)]
+
     # Deletes: the topic written a minute ago is in use; the idle one goes.
     write_manifest_table(spark, warehouse / "desired_topics", [
         {"cluster": "local", "topic": t, "state": "absent"} for t in ("inv.live", "inv.old")])

@@ -39,8 +39,11 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         raise click.UsageError(f"report takes one of {every}; got {' and '.join(given)}")
     for view in views:
         for extra in view.extras:
-            if values.get(extra.argument) is not None and view not in chosen:
-                raise click.UsageError(f"{extra.option} goes with {view.option.option}")
+            given_value = values.get(extra.argument)
+            if given_value in (None, False) or any(extra in v.extras for v in chosen):
+                continue
+            owners = " or ".join(v.option.option for v in views if extra in v.extras)
+            raise click.UsageError(f"{extra.option} goes with {owners}")
 
     def work(cmd: Command) -> Outcome:
         if chosen:
@@ -63,12 +66,11 @@ def _report_command() -> click.Command:
     fn: Callable[..., None] = _report
     fn = click.option("--limit", default=20, show_default=True,
                       help="How many runs to show (with --run-id: 50 audit rows per unit).")(fn)
-    for view in reversed(_views()):
-        for switch in reversed((view.option, *view.extras)):
-            fn = click.option(switch.option, switch.argument, is_flag=switch.is_flag,
-                              default=False if switch.is_flag else None,
-                              metavar=switch.metavar, type=switch.type,
-                              help=switch.help)(fn)
+    switches = list(dict.fromkeys(s for v in _views() for s in (v.option, *v.extras)))
+    for switch in reversed(switches):
+        fn = click.option(switch.option, switch.argument, is_flag=switch.is_flag,
+                          default=False if switch.is_flag else None, metavar=switch.metavar,
+                          type=switch.type, help=switch.help)(fn)
     fn = click.option("--run-id", default=None, help="Show this run's outcomes.")(fn)
     fn = common_options(fn)
     return click.command("report", help=(

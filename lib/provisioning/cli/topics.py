@@ -115,6 +115,26 @@ def _violations(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, An
                                 args.topics_glob), 0
 
 
+def _inventory(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
+    from provisioning.views.topics.inventory import inventory_view
+
+    spark = cmd.session()
+    with job_label(spark, "report: inventory"):
+        return inventory_view(spark, cmd.conf, args.clusters, bool(args.values.get("idle")),
+                              args.values.get("largest"), args.values.get("since_days"),
+                              args.topics_glob), 0
+
+
+def _render_inventory(payload: Mapping[str, Any]) -> list[str]:
+    from provisioning.views.topics.inventory import render_inventory
+
+    return render_inventory(payload)
+
+
+SINCE = Switch("--since", "With --violations or --inventory: only the last DAYS days.",
+               is_flag=False, metavar="DAYS", type=click.IntRange(min=1))
+
+
 def _render(name: str) -> Any:
     def render(payload: Mapping[str, Any]) -> list[str]:
         from provisioning.views.check import render_trend
@@ -151,10 +171,18 @@ class TopicsCli(CliKind):
         ReportView(Switch("--violations", "Show check's violations per rule per day (each "
                                           "day's last check run) and when each topic "
                                           "started and stopped breaking a rule."),
-                   _violations, _render("violations"),
-                   extras=(Switch("--since", "With --violations: only the last DAYS days.",
-                                  is_flag=False, metavar="DAYS",
-                                  type=click.IntRange(min=1)),)),
+                   _violations, _render("violations"), extras=(SINCE,)),
+        ReportView(Switch("--inventory", "Show what the clusters hold and who uses it, from "
+                                         "check's inventory: per cluster its bytes, topics "
+                                         "and brokers' disks, the largest topics, the idle "
+                                         "and empty ones (with --since: bytes and records "
+                                         "per day)."),
+                   _inventory, _render_inventory,
+                   extras=(SINCE,
+                           Switch("--idle", "With --inventory: only the idle topics."),
+                           Switch("--largest", "With --inventory: how many of the largest "
+                                               "topics to list (default 10).",
+                                  is_flag=False, metavar="N", type=click.IntRange(min=1)))),
     )
     manifest_kind = "topics"
 

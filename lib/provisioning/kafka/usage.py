@@ -70,13 +70,17 @@ def _cluster_usage(admin: ClusterAdmin, topics: Sequence[Mapping[str, Any]], run
     except Errors.KafkaError as exc:
         committed, groups_error = None, _error(exc)
     latest = offsets.get(OffsetSpec.LATEST, {})
+    by_topic: dict[str, list[tuple[int, int, bool, int]]] = {}
+    for key, size in replicas.items():
+        if key is not None:
+            topic, partition, broker, future = key
+            by_topic.setdefault(topic, []).append((partition, broker, future, size))
+    readers = _readers_by_topic(committed, latest)
     for t in topics:
         name = t["topic"]
         on_brokers: dict[int, int] = {}
         largest: dict[int, int] = {}
-        for (topic, partition, broker, future), size in replicas.items():
-            if topic != name:
-                continue
+        for partition, broker, future, size in by_topic.get(name, ()):
             on_brokers[broker] = on_brokers.get(broker, 0) + size
             if not future:
                 largest[partition] = max(largest.get(partition, 0), size)
@@ -94,7 +98,7 @@ def _cluster_usage(admin: ClusterAdmin, topics: Sequence[Mapping[str, Any]], run
             stored_bytes=sum(on_brokers.values()) if on_brokers or not replicas else None,
             records=_records(offsets, name, parts),
             last_write_at=_last_write(offsets, name, parts),
-            consumer_groups=_readers(committed, latest, name),
+            consumer_groups=None if readers is None else readers.get(name, []),
             broker_bytes=dict(sorted(on_brokers.items())),
             retention_ms=t["retention_ms"], retention_bytes=t["retention_bytes"],
             error="; ".join(problems) or None)
@@ -187,22 +191,25 @@ def _at(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(tzinfo=None)
 
 
-def _readers(committed: Mapping[str, Mapping[tuple[str, int], int]] | None,
-             latest: Mapping[tuple[str, int], tuple[int, int]], topic: str
-             ) -> list[dict[str, Any]] | None:
-    """The groups with committed offsets on `topic`, each with its lag (the latest offsets
-    minus its commits, over the partitions it committed on), by group id."""
+def _readers_by_topic(committed: Mapping[str, Mapping[tuple[str, int], int]] | None,
+                      latest: Mapping[tuple[str, int], tuple[int, int]]
+                      ) -> dict[str, list[dict[str, Any]]] | None:
+    """Topic -> the groups with committed offsets on it, each with its lag (the latest
+    offsets minus its commits, over the partitions it committed on; null when a partition's
+    latest offset is unknown), by group id. None: the groups are unknown."""
     if committed is None:
         return None
-    readers = []
+    on_topics: dict[str, dict[str, dict[int, int]]] = {}
     for group in sorted(committed):
-        on_topic = {p: o for (t, p), o in committed[group].items() if t == topic}
-        if not on_topic:
-            continue
-        lags = [max(0, latest[(topic, p)][0] - o) for p, o in on_topic.items()
-                if (topic, p) in latest]
-        readers.append({"group_id": group,
-                        "lag": sum(lags) if len(lags) == len(on_topic) else None})
+        for (topic, partition), offset in committed[group].items():
+            on_topics.setdefault(topic, {}).setdefault(group, {})[partition] = offset
+    readers: dict[str, list[dict[str, Any]]] = {}
+    for topic, groups in on_topics.items():
+        for group, on_topic in groups.items():
+            lags = [max(0, latest[(topic, p)][0] - o) for p, o in on_topic.items()
+                    if (topic, p) in latest]
+            readers.setdefault(topic, []).append(
+                {"group_id": group, "lag": sum(lags) if len(lags) == len(on_topic) else None})
     return readers
 
 
