@@ -77,7 +77,8 @@ def test_every_bad_rule_and_level_is_named_at_once() -> None:
     known = ", ".join((*CHECK_RULES, "unmanaged_quota"))
     assert _problems(data) == [
         "kafka.batch_size: must be > 0, got 0",
-        "checks.treshold: unknown key (allowed: severity)",
+        "checks.treshold: unknown key (allowed: severity, idle_days, disk_used_ratio, "
+        "disk_days)",
         "checks.severity.offline_partition: 'fatal' is not one of error, warning, info, off",
         f"checks.severity.partition_budget: unknown rule (known: {known})",
         f"checks.severity.no_such_rule: unknown rule (known: {known})",

@@ -52,6 +52,8 @@ def test_minimal_conf_gets_defaults() -> None:
         snapshots="warehouse/topic_snapshots",
         locks="warehouse/provision_runs_locks",
         violations="warehouse/provision_runs_violations",
+        inventory="warehouse/provision_runs_inventory",
+        disks="warehouse/provision_runs_disks",
     )
     assert conf.section(AclsConf).snapshots == "warehouse/topic_snapshots_acls"
     assert conf.run.lock_ttl_seconds == 600
@@ -94,10 +96,10 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "maintenance, checks, deletes, alters, acls, reassign, quotas)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
-        "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
-        "SASL_SSL, SSL",
         "clusters.local.bootstrap_servers: expected host:port[,host:port...], "
         "bad entries: ['127.0.0.1']",
+        "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
+        "SASL_SSL, SSL",
         "tables.manifests: expected a table path or name, or a non-empty list of them",
         "tables.audit: expected a string, got an integer",
         "kafka.request_timeout_ms: expected an integer, got a string",
@@ -162,10 +164,10 @@ def test_credentials_come_from_the_named_variables() -> None:
 def test_unknown_policy_is_named() -> None:
     data = {**MINIMAL, "policies": {"create": [{"name": "no_such_policy"}, {"max": 3}]}}
     problems = _problems(data)
-    assert problems[0] == (
-        "policies.create[1]: expected a mapping with a `name` and the policy's parameters")
-    assert problems[1].startswith(
+    assert problems[0].startswith(
         "policies.create[0].name: unknown create policy 'no_such_policy' (known: ")
+    assert problems[1] == (
+        "policies.create[1]: expected a mapping with a `name` and the policy's parameters")
 
 
 def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
