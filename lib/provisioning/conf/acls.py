@@ -39,7 +39,7 @@ if "Field" in globals():  # the loader's side (conf.model says why)
 
 @dataclass(frozen=True)
 class AclsKeys:
-    """The `acls` mapping."""
+    """The `acls` mapping: how ACL bindings are planned and sent."""
 
     __pydantic_config__ = STRICT
     remove_unlisted: Annotated[Flag, Field(

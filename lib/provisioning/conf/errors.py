@@ -28,7 +28,7 @@ _EXPECTED = {
     "dataclass_exact_type": "a mapping", "model_type": "a mapping",
     "model_attributes_type": "a mapping",
 }
-_MAPPINGS = {
+_MAPPINGS: dict[tuple[str | int, ...], str] = {
     ("clusters",): "expected a mapping of cluster name -> connection settings",
     ("spark", "settings"): "expected a mapping of Spark property -> value",
 }

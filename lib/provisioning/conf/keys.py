@@ -102,4 +102,6 @@ def _severity(v: Any) -> Any:
 
 Severity = Annotated[
     Literal[CHECK_SEVERITY_LEVELS],  # type: ignore[valid-type]
-    BeforeValidator(_severity)]
+    BeforeValidator(_severity),
+    # A bare `off` is YAML 1.1's false, read as "off".
+    WithJsonSchema({"enum": [*CHECK_SEVERITY_LEVELS, False]})]

@@ -74,7 +74,8 @@ class ClusterConf:
         description="The brokers to bootstrap from: host:port[,host:port...]. The whole "
                     "value may be ${VAR} or ${VAR:-default}, read from the environment.")]
     security_protocol: Annotated[Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL"],
-                                 Field(description="How the job talks to the brokers.")] = "PLAINTEXT"
+                                 Field(description="How the job talks to the brokers.")
+                                 ] = "PLAINTEXT"
     sasl_mechanism: Annotated[Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None,
                               Field(description="The SASL mechanism; required "
                                     "with a SASL_* security_protocol, refused otherwise.")

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover
 
 @dataclass(frozen=True)
 class QuotasKeys:
-    """The `quotas` mapping."""
+    """The `quotas` mapping: how client quotas are planned and sent."""
 
     __pydantic_config__ = STRICT
     remove_unlisted: Annotated[Flag, Field(

@@ -142,9 +142,9 @@ def assemble(source: str, digest: str, values: Mapping[str, Any], parts: tuple[S
         shared = TablesConf(**{f.name: getattr(read_tables, f.name)
                                for f in dataclasses.fields(TablesConf)})
         runs = shared.runs
-        shared = dataclasses.replace(shared, **{
-            name: getattr(shared, name) or f"{runs}_{name}"
-            for name in ("locks", "violations", "inventory", "disks")})
+        derived: dict[str, Any] = {name: getattr(shared, name) or f"{runs}_{name}"
+                                   for name in ("locks", "violations", "inventory", "disks")}
+        shared = dataclasses.replace(shared, **derived)
     built = {}
     for part in parts:
         tables: Any = None

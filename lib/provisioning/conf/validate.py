@@ -61,11 +61,18 @@ def _dataclass_fields(cls: type) -> dict[str, Any]:
     return out
 
 
+def _summary(model: type) -> str:
+    """What a key's mapping is for: its class's docstring after "The `key` mapping: "."""
+    doc = " ".join((model.__doc__ or "").split())
+    what = doc.split(" mapping: ", 1)[-1]
+    return what[:1].upper() + what[1:]
+
+
 def _policy_item(key: str, names: list[str]) -> type[BaseModel]:
     return create_model(
         f"{key.capitalize()}Policy", __config__=ConfigDict(extra="allow"),
         __doc__=f"One policy of `policies.{key}`: its name and its parameters.",
-        name=(str, Field(strict=True, json_schema_extra={"enum": names},
+        name=(str, Field(strict=True, json_schema_extra={"enum": list[Any](names)},
                          description="The policy's name; every other key is one of its "
                                      "parameters.")))
 
@@ -80,11 +87,12 @@ def file_model() -> type[BaseModel]:
             table_fields.update(_dataclass_fields(part.tables_model))
     tables = create_model("Tables", __config__=_FORBID, __doc__=TablesConf.__doc__,
                           **table_fields)
-    policies = create_model(
-        "Policies", __config__=_FORBID, __doc__="The policies of each kind of change.",
-        **{key: (list[_policy_item(key, sorted(checks))] | None,  # type: ignore[misc]
-                 Field(None, description=f"The `{key}` policies, judged in this order."))
-           for part in parts for key, checks in part.policy_checks.items()})
+    policy_fields: dict[str, Any] = {
+        key: (list[_policy_item(key, sorted(checks))] | None,  # type: ignore[misc]
+              Field(None, description=f"The `{key}` policies, judged in this order."))
+        for part in parts for key, checks in part.policy_checks.items()}
+    policies = create_model("Policies", __config__=_FORBID,
+                            __doc__="The policies of each kind of change.", **policy_fields)
     cluster_name = Annotated[str, Field(pattern=_CLUSTER_NAME)]
     fields: dict[str, Any] = {}
     for key, (model, description) in _SHARED.items():
@@ -99,7 +107,7 @@ def file_model() -> type[BaseModel]:
             fields[key] = (model, Field(default_factory=model, description=description))
     for part in parts:
         for key, model in part.key_models.items():
-            fields[key] = (model, Field(default_factory=model, description=model.__doc__))
+            fields[key] = (model, Field(default_factory=model, description=_summary(model)))
     return create_model("Conf", __config__=ConfigDict(extra="forbid", title="Conf"),
                         __doc__="The conf of the topic provisioning job (one file per "
                                 "environment).", **fields)
