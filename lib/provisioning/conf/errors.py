@@ -49,11 +49,11 @@ def describe(error: Any, loc: tuple[str | int, ...]) -> str:
     if kind in _EXPECTED:
         return f"expected {_EXPECTED[kind]}, got {type_name(value)}"
     if kind == "greater_than_equal":
-        return f"must be >= {ctx['ge']}, got {value}"
+        return f"must be >= {_bound(ctx['ge'])}, got {value}"
     if kind == "greater_than":
-        return f"must be > {ctx['gt']}, got {value}"
+        return f"must be > {_bound(ctx['gt'])}, got {value}"
     if kind == "less_than_equal":
-        return f"must be <= {ctx['le']}, got {value}"
+        return f"must be <= {_bound(ctx['le'])}, got {value}"
     if kind == "literal_error":
         if not isinstance(value, str) and loc[:2] == ("checks", "severity"):
             return f"{type_name(value)} is not one of error, warning, info, off"
@@ -70,3 +70,8 @@ def describe(error: Any, loc: tuple[str | int, ...]) -> str:
         return ("expected a Spark Connect address sc://HOST:PORT, got "
                 f"{redact_remote(str(value))!r}")
     return str(error["msg"])
+
+
+def _bound(value: Any) -> Any:
+    """A bound as the conf's reference writes it: 1, not 1.0."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
