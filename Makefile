@@ -10,7 +10,8 @@ MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
 .PHONY: setup venv jars driver-archive connect-venv connect-up connect-down wheel run test \
-        test-unit test-integration lint bench kafka-up kafka-down clean
+        test-unit test-integration lint bench kafka-up kafka-down clean \
+        conf-schema
 
 CONNECT_DIR := $(CACHE)/connect
 CONNECT_VENV := $(CONNECT_DIR)/venv
@@ -116,6 +117,11 @@ bench: setup
 	$(PY) bench/acl_batch.py --out bench/results/acl_batch.json
 	$(PY) bench/quota_batch.py --out bench/results/quota_batch.json
 	./spark-submit.sh bench/delta_append.py --out bench/results/delta_append.json
+
+# The conf's JSON Schema, generated from its models (tests/unit/test_conf_schema.py fails
+# when the file in the repo is not what they make).
+conf-schema: venv
+	$(PY) -m provisioning.conf.schema conf/provisioning.schema.json
 
 lint: venv
 	$(VENV)/bin/ruff check lib schemas jobs tests bench

@@ -68,11 +68,11 @@ def test_every_bad_acl_key_is_reported_at_once() -> None:
         "tables.acl_manifests: expected a table path or name, or a non-empty list of them",
         "acls.owners: unknown key (allowed: remove_unlisted, cluster_principals, "
         "max_changes_per_cluster, batch_size, revoke_with_deleted_topics, owner_scope)",
+        "acls.remove_unlisted: expected a boolean, got a string",
         "acls.cluster_principals[0]: 'platform' is not a principal Type:name "
         "(e.g. User:platform-admin)",
         "acls.cluster_principals[2]: 'User: x' is not a principal Type:name "
         "(e.g. User:platform-admin)",
-        "acls.remove_unlisted: expected a boolean, got a string",
         "acls.max_changes_per_cluster: must be >= 0, got -1",
         "acls.batch_size: must be > 0, got 0",
         "acls.revoke_with_deleted_topics: expected a boolean, got an integer",

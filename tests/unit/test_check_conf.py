@@ -94,18 +94,3 @@ def test_severity_must_be_a_mapping() -> None:
         "got a list"]
     assert _problems({**MINIMAL, "checks": "strict"}) == [
         "checks: expected a mapping, got a string"]
-
-
-def test_the_usage_keys_are_read_typed_and_checked() -> None:
-    conf = parse_conf({**MINIMAL, "checks": {"idle_days": 10, "disk_used_ratio": 1,
-                                             "disk_days": 90}}, "t")
-    assert (conf.checks.idle_days, conf.checks.disk_used_ratio, conf.checks.disk_days) == (
-        10, 1.0, 90)
-    assert (conf.tables.inventory, conf.tables.disks) == (
-        f"{conf.tables.runs}_inventory", f"{conf.tables.runs}_disks")
-    assert _problems({**MINIMAL, "checks": {"idle_days": 0, "disk_used_ratio": 1.5,
-                                            "disk_days": "two weeks"}}) == [
-        "checks.idle_days: must be > 0, got 0",
-        "checks.disk_used_ratio: 1.5 is not a ratio in (0, 1]",
-        "checks.disk_days: expected an integer, got a string",
-    ]

@@ -96,10 +96,10 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "maintenance, checks, deletes, alters, acls, reassign, quotas)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
-        "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
-        "SASL_SSL, SSL",
         "clusters.local.bootstrap_servers: expected host:port[,host:port...], "
         "bad entries: ['127.0.0.1']",
+        "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
+        "SASL_SSL, SSL",
         "tables.manifests: expected a table path or name, or a non-empty list of them",
         "tables.audit: expected a string, got an integer",
         "kafka.request_timeout_ms: expected an integer, got a string",
@@ -164,10 +164,10 @@ def test_credentials_come_from_the_named_variables() -> None:
 def test_unknown_policy_is_named() -> None:
     data = {**MINIMAL, "policies": {"create": [{"name": "no_such_policy"}, {"max": 3}]}}
     problems = _problems(data)
-    assert problems[0] == (
-        "policies.create[1]: expected a mapping with a `name` and the policy's parameters")
-    assert problems[1].startswith(
+    assert problems[0].startswith(
         "policies.create[0].name: unknown create policy 'no_such_policy' (known: ")
+    assert problems[1] == (
+        "policies.create[1]: expected a mapping with a `name` and the policy's parameters")
 
 
 def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
@@ -249,3 +249,24 @@ def test_every_sasl_mechanism_is_accepted(mechanism: str) -> None:
         security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
         sasl_username_env="U", sasl_password_env="P"), "test.yaml")
     assert conf.clusters["prod"].sasl_mechanism == mechanism
+
+
+def test_the_keys_of_idle_topics_disks_and_writes_default_and_are_bounded() -> None:
+    conf = parse_conf(MINIMAL, "test.yaml")
+    assert (conf.checks.idle_days, conf.checks.disk_used_ratio, conf.checks.disk_days,
+            conf.section(TopicsConf).deletes.in_use_days,
+            conf.tables.inventory, conf.tables.disks) == (
+        30, 0.85, 14, 7, "warehouse/provision_runs_inventory", "warehouse/provision_runs_disks")
+    data = {**MINIMAL, "checks": {"idle_days": 0, "disk_used_ratio": 1.5, "disk_days": True},
+            "deletes": {"in_use_days": -1},
+            "tables": {**MINIMAL["tables"], "inventory": "cat.db.inv", "disks": 3}}
+    assert _problems(data) == [
+        "tables.disks: expected a string, got an integer",
+        "checks.idle_days: must be > 0, got 0",
+        "checks.disk_used_ratio: must be <= 1, got 1.5",
+        "checks.disk_days: expected an integer, got a boolean",
+        "deletes.in_use_days: must be >= 0, got -1",
+    ]
+    conf = parse_conf({**MINIMAL, "checks": {"disk_used_ratio": 1}, "deletes": {
+        "in_use_days": 0}}, "test.yaml")
+    assert (conf.checks.disk_used_ratio, conf.section(TopicsConf).deletes.in_use_days) == (1, 0)

@@ -52,8 +52,8 @@ def test_every_problem_of_the_section_is_named_at_once() -> None:
         "wait_seconds": "5m", "throttle": 10}}) == [
         "reassign.throttle: unknown key (allowed: max_partitions_per_cluster, "
         "throttle_bytes_per_second, wait_seconds)",
-        "reassign.throttle_bytes_per_second: must be > 0, got 0",
         "reassign.max_partitions_per_cluster: must be >= 0, got -1",
+        "reassign.throttle_bytes_per_second: must be > 0, got 0",
         "reassign.wait_seconds: expected an integer, got a string",
     ]
 

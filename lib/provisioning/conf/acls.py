@@ -6,36 +6,80 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from provisioning.conf.model import PolicySpec
+from provisioning.conf.model import STRICT, PolicySpec
 from provisioning.conf.policies import Check, Params, check_custom
-from provisioning.conf.reader import Reader, at_least_zero, positive, string_list, table_list
 from provisioning.conf.section import Given, Section
 from provisioning.names.acls import PRINCIPAL_FORMAT
 
+try:  # the loader's side only (conf.model says why)
+    from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
+
+    from provisioning.conf.keys import Count, Flag, Positive, TableList, Text, as_string_list
+except ImportError:  # pragma: no cover
+    if TYPE_CHECKING:
+        raise
+
+
+def _principal(v: str) -> str:
+    if not re.match(PRINCIPAL_FORMAT, v):
+        raise ValueError(f"{v!r} is not a principal Type:name (e.g. User:platform-admin)")
+    return v
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    Principals = Annotated[
+        tuple[Annotated[str, AfterValidator(_principal)], ...],
+        BeforeValidator(as_string_list),
+        WithJsonSchema({"type": "array",
+                        "items": {"type": "string", "pattern": PRINCIPAL_FORMAT}})]
+
 
 @dataclass(frozen=True)
-class AclsConf:
-    # Revoke live bindings no ACL manifest names (planned as REVOKE; made with revokes).
-    remove_unlisted: bool = False
-    # The only principals a CLUSTER binding may be granted to (unless the row says `force`).
-    cluster_principals: tuple[str, ...] = ()
-    # Over this many grants and revokes on one cluster in one run, none of that cluster's
-    # is made.
-    max_changes_per_cluster: int = 200
-    # Bindings per CreateAcls / DeleteAcls request.
-    batch_size: int = 1000
-    # A topic this job deletes takes its LITERAL TOPIC bindings with it.
-    revoke_with_deleted_topics: bool = True
-    # Turn on the `owner_scope` ACL policy (the same as listing it in `policies.acl`).
-    owner_scope: bool = False
+class AclsKeys:
+    """The `acls` mapping: how ACL bindings are planned and sent."""
+
+    __pydantic_config__ = STRICT
+    remove_unlisted: Annotated[Flag, Field(
+        description="Revoke live bindings no ACL manifest names (planned as REVOKE; made "
+                    "with revokes allowed).")] = False
+    cluster_principals: Annotated[Principals, Field(
+        description="The only principals (Type:name) a CLUSTER binding may be granted to, "
+                    "unless the row says `force`.")] = ()
+    max_changes_per_cluster: Annotated[Count, Field(
+        description="Over this many grants and revokes on one cluster in one run, none of "
+                    "that cluster's is made.")] = 200
+    batch_size: Annotated[Positive, Field(
+        description="Bindings per CreateAcls / DeleteAcls request.")] = 1000
+    revoke_with_deleted_topics: Annotated[Flag, Field(
+        description="A topic this job deletes takes its LITERAL TOPIC bindings with it.")
+                                          ] = True
+    owner_scope: Annotated[Flag, Field(
+        description="Turn on the `owner_scope` ACL policy (the same as listing it in "
+                    "`policies.acl`, which then must not list it).")] = False
+
+
+@dataclass(frozen=True)
+class AclTables:
+    """The ACL keys of `tables`."""
+
+    __pydantic_config__ = STRICT
+    acl_manifests: Annotated[TableList | None, Field(
+        description="The ACL manifest tables; left out: the run manages no ACL at all (an "
+                    "empty list is refused: every live binding would be unlisted).")] = None
+    acl_snapshots: Annotated[Text | None, Field(
+        description="Where the live bindings of each run are recorded (left out: "
+                    "`<tables.snapshots>_acls`).")] = None
+
+
+@dataclass(frozen=True)
+class AclsConf(AclsKeys):
     # The ACL manifests (`tables.acl_manifests`); None (the key left out): the run manages
     # no ACL at all.
     manifests: tuple[str, ...] | None = None
-    # Where the live bindings of each run are recorded (`tables.acl_snapshots`, default
-    # `<tables.snapshots>_acls`).
+    # Where the live bindings of each run are recorded (`tables.acl_snapshots`).
     snapshots: str = ""
     # `policies.acl`, in conf order (with `owner_scope` appended when `owner_scope` turns it
     # on).
@@ -63,66 +107,30 @@ ACL_PARAMETER_CHECKS: dict[str, Check] = {
     "principal_pattern": check_principal_pattern,
     "custom": check_custom,
 }
-_KEYS = ("remove_unlisted", "cluster_principals", "max_changes_per_cluster", "batch_size",
-         "revoke_with_deleted_topics", "owner_scope")
-
-
 class AclsSection(Section):
     kind = "acls"
+    key_models: ClassVar[Mapping[str, type]] = {"acls": AclsKeys}
     keys = ("acls",)
+    tables_model = AclTables
     table_keys = ("acl_manifests", "acl_snapshots")
     policy_keys = ("acl",)
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {"acl": ACL_PARAMETER_CHECKS}
 
-    def read(self, r: Reader, given: Given) -> AclsConf:
-        tables = given.tables
-        # Left out (or null): ACLs are not managed. An empty list is a mistake, not a way to
-        # say so: it would read as "every live binding is unlisted".
-        manifests = (table_list(r, tables, "tables", "acl_manifests")
-                     if tables.get("acl_manifests") is not None else None)
-        snapshots = r.value(tables, "tables", "acl_snapshots", str,
-                            f"{given.shared_tables.snapshots}_acls")
-        acls = _read_acls(r, r.section(given.top, "acls"))
+    def build(self, given: Given) -> AclsConf:
+        tables: AclTables = given.tables
+        acls: AclsKeys = given.top.get("acls", AclsKeys())
         return AclsConf(
-            remove_unlisted=acls.remove_unlisted,
-            cluster_principals=acls.cluster_principals,
-            max_changes_per_cluster=acls.max_changes_per_cluster,
-            batch_size=acls.batch_size,
-            revoke_with_deleted_topics=acls.revoke_with_deleted_topics,
-            owner_scope=acls.owner_scope,
-            manifests=manifests,
-            snapshots=snapshots,
-            policies=_with_owner_scope(r, acls, given.policies.get("acl", ())),
+            **{f.name: getattr(acls, f.name) for f in fields(AclsKeys)},
+            manifests=tables.acl_manifests,
+            snapshots=tables.acl_snapshots or f"{given.shared_tables.snapshots}_acls",
+            policies=_with_owner_scope(given, acls, given.policies.get("acl", ())),
         )
 
     def default(self) -> AclsConf:
         return AclsConf()
 
 
-def _read_acls(r: Reader, body: Mapping[str, Any] | None) -> AclsConf:
-    acls = AclsConf()
-    if body is None:
-        return acls
-    key = "acls"
-    r.no_unknown(body, key, _KEYS)
-    principals = string_list(r, body, key, "cluster_principals", ())
-    for i, principal in enumerate(principals):
-        if not re.match(PRINCIPAL_FORMAT, principal):
-            r.problem(f"{key}.cluster_principals[{i}]",
-                      f"{principal!r} is not a principal Type:name (e.g. User:platform-admin)")
-    return AclsConf(
-        remove_unlisted=r.value(body, key, "remove_unlisted", bool, acls.remove_unlisted),
-        cluster_principals=principals,
-        max_changes_per_cluster=r.value(body, key, "max_changes_per_cluster", int,
-                                        acls.max_changes_per_cluster, at_least_zero),
-        batch_size=r.value(body, key, "batch_size", int, acls.batch_size, positive),
-        revoke_with_deleted_topics=r.value(body, key, "revoke_with_deleted_topics", bool,
-                                           acls.revoke_with_deleted_topics),
-        owner_scope=r.value(body, key, "owner_scope", bool, acls.owner_scope),
-    )
-
-
-def _with_owner_scope(r: Reader, acls: AclsConf, specs: tuple[PolicySpec, ...]
+def _with_owner_scope(given: Given, acls: AclsKeys, specs: tuple[PolicySpec, ...]
                       ) -> tuple[PolicySpec, ...]:
     """`policies.acl`, plus owner_scope when `acls.owner_scope` turns it on; on in both
     places is a problem (which parameters would count is not to be guessed)."""
@@ -130,8 +138,8 @@ def _with_owner_scope(r: Reader, acls: AclsConf, specs: tuple[PolicySpec, ...]
         return specs
     listed = [s.key for s in specs if s.name == "owner_scope"]
     if listed:
-        r.problem("acls.owner_scope", f"owner_scope is also listed at {', '.join(listed)}; "
-                  "keep one of the two")
+        given.problem("acls.owner_scope", f"owner_scope is also listed at "
+                      f"{', '.join(listed)}; keep one of the two")
         return specs
     return (*specs, PolicySpec(name="owner_scope", params={}, key="acls.owner_scope"))
 

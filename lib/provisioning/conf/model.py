@@ -1,15 +1,43 @@
-"""The typed, frozen conf: what the job's YAML file says, as data classes."""
+"""The typed, frozen conf: what the job's YAML file says, as data classes.
+
+Each class is the model of its part of the file: pydantic validates the file against them
+(`conf.validate`) and generates the JSON Schema from them (`conf.schema`), each key with
+its type, default and `description`. They are plain frozen dataclasses so they pickle to
+Spark workers that have no pydantic: the annotations are strings only the loader reads.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from provisioning.names import OFF, SEVERITIES
 
+try:  # the loader's side only: a Spark worker unpickling a conf object never needs them
+    from pydantic import Field
+    from pydantic.json_schema import SkipJsonSchema
+
+    from provisioning.conf.keys import (
+        Bootstrap,
+        Count,
+        EnvName,
+        PerRequest,
+        Positive,
+        ReadableFile,
+        Severity,
+        SparkValue,
+        TableList,
+        Text,
+    )
+except ImportError:  # pragma: no cover - a worker without pydantic
+    if TYPE_CHECKING:
+        raise
+
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# What every part of the file refuses: a key it does not know.
+STRICT: Any = {"extra": "forbid"}
 
 
 class Secret:
@@ -37,51 +65,102 @@ class Secret:
 
 @dataclass(frozen=True)
 class ClusterConf:
-    name: str
-    bootstrap_servers: str
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_username_env: str | None = None
-    sasl_password_env: str | None = None
-    ssl_cafile: str | None = None
-    cluster_id: str | None = None
-    client_id: str = "topic-provisioning"
+    """One cluster under `clusters` (its key is its name): how the job connects to it."""
+
+    __pydantic_config__ = STRICT
+    # The key under `clusters`, set by the loader: never written inside the cluster's block.
+    name: Annotated[str, SkipJsonSchema()]
+    bootstrap_servers: Annotated[Bootstrap, Field(
+        description="The brokers to bootstrap from: host:port[,host:port...]. The whole "
+                    "value may be ${VAR} or ${VAR:-default}, read from the environment.")]
+    security_protocol: Annotated[Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL"],
+                                 Field(description="How the job talks to the brokers.")
+                                 ] = "PLAINTEXT"
+    sasl_mechanism: Annotated[Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None,
+                              Field(description="The SASL mechanism; required "
+                                    "with a SASL_* security_protocol, refused otherwise.")
+                              ] = None
+    sasl_username_env: Annotated[EnvName | None, Field(
+        description="The NAME of the environment variable holding the SASL user (never the "
+                    "user itself); required with a SASL_* security_protocol.")] = None
+    sasl_password_env: Annotated[EnvName | None, Field(
+        description="The NAME of the environment variable holding the SASL password (never "
+                    "the password itself); required with a SASL_* security_protocol.")] = None
+    ssl_cafile: Annotated[ReadableFile | None, Field(
+        description="A readable PEM file of the CAs to trust (SSL and SASL_SSL only); "
+                    "relative paths are taken from the directory the job runs in.")] = None
+    cluster_id: Annotated[Text | None, Field(
+        description="The cluster id the brokers must report; any other cluster answering at "
+                    "this address is refused.")] = None
+    client_id: Annotated[Text, Field(description="The Kafka client id of the job's "
+                                     "connections.")] = "topic-provisioning"
 
 
 @dataclass(frozen=True)
 class TablesConf:
-    manifests: tuple[str, ...]
-    audit: str
-    runs: str
-    snapshots: str
-    locks: str = ""
-    # `check`'s violations (schemas.VIOLATIONS).
-    violations: str = ""
-    # `check`'s usage of every judged topic (schemas.INVENTORY) and of every broker log dir
-    # (schemas.DISKS), one row each per run.
-    inventory: str = ""
-    disks: str = ""
+    """The `tables` mapping: the Delta tables the job reads and writes (Delta paths or
+    catalog names)."""
+
+    __pydantic_config__ = STRICT
+    manifests: Annotated[TableList, Field(description="The topic manifest tables: a Delta "
+                                          "path or catalog name, or a non-empty list of them.")]
+    audit: Annotated[Text, Field(description="The audit table: every row each run planned, "
+                                 "sent and verified.")]
+    # The defaults of the tables below are named after it.
+    runs: Annotated[Text, Field(description="The runs table: one row per run.")]
+    snapshots: Annotated[Text, Field(description="The snapshots of the live topics, recorded "
+                                     "when a cluster changed.")]
+    locks: Annotated[Text, Field(description="The lock log of the clusters' leases (empty: "
+                                 "`<tables.runs>_locks`).")] = ""
+    violations: Annotated[Text, Field(description="`check`'s violations (empty: "
+                                      "`<tables.runs>_violations`).")] = ""
+    inventory: Annotated[Text, Field(description="The inventory of the live topics (empty: "
+                                     "`<tables.runs>_inventory`).")] = ""
+    disks: Annotated[Text, Field(description="The brokers' log dir usage (empty: "
+                                 "`<tables.runs>_disks`).")] = ""
 
 
 @dataclass(frozen=True)
 class KafkaConf:
-    request_timeout_ms: int = 30000
-    operation_timeout_ms: int = 30000
-    batch_size: int = 1000
-    max_partitions_per_request: int = 10000
-    max_records_per_request: int = 10000
-    throttle_retries: int = 8
-    verify_timeout_ms: int = 60000
-    # CreateTopics requests one task keeps in flight to one cluster (1 = one at a time).
-    max_in_flight_requests: int = 4
+    """The `kafka` mapping: how the admin requests are sized, timed and retried."""
+
+    __pydantic_config__ = STRICT
+    request_timeout_ms: Annotated[Positive, Field(
+        description="How long one admin request may take, in milliseconds.")] = 30000
+    # A KIP-4 timeout of 0 means "start the operation, do not wait for it".
+    operation_timeout_ms: Annotated[Count, Field(
+        description="The brokers' operation timeout of creates, deletes and alters, in "
+                    "milliseconds (0: start the operation, do not wait).")] = 30000
+    batch_size: Annotated[Positive, Field(description="Topics per request.")] = 1000
+    max_partitions_per_request: Annotated[PerRequest, Field(
+        description="Partitions per CreateTopics request (the broker refuses "
+                              "more than 10000).")] = 10000
+    max_records_per_request: Annotated[PerRequest, Field(
+        description="Config records per request (the broker refuses more than "
+                              "10000).")] = 10000
+    throttle_retries: Annotated[Count, Field(
+        description="Retries of a request the broker throttled.")] = 8
+    verify_timeout_ms: Annotated[Positive, Field(
+        description="How long verify waits for the brokers to show a change, in "
+                    "milliseconds.")] = 60000
+    max_in_flight_requests: Annotated[Positive, Field(
+        description="CreateTopics requests one task keeps in flight to one cluster (1: one "
+                    "at a time).")] = 4
 
 
 @dataclass(frozen=True)
 class SparkConf:
-    app_name: str = "topic-provisioning"
-    settings: Mapping[str, str] = field(default_factory=dict)
-    # A Spark Connect server (sc://HOST:PORT) to run on; None: classic Spark (spark-submit).
-    remote: str | None = None
+    """The `spark` mapping: the Spark session the job runs on."""
+
+    __pydantic_config__ = STRICT
+    app_name: Annotated[Text, Field(description="The Spark application's name.")
+                        ] = "topic-provisioning"
+    settings: Annotated[Mapping[str, SparkValue], Field(
+        description="Spark properties set on the session (property -> value).")
+                        ] = field(default_factory=dict)
+    remote: Annotated[Text | None, Field(
+        pattern=r"^sc://", description="A Spark Connect server (sc://HOST:PORT) to run on; "
+        "left out: classic Spark (spark-submit).")] = None
 
 
 @dataclass(frozen=True)
@@ -95,11 +174,15 @@ class PolicySpec:
 
 @dataclass(frozen=True)
 class RunConf:
-    # How long a run's lock lives without a heartbeat (a killed driver's lock frees itself).
-    lock_ttl_seconds: int = 600
-    # How far two machines' clocks may differ: another run takes an expired lease over only
-    # this much after its expiry.
-    lock_clock_skew_seconds: int = 30
+    """The `run` mapping: the lease a run holds on its clusters."""
+
+    __pydantic_config__ = STRICT
+    lock_ttl_seconds: Annotated[Positive, Field(
+        description="How long a run's lock lives without a heartbeat (a killed driver's "
+                    "lock frees itself), in seconds.")] = 600
+    lock_clock_skew_seconds: Annotated[Count, Field(
+        description="How far two machines' clocks may differ: another run takes an expired "
+                    "lease over only this many seconds after its expiry.")] = 30
 
 
 # The levels `checks.severity` may give a rule (names.CHECK_RULES).
@@ -108,30 +191,44 @@ CHECK_SEVERITY_LEVELS = (*SEVERITIES, OFF)
 
 @dataclass(frozen=True)
 class ChecksConf:
-    # rule -> error, warning, info or off: overrides a rule's own severity (or turns the rule
-    # off); a rule not named keeps its own.
-    severity: Mapping[str, str] = field(default_factory=dict)
-    # A topic with records, none newer than this many days, is idle (`idle_topic`).
-    idle_days: int = 30
-    # A broker log dir whose used share (1 - usable / total) is over this ratio gives
-    # `disk_usage`; `disk_forecast` warns when a broker will pass it within `disk_days`.
-    disk_used_ratio: float = 0.85
-    disk_days: int = 14
-    # Whether `check` measures usage (the inventory) and judges the usage rules.
-    usage: bool = True
+    """The `checks` mapping: how `check` judges the live topics and brokers."""
+
+    __pydantic_config__ = STRICT
+    # rule -> level; the rules and levels are checked by the loader (conf.validate), which
+    # knows every kind's rules.
+    severity: Annotated[Mapping[str, Severity], Field(
+        description="A rule's severity (error, warning, info or off), overriding its own; "
+                    "a rule not named keeps its own.")] = field(default_factory=dict)
+    idle_days: Annotated[Positive, Field(
+        description="A topic with records, none newer than this many days, is idle "
+                    "(`idle_topic`).")] = 30
+    disk_used_ratio: Annotated[float, Field(
+        strict=True, gt=0, le=1, description="A broker log dir whose used share is over "
+        "this gives `disk_usage`.")] = 0.85
+    disk_days: Annotated[Positive, Field(
+        description="How many days ahead `disk_forecast` looks.")] = 14
+    usage: Annotated[bool, Field(
+        description="Whether `check` measures usage (the inventory and disks tables) and "
+                    "judges the usage rules (idle_topic, empty_topic, disk_usage, "
+                    "disk_forecast).")] = True
 
 
 # Delta refuses a shorter VACUUM retention unless its safety check is turned off.
-
 DELTA_SAFE_RETAIN_HOURS = 168
 
 
 @dataclass(frozen=True)
 class MaintenanceConf:
-    # Files no table version within this many hours needs are removed by `maintain`.
-    vacuum_retain_hours: int = DELTA_SAFE_RETAIN_HOURS
-    # Snapshot rows older than this are deleted by `maintain` (None: kept forever).
-    snapshot_retention_days: int | None = None
+    """The `maintenance` mapping: what `maintain` keeps."""
+
+    __pydantic_config__ = STRICT
+    vacuum_retain_hours: Annotated[Count, Field(
+        description="`maintain` removes the files no table version within this many hours "
+                    "needs (below 168 only with Delta's retention check turned off).")
+                                   ] = DELTA_SAFE_RETAIN_HOURS
+    snapshot_retention_days: Annotated[Positive | None, Field(
+        description="`maintain` deletes snapshot rows older than this many days (left out: "
+                    "kept forever).")] = None
 
 
 S = TypeVar("S")

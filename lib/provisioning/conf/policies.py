@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from provisioning.conf.model import PolicySpec
-from provisioning.conf.reader import type_name
 from provisioning.errors import PolicyError
 
 Check = Callable[[Mapping[str, Any]], list[str]]
@@ -39,6 +38,16 @@ def regex_problem(pattern: str) -> str | None:
         return (f"'{pattern}' uses Python-only (?P...) named groups; Spark evaluates Java "
                 "regular expressions: use a plain group")
     return None
+
+
+def type_name(value: Any) -> str:
+    """How a problem names the type of a value the file holds."""
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "a string", int: "an integer",
+            float: "a number", bool: "a boolean"}.get(type(value), type(value).__name__)
+
+
 class Params:
     """One policy's parameter block, and every problem found in it so far.
 
@@ -203,7 +212,7 @@ def check_custom(params: Mapping[str, Any]) -> list[str]:
 def catalogue(kind: str) -> Mapping[str, Check]:
     """The policies a conf may name under `policies.<kind>`, with their parameter checks:
     the registered kinds' conf sections declare them (`Section.policy_checks`)."""
-    from provisioning.conf.load import sections
+    from provisioning.conf.section import sections
 
     for section in sections():
         if kind in section.policy_checks:

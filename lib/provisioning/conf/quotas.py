@@ -6,30 +6,57 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from provisioning.conf.model import PolicySpec
-from provisioning.conf.policies import Check, Params, check_custom
-from provisioning.conf.reader import Reader, at_least_zero, positive, table_list, type_name
+from provisioning.conf.model import STRICT, PolicySpec
+from provisioning.conf.policies import Check, Params, check_custom, type_name
 from provisioning.conf.section import Given, Section
 from provisioning.names.quotas import KEYS, UNMANAGED_QUOTA
 
+try:  # the loader's side only (conf.model says why)
+    from pydantic import Field
+
+    from provisioning.conf.keys import Count, Flag, Positive, TableList, Text
+except ImportError:  # pragma: no cover
+    if TYPE_CHECKING:
+        raise
+
 
 @dataclass(frozen=True)
-class QuotasConf:
-    # Plan the live quotas no quota manifest lists as REMOVE (else they are left alone).
-    remove_unlisted: bool = False
-    # Over this many SET and REMOVE on one cluster in one run, none of that cluster's is
-    # made (never lifted by `force`).
-    max_changes_per_cluster: int = 200
-    # Entities per AlterClientQuotas request.
-    batch_size: int = 200
+class QuotasKeys:
+    """The `quotas` mapping: how client quotas are planned and sent."""
+
+    __pydantic_config__ = STRICT
+    remove_unlisted: Annotated[Flag, Field(
+        description="Plan the live quotas no quota manifest lists as REMOVE (else they are "
+                    "left alone).")] = False
+    max_changes_per_cluster: Annotated[Count, Field(
+        description="Over this many SET and REMOVE on one cluster in one run, none of that "
+                    "cluster's is made (never lifted by `force`).")] = 200
+    batch_size: Annotated[Positive, Field(
+        description="Entities per AlterClientQuotas request.")] = 200
+
+
+@dataclass(frozen=True)
+class QuotaTables:
+    """The quota keys of `tables`."""
+
+    __pydantic_config__ = STRICT
+    quota_manifests: Annotated[TableList | None, Field(
+        description="The quota manifest tables; left out: the run manages no quota at all "
+                    "(an empty list is refused: every live quota would be unlisted).")] = None
+    quota_snapshots: Annotated[Text | None, Field(
+        description="Where the live quotas of each run are recorded (left out: "
+                    "`<tables.snapshots>_quotas`).")] = None
+
+
+@dataclass(frozen=True)
+class QuotasConf(QuotasKeys):
     # The quota manifests (`tables.quota_manifests`); None (the key left out): the run
     # manages no quota at all.
     manifests: tuple[str, ...] | None = None
-    # Where the live quotas of each run are recorded (`tables.quota_snapshots`, default
-    # `<tables.snapshots>_quotas`).
+    # Where the live quotas of each run are recorded (`tables.quota_snapshots`).
     snapshots: str = ""
     # `policies.quota`, in conf order.
     policies: tuple[PolicySpec, ...] = ()
@@ -70,52 +97,29 @@ QUOTA_PARAMETER_CHECKS: dict[str, Check] = {
     "quota_range": check_quota_range,
     "custom": check_custom,
 }
-_KEYS = ("remove_unlisted", "max_changes_per_cluster", "batch_size")
-
-
 class QuotasSection(Section):
     kind = "quotas"
+    key_models: ClassVar[Mapping[str, type]] = {"quotas": QuotasKeys}
     keys = ("quotas",)
+    tables_model = QuotaTables
     table_keys = ("quota_manifests", "quota_snapshots")
     policy_keys = ("quota",)
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
         "quota": QUOTA_PARAMETER_CHECKS}
     check_rules = (UNMANAGED_QUOTA,)
 
-    def read(self, r: Reader, given: Given) -> QuotasConf:
-        tables = given.tables
-        # Left out (or null): quotas are not managed. An empty list is a mistake, not a way
-        # to say so: it would read as "every live quota is unlisted".
-        manifests = (table_list(r, tables, "tables", "quota_manifests")
-                     if tables.get("quota_manifests") is not None else None)
-        snapshots = r.value(tables, "tables", "quota_snapshots", str,
-                            f"{given.shared_tables.snapshots}_quotas")
-        quotas = _read_quotas(r, r.section(given.top, "quotas"))
+    def build(self, given: Given) -> QuotasConf:
+        tables: QuotaTables = given.tables
+        quotas: QuotasKeys = given.top.get("quotas", QuotasKeys())
         return QuotasConf(
-            remove_unlisted=quotas.remove_unlisted,
-            max_changes_per_cluster=quotas.max_changes_per_cluster,
-            batch_size=quotas.batch_size,
-            manifests=manifests,
-            snapshots=snapshots,
+            **{f.name: getattr(quotas, f.name) for f in fields(QuotasKeys)},
+            manifests=tables.quota_manifests,
+            snapshots=tables.quota_snapshots or f"{given.shared_tables.snapshots}_quotas",
             policies=given.policies.get("quota", ()),
         )
 
     def default(self) -> QuotasConf:
         return QuotasConf()
-
-
-def _read_quotas(r: Reader, body: Mapping[str, Any] | None) -> QuotasConf:
-    quotas = QuotasConf()
-    if body is None:
-        return quotas
-    key = "quotas"
-    r.no_unknown(body, key, _KEYS)
-    return QuotasConf(
-        remove_unlisted=r.value(body, key, "remove_unlisted", bool, quotas.remove_unlisted),
-        max_changes_per_cluster=r.value(body, key, "max_changes_per_cluster", int,
-                                        quotas.max_changes_per_cluster, at_least_zero),
-        batch_size=r.value(body, key, "batch_size", int, quotas.batch_size, positive),
-    )
 
 
 KIND = QuotasSection()

@@ -1,43 +1,52 @@
 """A kind's section of the conf: the keys it reads and the typed, frozen value it makes.
 
-The loader (`conf.load`) reads what every run shares (clusters, tables, kafka, spark, run,
-maintenance, checks) and hands each registered kind's section (`kinds.parts("conf")`) the
-keys it declares: its own top-level keys, its keys of `tables` and its lists of
-`policies` (already parsed, each policy block checked with the section's
-`policy_checks`). The section's value lands in `Conf.sections`, read back typed with
-`Conf.section(ItsClass)`. A key no section and no shared part declares is a problem
-reported with the others.
+The loader (`conf.validate`) builds the model of the whole file from what every run shares
+(clusters, tables, kafka, spark, run, maintenance, checks) and every registered kind's
+section (`kinds.parts("conf")`): its own top-level keys (`key_models`: key -> the data class of
+its mapping), its keys of `tables` (the fields of `tables_model`) and its lists of
+`policies` (each policy block checked with the section's `policy_checks`). Pydantic reads
+the file against that model; the section then makes its value from what was read
+(`build`), adding the problems no single key shows. The value lands in `Conf.sections`,
+read back typed with `Conf.section(ItsClass)`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from provisioning import kinds
 from provisioning.conf.model import PolicySpec, TablesConf
 from provisioning.conf.policies import Check
-from provisioning.conf.reader import Reader
 
 
 @dataclass(frozen=True)
 class Given:
-    """What a section reads: the file's top level, its `tables` mapping, its policies by
-    key (parsed and checked), and the shared tables as read."""
+    """What a section builds from: its top-level keys as read (absent: not in `top`), its
+    keys of `tables` as read, its policies by key (parsed and checked), the shared tables,
+    and the list its cross-key problems go to ("key: message")."""
 
     top: Mapping[str, Any]
-    tables: Mapping[str, Any]
+    tables: Any
     policies: Mapping[str, tuple[PolicySpec, ...]]
     shared_tables: TablesConf
+    problems: list[str] = field(default_factory=list)
+
+    def problem(self, key: str, message: str) -> None:
+        self.problems.append(f"{key}: {message}")
 
 
 class Section(ABC):
     """One kind's part of the conf room."""
 
     kind: ClassVar[str]
-    # Top-level keys of the file it reads, keys of `tables`, keys of `policies`.
+    # Top-level keys of the file it reads, each with the data class of its mapping.
+    key_models: ClassVar[Mapping[str, type]] = {}
     keys: ClassVar[tuple[str, ...]] = ()
+    # A data class whose fields are its keys of `tables` (None: it has none).
+    tables_model: ClassVar[type | None] = None
     table_keys: ClassVar[tuple[str, ...]] = ()
     policy_keys: ClassVar[tuple[str, ...]] = ()
     # policy key -> policy name -> the check of its parameter block.
@@ -46,9 +55,14 @@ class Section(ABC):
     check_rules: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def read(self, r: Reader, given: Given) -> object:
-        """The section's value; problems go to `r`, naming their key."""
+    def build(self, given: Given) -> object:
+        """The section's value; cross-key problems go to `given.problem`, naming their key."""
 
     @abstractmethod
     def default(self) -> object:
         """The section's value for a conf that sets none of its keys."""
+
+
+def sections() -> tuple[Section, ...]:
+    """Every registered kind's conf section (`kinds.parts("conf")`)."""
+    return kinds.parts("conf", Section)  # type: ignore[type-abstract]

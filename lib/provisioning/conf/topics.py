@@ -5,35 +5,58 @@ their parameter blocks."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from provisioning.conf.model import PolicySpec
+from provisioning.conf.model import STRICT, PolicySpec
 from provisioning.conf.policies import Check, Params, check_custom
-from provisioning.conf.reader import Reader, at_least_zero, string_list
 from provisioning.conf.section import Given, Section
 from provisioning.names import ALWAYS_PROTECTED, CHECK_RULES
+
+try:  # the loader's side only (conf.model says why)
+    from pydantic import Field
+
+    from provisioning.conf.keys import Count, Flag, StringList
+except ImportError:  # pragma: no cover
+    if TYPE_CHECKING:
+        raise
 
 DEFAULT_PROTECTED_TOPICS = ALWAYS_PROTECTED
 
 
 @dataclass(frozen=True)
 class DeletesConf:
-    max_per_cluster: int = 10
-    protected: tuple[str, ...] = DEFAULT_PROTECTED_TOPICS
-    deny_list: tuple[str, ...] = ()
-    prune: bool = False
-    # A topic with a record newer than this many days is in use: not deleted unless its
-    # row says `force` (0: only consumer groups' committed offsets count).
-    in_use_days: int = 7
+    """The `deletes` mapping: how deletes are capped and which topics they never touch."""
+
+    __pydantic_config__ = STRICT
+    max_per_cluster: Annotated[Count, Field(
+        description="Over this many deletes on one cluster in one run, none of that "
+                    "cluster's is made.")] = 10
+    protected: Annotated[StringList, Field(
+        description="Topic names or glob patterns never deleted, added to the built-in "
+                    f"ones ({', '.join(DEFAULT_PROTECTED_TOPICS)}), which always stay.")
+                         ] = DEFAULT_PROTECTED_TOPICS
+    deny_list: Annotated[StringList, Field(
+        description="Topic names or glob patterns whose deletion is refused.")] = ()
+    prune: Annotated[Flag, Field(
+        description="Delete live topics no manifest lists (else they are left alone).")
+                     ] = False
+    in_use_days: Annotated[Count, Field(
+        description="A topic with a record newer than this many days is in use for the "
+                    "delete policy; 0 turns the write check off.")] = 7
 
 
 @dataclass(frozen=True)
 class AltersConf:
-    # Over this many alters on one cluster in one run, none of that cluster's is made.
-    max_per_cluster: int = 50
-    # Remove a live override the manifest row does not list (DELETE: back to the default).
-    remove_unlisted_configs: bool = False
+    """The `alters` mapping: how alters of live topics are capped and how far they go."""
+
+    __pydantic_config__ = STRICT
+    max_per_cluster: Annotated[Count, Field(
+        description="Over this many alters on one cluster in one run, none of that "
+                    "cluster's is made.")] = 50
+    remove_unlisted_configs: Annotated[Flag, Field(
+        description="Remove a live config override the manifest row does not list (back to "
+                    "the broker's default).")] = False
 
 
 @dataclass(frozen=True)
@@ -131,16 +154,20 @@ DELETE_CHECKS: dict[str, Check] = {
 
 class TopicsSection(Section):
     kind = "topics"
+    key_models: ClassVar[Mapping[str, type]] = {"deletes": DeletesConf, "alters": AltersConf}
     keys = ("deletes", "alters")
     policy_keys = ("create", "delete", "alter")
     check_rules = CHECK_RULES
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
        "create": CREATE_CHECKS, "delete": DELETE_CHECKS, "alter": ALTER_CHECKS}
 
-    def read(self, r: Reader, given: Given) -> TopicsConf:
+    def build(self, given: Given) -> TopicsConf:
+        deletes = given.top.get("deletes", DeletesConf())
         return TopicsConf(
-            deletes=_read_deletes(r, r.section(given.top, "deletes")),
-            alters=_read_alters(r, r.section(given.top, "alters")),
+            # The built-in protections always stay; conf can only add to them.
+            deletes=replace(deletes, protected=tuple(dict.fromkeys(
+                DEFAULT_PROTECTED_TOPICS + deletes.protected))),
+            alters=given.top.get("alters", AltersConf()),
             create_policies=given.policies.get("create", ()),
             delete_policies=given.policies.get("delete", ()),
             alter_policies=given.policies.get("alter", ()),
@@ -148,38 +175,6 @@ class TopicsSection(Section):
 
     def default(self) -> TopicsConf:
         return TopicsConf()
-
-
-def _read_deletes(r: Reader, body: Mapping[str, Any] | None) -> DeletesConf:
-    deletes = DeletesConf()
-    if body is None:
-        return deletes
-    r.no_unknown(body, "deletes", ("max_per_cluster", "protected", "deny_list", "prune",
-                                   "in_use_days"))
-    return DeletesConf(
-        max_per_cluster=r.value(body, "deletes", "max_per_cluster", int,
-                                deletes.max_per_cluster, at_least_zero),
-        # The built-in protections always stay; conf can only add to them.
-        protected=tuple(dict.fromkeys(
-            DEFAULT_PROTECTED_TOPICS + string_list(r, body, "deletes", "protected", ()))),
-        deny_list=string_list(r, body, "deletes", "deny_list", ()),
-        prune=r.value(body, "deletes", "prune", bool, False),
-        in_use_days=r.value(body, "deletes", "in_use_days", int, deletes.in_use_days,
-                            at_least_zero),
-    )
-
-
-def _read_alters(r: Reader, body: Mapping[str, Any] | None) -> AltersConf:
-    alters = AltersConf()
-    if body is None:
-        return alters
-    r.no_unknown(body, "alters", ("max_per_cluster", "remove_unlisted_configs"))
-    return AltersConf(
-        max_per_cluster=r.value(body, "alters", "max_per_cluster", int,
-                                alters.max_per_cluster, at_least_zero),
-        remove_unlisted_configs=r.value(body, "alters", "remove_unlisted_configs", bool,
-                                        False),
-    )
 
 
 KIND = TopicsSection()

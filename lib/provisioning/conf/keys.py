@@ -1,0 +1,107 @@
+"""The value types of conf keys, as pydantic reads them: bounds, formats and the checks
+a single key's value must pass.
+
+Only the loader imports this module (and pydantic). The conf's data classes name these
+types in their annotations, which stay strings nobody evaluates in a Spark worker: a stock
+Spark Connect server's Python has no pydantic, and the conf's objects travel there.
+A check raises ValueError with the message the problem is reported with.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
+
+from provisioning.names import OFF, SEVERITIES
+
+CHECK_SEVERITY_LEVELS = (*SEVERITIES, OFF)
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):\d{1,5}$")
+
+
+def _env_name(v: str) -> str:
+    if not _ENV_NAME.match(v):
+        raise ValueError("must be the NAME of an environment variable (letters, digits, _), "
+                         "not the secret itself")
+    return v
+
+
+def _bootstrap(v: str) -> str:
+    bad = [p for p in (p.strip() for p in v.split(",")) if not _HOST_PORT.match(p)]
+    if bad or not v:
+        raise ValueError(f"expected host:port[,host:port...], bad entries: {bad}")
+    return v
+
+
+def _readable_file(v: str) -> str:
+    path = Path(v)
+    if not path.is_file():
+        raise ValueError(f"no such file: {v} (relative paths are taken from the directory "
+                         "the job runs in)")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot read {v}: {exc.strerror or exc}") from None
+    return v
+
+
+def as_string_list(v: Any) -> Any:
+    if not isinstance(v, list | tuple) or not all(isinstance(x, str) for x in v):
+        raise ValueError("expected a list of strings")
+    return tuple(v)
+
+
+def _table_list(v: Any) -> Any:
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, list | tuple) and v and all(isinstance(x, str) and x for x in v):
+        return tuple(v)
+    raise ValueError("expected a table path or name, or a non-empty list of them")
+
+
+def _broker_cap(v: int) -> int:
+    if v > 10000:
+        raise ValueError("the broker rejects more than 10000 per request")
+    return v
+
+
+def _spark_value(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v if isinstance(v, str) else str(v) if isinstance(v, int | float) else v
+
+
+Count = Annotated[int, Field(strict=True, ge=0)]
+Positive = Annotated[int, Field(strict=True, gt=0)]
+Flag = Annotated[bool, Field(strict=True)]
+Text = Annotated[str, Field(strict=True)]
+EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
+Bootstrap = Annotated[str, Field(strict=True), AfterValidator(_bootstrap)]
+ReadableFile = Annotated[str, Field(strict=True), AfterValidator(_readable_file)]
+PerRequest = Annotated[int, Field(strict=True, gt=0, json_schema_extra={"maximum": 10000}),
+                       AfterValidator(_broker_cap)]
+StringList = Annotated[tuple[str, ...], BeforeValidator(as_string_list),
+                       WithJsonSchema({"type": "array", "items": {"type": "string"}})]
+TableList = Annotated[tuple[str, ...], BeforeValidator(_table_list), WithJsonSchema(
+    {"anyOf": [{"type": "string", "minLength": 1},
+               {"type": "array", "items": {"type": "string", "minLength": 1},
+                "minItems": 1}]})]
+SparkValue = Annotated[str, BeforeValidator(_spark_value), WithJsonSchema(
+    {"type": ["string", "number", "boolean"]})]
+
+
+def _severity(v: Any) -> Any:
+    # YAML 1.1 reads a bare `off` as false.
+    return "off" if v is False else v
+
+
+Severity = Annotated[
+    Literal[CHECK_SEVERITY_LEVELS],  # type: ignore[valid-type]
+    BeforeValidator(_severity),
+    # A bare `off` is YAML 1.1's false, read as "off".
+    WithJsonSchema({"enum": [*CHECK_SEVERITY_LEVELS, False]})]

@@ -1,0 +1,42 @@
+"""The JSON Schema of the conf file, generated from its models (`conf.validate.file_model`).
+
+Editors validate a conf against it (the `# yaml-language-server: $schema=...` line at the
+top of each conf); the docs' reference of conf keys is generated from it, each key with
+its type, default and description. `make conf-schema` writes it; a unit test fails when
+the file in the repo is not what this makes.
+
+    python -m provisioning.conf.schema conf/provisioning.schema.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def conf_schema() -> dict[str, Any]:
+    """The conf file's JSON Schema."""
+    from provisioning.conf.validate import file_model
+
+    return {"$schema": DIALECT, **file_model().model_json_schema(mode="validation")}
+
+
+def render(schema: dict[str, Any]) -> str:
+    """The schema as the file holds it: stable, indented, ending in a newline."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m provisioning.conf.schema OUT.json", file=sys.stderr)
+        return 2
+    Path(argv[0]).write_text(render(conf_schema()), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
