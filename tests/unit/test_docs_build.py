@@ -27,6 +27,7 @@ def _build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _copy_sources(target: Path) -> None:
+    target.mkdir(parents=True)
     for name in SITE_SOURCES:
         source = REPO / name
         if source.is_dir():
