@@ -154,27 +154,43 @@ def _type_name(schema: Mapping[str, Any], node: Mapping[str, Any]) -> str:
     return str(kind or "any")
 
 
-def _object_of(schema: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, Mapping] | None:
-    """The model whose keys sit under `node`, with the path segment it adds: `""` for a
-    model (or an optional one), `.<name>` for a map of models."""
-    options = [n for n in node.get("anyOf", [node]) if n.get("type") != "null"]
-    if len(options) != 1:
-        return None
-    target = _resolve(schema, options[0])
-    if "properties" in target:
-        return "", target
-    extra = target.get("additionalProperties")
-    if target.get("type") == "object" and isinstance(extra, Mapping):
-        inner = _resolve(schema, extra)
-        if "properties" in inner:
-            return ".<name>", inner
-    return None
+def _label(model: Mapping[str, Any]) -> str:
+    """How a key names one model of several that may stand at one place: by the property
+    that tells them apart (`name=partitions_range`), else by the model's title."""
+    for name, node in model.get("properties", {}).items():
+        values = [node["const"]] if "const" in node else node.get("enum", [])
+        if len(values) == 1:
+            return f"{name}={values[0]}"
+    return str(model.get("title", "?"))
+
+
+def _models(schema: Mapping[str, Any], node: Mapping[str, Any]) -> list[tuple[str, Mapping]]:
+    """The models whose keys sit under `node`, each with the path segment it adds: `""` for
+    a model (or an optional one), `.<name>` for a map of models, `[]` for a list of them,
+    and `[name=value]` for one of several models that may stand there."""
+    target = _resolve(schema, node)
+    options = [_resolve(schema, o) for o in target.get("anyOf") or target.get("oneOf") or [target]]
+    options = [o for o in options if o.get("type") != "null"]
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for option in options:
+        extra, items = option.get("additionalProperties"), option.get("items")
+        if "properties" in option:
+            found.append((f"[{_label(option)}]" if len(options) > 1 else "", option))
+        elif option.get("type") == "object" and isinstance(extra, Mapping):
+            found += [(f".<name>{segment}", model) for segment, model in _models(schema, extra)]
+        elif option.get("type") == "array" and isinstance(items, Mapping):
+            found += [(segment if segment.startswith("[") else f"[]{segment}", model)
+                      for segment, model in _models(schema, items)]
+        elif "anyOf" in option or "oneOf" in option:
+            found += _models(schema, option)
+    return found
 
 
 def conf_keys(schema: Mapping[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     """Every key of the conf as (dotted key, type, default, description), walking the
     schema's properties and its `$defs` depth first. A key whose value is a model (or a map
-    of models, `clusters.<name>`) is listed, then its own keys under it."""
+    or list of models, `clusters.<name>`, `policies.create[]`) is listed, then the model's
+    own keys under it."""
 
     def walk(model: Mapping[str, Any], prefix: str, seen: tuple[str, ...]) -> Iterator:
         required = set(model.get("required", ()))
@@ -182,16 +198,16 @@ def conf_keys(schema: Mapping[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             key = f"{prefix}{name}"
             target = _resolve(schema, node)
             description = node.get("description") or target.get("description", "")
-            if "default" in node:
+            nested = _models(schema, node)
+            if "default" in node and not (nested and isinstance(node["default"], dict)):
+                # A section's default is shown key by key, under it.
                 default = json.dumps(node["default"])
             elif name in required:
                 default = "required"
             else:
                 default = ""
             yield key, _type_name(schema, node), default, _first_paragraph(description)
-            nested = _object_of(schema, node)
-            if nested is not None:
-                segment, inner = nested
+            for segment, inner in nested:
                 title = str(inner.get("title", ""))
                 if title not in seen:  # a model that holds itself would never end
                     yield from walk(inner, f"{key}{segment}.", (*seen, title))

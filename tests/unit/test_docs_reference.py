@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +55,16 @@ class Maintenance(_Frozen):
         None, description="Snapshot rows older than this are deleted (unset: kept).")
 
 
+class RangePolicy(_Frozen):
+    name: Literal["partitions_range"]
+    max: int | None = Field(None, description="The most partitions a topic may have.")
+
+
+class PatternPolicy(_Frozen):
+    name: Literal["topic_name_pattern"]
+    default: str = Field(description="The regex a topic name must fully match.")
+
+
 class Conf(_Frozen):
     """The job's conf."""
 
@@ -63,6 +73,8 @@ class Conf(_Frozen):
     maintenance: Maintenance | None = Field(None, description="Table maintenance.")
     severity: dict[str, Literal["error", "warning", "info", "off"]] = Field(
         default_factory=dict, description="A check rule's severity.")
+    create: list[Annotated[RangePolicy | PatternPolicy, Field(discriminator="name")]] = Field(
+        default_factory=list, description="The create policies, in order.")
 
 
 def stand_in_schema() -> dict[str, Any]:
@@ -86,6 +98,13 @@ def test_conf_keys_walk_properties_and_defs_into_dotted_keys() -> None:
          "Snapshot rows older than this are deleted (unset: kept)."),
         ("severity", 'map[string, "error" | "warning" | "info" | "off"]', "",
          "A check rule's severity."),
+        ("create", "list[RangePolicy | PatternPolicy]", "", "The create policies, in order."),
+        ("create[name=partitions_range].name", '"partitions_range"', "required", ""),
+        ("create[name=partitions_range].max", "integer | null", "null",
+         "The most partitions a topic may have."),
+        ("create[name=topic_name_pattern].name", '"topic_name_pattern"', "required", ""),
+        ("create[name=topic_name_pattern].default", "string", "required",
+         "The regex a topic name must fully match."),
     ]
 
 
@@ -109,8 +128,8 @@ def _property_names(node: Any) -> set[str]:
 
 
 def _conf_page_keys(page: str) -> set[str]:
-    return {part for key in re.findall(r"^\| `([^`]+)` \|", page, re.M)
-            for part in key.split(".")}
+    return {re.sub(r"\[.*?\]", "", part)
+            for key in re.findall(r"^\| `([^`]+)` \|", page, re.M) for part in key.split(".")}
 
 
 def test_the_conf_page_names_every_key_of_a_schema() -> None:
