@@ -36,8 +36,11 @@ class MissingConfSchema(RuntimeError):
 
 
 def _cell(text: object) -> str:
-    """`text` fit for one cell of a Markdown table: one line, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """`text` fit for one cell of a Markdown table: one line, pipes escaped, and angle
+    brackets outside code spans escaped (`map<int, ...>` is not an HTML tag)."""
+    parts = " ".join(str(text).split()).replace("|", "\\|").split("`")
+    return "`".join(part.replace("<", "&lt;").replace(">", "&gt;") if index % 2 == 0 else part
+                    for index, part in enumerate(parts))
 
 
 def _first_paragraph(doc: str | None) -> str:

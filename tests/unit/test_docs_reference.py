@@ -224,3 +224,11 @@ def test_policies_and_exit_codes_carry_their_meaning_from_the_code() -> None:
             "in use; `force` overrides. |") in page
     assert not re.search(r"\| `\w+` \| (yes|no) \|  \|", page)
 
+
+
+def test_the_types_of_the_tables_page_are_not_read_as_html() -> None:
+    page = gen_ref.tables_reference()
+    manifest = dict(re.findall(r"^### (\w+)\n(.*?)(?=^##|\Z)", page, re.M | re.S))["MANIFEST"]
+
+    assert "| `replica_assignment` | map&lt;int, array&lt;int&gt;&gt; |" in manifest
+    assert "<" not in manifest
