@@ -10,7 +10,7 @@ MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
 .PHONY: setup venv jars driver-archive connect-venv connect-up connect-down wheel run test \
-        test-unit test-integration lint bench kafka-up kafka-down clean \
+        test-unit test-integration lint bench docs kafka-up kafka-down clean \
         conf-schema
 
 CONNECT_DIR := $(CACHE)/connect
@@ -123,8 +123,14 @@ bench: setup
 conf-schema: venv
 	$(PY) -m provisioning.conf.schema conf/provisioning.schema.json
 
+# The docs site (MkDocs, Material theme) into build/site, strictly: a broken link, a missing
+# page or a missing conf/provisioning.schema.json fails it. The reference pages are
+# generated from the code as it builds (docs/gen_ref.py, called by docs/hooks.py).
+docs: venv
+	$(VENV)/bin/mkdocs build --strict --clean
+
 lint: venv
-	$(VENV)/bin/ruff check lib schemas jobs tests bench
+	$(VENV)/bin/ruff check lib schemas jobs tests bench docs
 	$(VENV)/bin/mypy
 
 clean: kafka-down connect-down

@@ -27,9 +27,12 @@ _KINDS = {k.manifest_kind: k for k in cli_kinds() if k.manifest_kind is not None
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The manifest file: a YAML or JSON list of rows.")
 @click.option("--table", required=True, help="Delta path or catalog table name.")
-@click.option("--mode", type=click.Choice(["overwrite", "append"]), default="overwrite")
+@click.option("--mode", type=click.Choice(["overwrite", "append"]), default="overwrite",
+              show_default=True,
+              help="overwrite: the file becomes the whole table; append: its rows are added.")
 @click.option("--kind", type=click.Choice(list(_KINDS)), default=next(iter(_KINDS)),
               show_default=True, help="Whose manifest the file holds.")
 @remote_option

@@ -214,6 +214,7 @@ def topic_name_pattern(params: Mapping[str, Any], context: PolicyContext) -> Tra
 def _make_range(policy: str, value_text: Callable[[], Column],
                 effective: Callable[[], Column]) -> PolicyFactory:
     def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
+        """The value the topic will get must lie within the conf's `min` and `max`."""
         require_valid("create", policy, params)
         low: int | None = params.get("min")
         high: int | None = params.get("max")

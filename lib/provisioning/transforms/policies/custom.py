@@ -60,6 +60,7 @@ def make_custom(kind: str) -> Callable[[Mapping[str, Any], PolicyContext], Trans
     another kind's `policies.<key>`)."""
 
     def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
+        """The conf's own policy: `callable` (`package.module:function`) judges the rows."""
         problems = check_custom(params)
         if problems:
             raise PolicyError(f"custom {kind} policy: {'; '.join(problems)}")
