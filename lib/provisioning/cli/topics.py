@@ -111,7 +111,7 @@ def _violations(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, An
 
     spark = cmd.session()
     with job_label(spark, "report: violations"):
-        return violations_trend(spark, cmd.conf, args.clusters, args.values.get("since_days"),
+        return violations_trend(spark, cmd.conf, args.clusters, args.values.get("since"),
                                 args.topics_glob), 0
 
 
@@ -121,7 +121,7 @@ def _inventory(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any
     spark = cmd.session()
     with job_label(spark, "report: inventory"):
         return inventory_view(spark, cmd.conf, args.clusters, bool(args.values.get("idle")),
-                              args.values.get("largest"), args.values.get("since_days"),
+                              args.values.get("largest"), args.values.get("since"),
                               args.topics_glob), 0
 
 
