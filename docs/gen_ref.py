@@ -152,9 +152,21 @@ def _type_name(schema: Mapping[str, Any], node: Mapping[str, Any]) -> str:
     if kind == "array":
         items = node.get("items")
         return f"list[{_type_name(schema, items)}]" if items else "list"
-    if kind == "object" and isinstance(node.get("additionalProperties"), Mapping):
-        return f"map[string, {_type_name(schema, node['additionalProperties'])}]"
+    extra = _map_values(node)
+    if kind == "object" and extra is not None:
+        return f"map[string, {_type_name(schema, extra)}]"
     return str(kind or "any")
+
+
+def _map_values(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema of a map's values (`additionalProperties`, or the one pattern of
+    `patternProperties`: the keys' form is the pattern's), or None."""
+    if isinstance(node.get("additionalProperties"), Mapping):
+        return node["additionalProperties"]  # type: ignore[no-any-return]
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, Mapping) and len(patterns) == 1:
+        return next(iter(patterns.values()))  # type: ignore[no-any-return]
+    return None
 
 
 def _label(model: Mapping[str, Any]) -> str:
@@ -176,7 +188,7 @@ def _models(schema: Mapping[str, Any], node: Mapping[str, Any]) -> list[tuple[st
     options = [o for o in options if o.get("type") != "null"]
     found: list[tuple[str, Mapping[str, Any]]] = []
     for option in options:
-        extra, items = option.get("additionalProperties"), option.get("items")
+        extra, items = _map_values(option), option.get("items")
         if "properties" in option:
             found.append((f"[{_label(option)}]" if len(options) > 1 else "", option))
         elif option.get("type") == "object" and isinstance(extra, Mapping):
@@ -245,7 +257,8 @@ def conf_reference(schema: Mapping[str, Any]) -> str:
 
 # -- tables and columns (from schemas/) ------------------------------------------------------
 
-SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.check")
+SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.check",
+                  "schemas.usage")
 _COLUMN = re.compile(r"""^\s*(?:\(|StructField\()\s*"(\w+)",""")
 
 
@@ -333,7 +346,7 @@ def tables_reference() -> str:
              "not by the schema. A type in capitals is a struct of this page.", ""]
     module_titles = {"schemas.tables": "Topics, runs and shared structs",
                      "schemas.acls": "ACL bindings", "schemas.quotas": "Client quotas",
-                     "schemas.check": "`check`"}
+                     "schemas.check": "`check`", "schemas.usage": "`check`'s usage"}
     current = None
     for module, const, comment, columns in schema_tables():
         if module != current:
@@ -475,7 +488,7 @@ def vocabulary_reference() -> str:
 
 def check_rules() -> list[str]:
     """Every rule `checks.severity` may name: each conf section's (kind's) rules."""
-    from provisioning.conf.load import sections
+    from provisioning.conf.section import sections
 
     return list(dict.fromkeys(rule for s in sections() for rule in s.check_rules))
 

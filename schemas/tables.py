@@ -213,6 +213,8 @@ PLAN = _fields(
     # is judged for the delete policy's in-use check; null on other rows and for a topic
     # with no records; and why it could not be read (the in-use check then refuses).
     ("live_last_write_at", TimestampType()),
+    # Why a DELETE's newest record's time could not be read; null when it was, or on other
+    # rows.
     ("live_last_write_error", StringType()),
 )
 

@@ -21,7 +21,10 @@ from pyspark.sql.types import (
 # A consumer group with committed offsets on a topic, and how far behind the topic's
 # latest offsets those commits are (summed over the partitions it committed on).
 GROUP_LAG = StructType([
+    # The consumer group's id.
     StructField("group_id", StringType(), True),
+    # The topic's latest offsets minus the group's commits, summed over the partitions it
+    # committed on; null when a partition's latest offset is unknown.
     StructField("lag", LongType(), True),
 ])
 
@@ -47,20 +50,25 @@ INVENTORY = StructType([StructField(name, dtype, True) for name, dtype in (
     # What bounds the topic's growth: its effective retention.ms and retention.bytes (per
     # partition); null: unlimited (-1) or not reported.
     ("retention_ms", LongType()),
+    # The effective retention.bytes (per partition); null: unlimited or not reported.
     ("retention_bytes", LongType()),
     # Why a measure is missing (the answer's error), or null.
     ("error", StringType()),
+    # When the usage was read.
     ("checked_at", TimestampType()),
 )])
 
 DISKS = StructType([StructField(name, dtype, True) for name, dtype in (
     ("run_id", StringType()),
     ("cluster", StringType()),
+    # The broker's id.
     ("broker", IntegerType()),
+    # The log dir's path on the broker.
     ("log_dir", StringType()),
     # The log dir's volume (KIP-827): its size and what is free on it; null when the
     # broker does not report them.
     ("total_bytes", LongType()),
+    # What is free on the volume for the broker to use (KIP-827).
     ("usable_bytes", LongType()),
     # total - usable: what the volume holds, Kafka's and anything else's.
     ("used_bytes", LongType()),
@@ -68,6 +76,7 @@ DISKS = StructType([StructField(name, dtype, True) for name, dtype in (
     ("kafka_bytes", LongType()),
     # The log dir's error (e.g. KAFKA_STORAGE_ERROR: offline), or null.
     ("error", StringType()),
+    # When the log dirs were described.
     ("checked_at", TimestampType()),
 )])
 
@@ -75,14 +84,18 @@ _DISK_ONLY = [f for f in DISKS.fields if f.name not in {g.name for g in INVENTOR
 
 # What the usage reader of a cluster gives (kafka.usage.usage_results): INVENTORY rows and
 # DISKS rows in one stream, told apart by `what` ("topic" or "disk").
-USAGE_READ = StructType([StructField("what", StringType(), True), *INVENTORY.fields,
-                         *_DISK_ONLY])
+USAGE_READ = StructType([
+    # "topic" (an INVENTORY row) or "disk" (a DISKS row).
+    StructField("what", StringType(), True),
+    *INVENTORY.fields, *_DISK_ONLY])
 
 # The newest write of a topic a plan would delete (kafka.usage.last_writes): the delete
 # policy's in-use check.
 LAST_WRITE = StructType([StructField(name, dtype, True) for name, dtype in (
     ("cluster", StringType()),
     ("topic", StringType()),
+    # The newest record's timestamp; null: no records (or unknown, with `error`).
     ("last_write_at", TimestampType()),
+    # Why the newest record's time could not be read, or null.
     ("error", StringType()),
 )])

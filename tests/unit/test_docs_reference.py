@@ -220,8 +220,9 @@ def test_policies_and_exit_codes_carry_their_meaning_from_the_code() -> None:
 
     assert ("| 3 | `ClusterUnreachable`: A cluster could not be reached or refused our "
             "credentials; nothing was changed.") in page
-    assert ("| delete | `topic_in_use` | yes | A topic with committed consumer-group offsets is "
-            "in use; `force` overrides. |") in page
+    assert ("| delete | `topic_in_use` | yes | A topic with committed consumer-group offsets, "
+            "or with a record written since `context.in_use_since`, is in use; `force` "
+            "overrides. |") in page
     assert not re.search(r"\| `\w+` \| (yes|no) \|  \|", page)
 
 
