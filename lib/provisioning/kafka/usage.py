@@ -20,9 +20,11 @@ from typing import Any
 from kafka import TopicPartition
 from kafka import errors as Errors
 from kafka.admin import OffsetSpec
+from kafka.protocol.admin.cluster import DescribeLogDirsRequest
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.compat import send_to_node
 from schemas import USAGE_READ, column_names
 
 TOPIC, DISK = "topic", "disk"
@@ -116,12 +118,15 @@ def _log_dirs(admin: ClusterAdmin, brokers: Sequence[int]
     disks: list[dict[str, Any]] = []
     for broker in sorted(brokers):
         try:
-            answer = admin.client.describe_log_dirs(brokers=[broker])
+            # Every topic's partitions (topics null): kafka-python's describe_log_dirs
+            # would list them all first to name them.
+            answer = send_to_node(admin.client, broker, DescribeLogDirsRequest(topics=None),
+                                  use="DescribeLogDirs")
         except Errors.KafkaError as exc:
             disks.append({"broker": broker, "error": _error(exc)})
             replicas[None] = f"broker {broker} did not describe its log dirs"
             continue
-        for log_dir in (d for b in answer for d in b["log_dirs"]):
+        for log_dir in (r.to_dict() for r in answer.results):
             kafka_bytes = 0
             for topic in log_dir.get("topics") or ():
                 for p in topic["partitions"]:
