@@ -16,6 +16,7 @@ from schemas.acls import (
     BINDING_KEY,
 )
 from schemas.check import VIOLATIONS
+from schemas.inventory import DISKS, INVENTORY
 from schemas.tables import (
     ACL_BINDING_STRUCT,
     AUDIT,
@@ -54,7 +55,9 @@ __all__ = [
     "CONFIG_ENTRY",
     "CONFIG_OP",
     "DESIRED",
+    "DISKS",
     "DRIFT_ITEM",
+    "INVENTORY",
     "LIVE_READ",
     "LOCKS",
     "MANIFEST",

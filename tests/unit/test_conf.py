@@ -52,6 +52,8 @@ def test_minimal_conf_gets_defaults() -> None:
         snapshots="warehouse/topic_snapshots",
         locks="warehouse/provision_runs_locks",
         violations="warehouse/provision_runs_violations",
+        inventory="warehouse/provision_runs_inventory",
+        disks="warehouse/provision_runs_disks",
     )
     assert conf.section(AclsConf).snapshots == "warehouse/topic_snapshots_acls"
     assert conf.run.lock_ttl_seconds == 600

@@ -137,7 +137,8 @@ def _read_policies(r: Reader, node: Any, key: str) -> tuple[PolicySpec, ...]:
 # The keys every run shares; each kind's section declares its own (conf.section).
 _SHARED_KEYS = ("clusters", "tables", "kafka", "spark", "policies", "run", "maintenance",
                 "checks")
-_SHARED_TABLE_KEYS = ("manifests", "audit", "runs", "snapshots", "locks", "violations")
+_SHARED_TABLE_KEYS = ("manifests", "audit", "runs", "snapshots", "locks", "violations",
+                      "inventory", "disks")
 
 
 def sections() -> tuple[Section, ...]:
@@ -221,6 +222,8 @@ def _read_tables(r: Reader, node: Any, kind_keys: tuple[str, ...]
         snapshots=snapshots,
         locks=r.value(body, "tables", "locks", str, f"{runs}_locks"),
         violations=r.value(body, "tables", "violations", str, f"{runs}_violations"),
+        inventory=r.value(body, "tables", "inventory", str, f"{runs}_inventory"),
+        disks=r.value(body, "tables", "disks", str, f"{runs}_disks"),
     ), body
 
 

@@ -57,6 +57,9 @@ class TablesConf:
     locks: str = ""
     # `check`'s violations (schemas.VIOLATIONS).
     violations: str = ""
+    # `check`'s inventory of live topics and brokers' disks (schemas.INVENTORY, DISKS).
+    inventory: str = ""
+    disks: str = ""
 
 
 @dataclass(frozen=True)
