@@ -14,6 +14,17 @@ WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 70, 16, 14, 30
 
 
+def nice_top(value: float) -> float:
+    """The axis' top: four steps of 1, 2 or 5 times a power of ten, at or above `value`, so
+    every tick is a round, whole number."""
+    power = 1.0
+    while True:
+        for factor in (1, 2, 5):
+            if factor * power * 4 >= value:
+                return factor * power * 4
+        power *= 10
+
+
 def _ticks(top: float) -> list[float]:
     return [top * n / 4 for n in range(5)]
 
@@ -24,7 +35,7 @@ def line_chart(name: str, points: Sequence[tuple[str, int | None]],
     known = [v for _, v in points if v is not None]
     if not known:
         return f'<p class="muted">{esc(name)}: no data in the window.</p>'
-    top = max(max(known), 1)
+    top = nice_top(max(known))
     inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = inner_w / max(len(points) - 1, 1)
 
@@ -58,9 +69,9 @@ def line_chart(name: str, points: Sequence[tuple[str, int | None]],
         parts.append(f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3" '
                      f'data-x="{esc(x_label)}" data-y="{v}"><title>{esc(x_label)}: '
                      f"{esc(label(v))}</title></circle>")
-    for i in sorted({0, len(points) - 1}):
+    for i, anchor in sorted({0: "start", len(points) - 1: "end"}.items()):
         x, _ = xy(i, 0)
-        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="middle">'
+        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">'
                      f"{esc(points[i][0])}</text>")
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -82,11 +82,11 @@ def _read(spark: SparkSession, role: str, table: str) -> tuple[TableRead, DataFr
 
 
 def _window(runs: DataFrame, since_days: int) -> list[dt.date]:
-    newest = runs.agg(F.max("started_at").alias("newest")).first()
+    """The `since_days` days up to the newest run's (the session's time zone's days)."""
+    newest = runs.agg(F.max(F.to_date("started_at")).alias("newest")).first()
     if newest is None or newest["newest"] is None:
         return []
-    end = newest["newest"].astimezone(dt.UTC).date() if newest["newest"].tzinfo else \
-        newest["newest"].date()
+    end: dt.date = newest["newest"]
     return [end - dt.timedelta(days=n) for n in range(since_days - 1, -1, -1)]
 
 
@@ -114,8 +114,7 @@ def read_site(spark: SparkSession, conf: Conf, clusters: Sequence[str], since_da
     data.days = _window(runs, since_days)
     if not data.days:
         return data
-    start = dt.datetime.combine(data.days[0], dt.time(), tzinfo=dt.UTC)
-    in_window = runs.where(F.col("started_at") >= F.lit(start)).cache()
+    in_window = runs.where(F.to_date("started_at") >= F.lit(data.days[0])).cache()
     data.runs = rows(in_window.select(
         "run_id", "command", "status", "exit_code", "message", "started_at", "finished_at",
         "outcome_counts", F.transform("clusters", lambda c: c["cluster"]).alias("clusters"),

@@ -13,7 +13,7 @@ from typing import Any
 
 from provisioning import names
 from provisioning.views.kind import ViewKind, extensions_of, owner_of, view_kinds
-from provisioning.views.report import counts_text, error_text, phase_chains
+from provisioning.views.report import counts_text, phase_chains
 from provisioning.views.site.data import SiteData
 from provisioning.views.site.html import esc, link, page, run_file, table, tables_footer, when
 
@@ -101,14 +101,17 @@ def run_page(data: SiteData, run: Mapping[str, Any],
     groups = run_groups(rows)
     if not groups:
         body.append('<p class="muted">This run recorded no audit row.</p>')
-    for kind, chains in groups:
+    for kind, every in groups:
+        chains = [c for c in every if any(s["action"] != names.NOOP for s in c[0])]
         failing = sum(1 for steps, _ in chains if _chain_rank(steps) == 0)
         body.append(f'<h2 data-kind="{esc(kind.name)}">{esc(kind.title or kind.name)} '
                     f"({len(chains)}{f', {failing} failing' if failing else ''})</h2>")
+        if len(every) > len(chains):
+            body.append(f'<p class="unchanged">{len(every) - len(chains)} unchanged.</p>')
         body.append(table(("subject", "action", "outcome", "phases"), (
             [esc(kind.subject_text(steps[-1])), esc(steps[-1]["action"]),
-             f'<span class="{esc(steps[-1]["outcome"])}">{esc(steps[-1]["outcome"])}'
-             f"{esc(error_text(steps[-1]))}</span>", esc(chain)]
+             f'<span class="{esc(steps[-1]["outcome"])}">{esc(steps[-1]["outcome"])}</span>',
+             esc(chain)]
             for steps, chain in chains), css="changes"))
     return page(run_file(run["run_id"]), f"Run {run['run_id']}", "".join(body),
                 tables_footer(data.tables, ROLES))

@@ -102,7 +102,7 @@ def topics_index(data: SiteData) -> str:
             'autocomplete="off"></p><p id="shown" class="muted"></p>'
             "<noscript><p>The search needs JavaScript; every topic has a page under "
             "topics/.</p></noscript>"
-            '<table><thead><tr><th>cluster</th><th>topic</th><th>size</th>'
+            '<table class="search"><thead><tr><th>cluster</th><th>topic</th><th>size</th>'
             '<th>partitions</th><th>open findings</th></tr></thead>'
             '<tbody id="matches"></tbody></table>\n')
     return page("topics/index.html", "Topics", body + '<script src="index.js"></script>\n'
