@@ -47,7 +47,7 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         raise click.UsageError(f"report takes one of {every}; got {' and '.join(given)}")
     for view in views:
         for extra in view.extras:
-            if site and extra.argument == "since_days":
+            if site and extra.argument == "since":
                 continue  # --since narrows the site's window too
             if values.get(extra.argument) is not None and view not in chosen:
                 raise click.UsageError(f"{extra.option} goes with {view.option.option}")
@@ -65,7 +65,7 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
                 payload = build_site(
                     spark, cmd.conf, Path(site),
                     [c.name for c in select_clusters(cmd.conf, clusters)],
-                    values.get("since_days") or SITE_DAYS,
+                    values.get("since") or SITE_DAYS,
                     cmd.conf.tables.inventory, cmd.conf.tables.disks)
             return Outcome(0, payload, lambda: [
                 f"site written to {payload['site']}: {payload['files']} files "
