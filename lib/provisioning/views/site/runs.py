@@ -20,6 +20,8 @@ from provisioning.views.site.html import esc, link, page, run_file, table, table
 # The outcomes a subject's chain is listed first for.
 TROUBLE = (names.FAILED, names.UNKNOWN, names.REJECTED, names.BLOCKED)
 ROLES = ("runs", "audit")
+# Subjects a run page lists per kind (failures first); the rest are counted.
+LISTED = 1000
 
 
 def kind_of(row: Mapping[str, Any]) -> ViewKind:
@@ -112,7 +114,10 @@ def run_page(data: SiteData, run: Mapping[str, Any],
             [esc(kind.subject_text(steps[-1])), esc(steps[-1]["action"]),
              f'<span class="{esc(steps[-1]["outcome"])}">{esc(steps[-1]["outcome"])}</span>',
              esc(chain)]
-            for steps, chain in chains), css="changes"))
+            for steps, chain in chains[:LISTED]), css="changes"))
+        if len(chains) > LISTED:
+            body.append(f'<p class="more">{len(chains) - LISTED} more not listed: '
+                        f"<code>report --run-id {esc(run['run_id'])}</code> lists them.</p>")
     return page(run_file(run["run_id"]), f"Run {run['run_id']}", "".join(body),
                 tables_footer(data.tables, ROLES))
 
