@@ -126,7 +126,8 @@ print(json.dumps({
     "operators": {t.task_id: type(t).__name__ for t in dag.tasks} if dag else None,
     "plan_args": dag.get_task("plan").application_args if dag else None,
     "apply_args": dag.get_task("apply").application_args if dag else None,
-    "site": [dag.get_task("site").application_args, str(dag.get_task("site").trigger_rule)]
+    "site": [dag.get_task("site").application_args,
+             getattr(dag.get_task("site").trigger_rule, "value", None)]
             if dag and "site" in dag.task_ids else None,
     "verdicts": verdicts,
 }))
