@@ -109,7 +109,8 @@ test-integration: setup
 # topicctl peer; plus the plan-only scale test, the pipelining measurement, 1,000 ACL
 # bindings batched against one request per binding, 1,000 client quotas set and removed
 # batched against one request per entity, and what one audit append costs with and
-# without Delta's transaction id; results under bench/results/ (BENCHMARKS.md).
+# without Delta's transaction id, and `report --site` over 10,000 topics and 30 days of
+# daily runs; results under bench/results/ (BENCHMARKS.md).
 TOPICCTL ?=
 bench: setup
 	$(PY) bench/run.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
@@ -117,6 +118,7 @@ bench: setup
 	$(PY) bench/acl_batch.py --out bench/results/acl_batch.json
 	$(PY) bench/quota_batch.py --out bench/results/quota_batch.json
 	./spark-submit.sh bench/delta_append.py --out bench/results/delta_append.json
+	$(PY) bench/site_scale.py --out bench/results/site_scale.json
 
 # The conf's JSON Schema, generated from its models (tests/unit/test_conf_schema.py fails
 # when the file in the repo is not what they make).

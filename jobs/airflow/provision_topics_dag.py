@@ -1,6 +1,6 @@
 """Example Airflow DAG: plan, decide, then apply exactly the plan that was made.
 
-    plan ──► anything_to_apply ──► apply
+    plan ──► anything_to_apply ──► apply [──► site]
 
 - `plan` runs `provision_topics.py plan --out PLAN_FILE` with SparkSubmitOperator.
   Any non-zero exit fails the task, and the apply never runs: 1 means some topics
@@ -14,6 +14,10 @@
 - `apply` runs `provision_topics.py apply --plan PLAN_FILE`: the job plans again
   and exits 2 before any request reaches Kafka if the fresh plan differs from the
   saved one (the manifests, the conf or the cluster changed in between).
+- `site` (only when PROVISIONING_SITE_DIR is set) runs `provision_topics.py report
+  --site DIR` once the apply is done or skipped: the audit as a static site, made from
+  the tables. It does not run after a failed plan or apply (the DAG run fails; the next
+  run's site shows that run).
 
 Deployment settings come from the environment of the scheduler and workers, read
 when the DAG file is parsed (this file needs nothing but Airflow, the Spark
@@ -37,6 +41,8 @@ provider and the standard library):
   (replica moves; a move still running when the apply stops waiting is finished by the
   next DAG run's apply).
 - PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.
+- PROVISIONING_SITE_DIR (unset: no site task): where `report --site` writes the site, on
+  storage the driver writes and a web server or a sync job reads.
 
 SASL credentials reach the job as the environment variables its conf names
 (`sasl_username_env`, `sasl_password_env`): set them in the worker's
@@ -72,6 +78,7 @@ ALLOW_DELETES = os.environ.get("PROVISIONING_ALLOW_DELETES", "false").lower() ==
 ALLOW_ALTER = os.environ.get("PROVISIONING_ALLOW_ALTER", "false").lower() == "true"
 ALLOW_REASSIGN = os.environ.get("PROVISIONING_ALLOW_REASSIGN", "false").lower() == "true"
 SCHEDULE = os.environ.get("PROVISIONING_SCHEDULE") or None
+SITE_DIR = os.environ.get("PROVISIONING_SITE_DIR") or None
 
 SPARK_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -117,7 +124,7 @@ def _should_apply(plan_file: str, allow_deletes: bool, allow_alter: bool,
     return go
 
 
-def _submit(task_id: str, args: list[str]) -> SparkSubmitOperator:
+def _submit(task_id: str, args: list[str], **kwargs: Any) -> SparkSubmitOperator:
     return SparkSubmitOperator(
         task_id=task_id,
         conn_id=SPARK_CONN_ID,
@@ -132,6 +139,7 @@ def _submit(task_id: str, args: list[str]) -> SparkSubmitOperator:
         # The job records its own outcome per topic; a blind retry of a whole apply
         # would only repeat a refusal (or, for `plan`, hide it).
         retries=0,
+        **kwargs,
     )
 
 
@@ -150,9 +158,16 @@ with DAG(
         task_id="anything_to_apply",
         python_callable=_should_apply,
         op_args=[PLAN_FILE, ALLOW_DELETES, ALLOW_ALTER, ALLOW_REASSIGN],
+        # Skips the apply only: the site task after it decides by its own trigger rule.
+        ignore_downstream_trigger_rules=False,
     )
     apply = _submit("apply", ["apply", "--conf", CONF, "--plan", PLAN_FILE, "--json",
                               *(["--allow-deletes"] if ALLOW_DELETES else []),
                               *(["--allow-alter"] if ALLOW_ALTER else []),
                               *(["--allow-reassign"] if ALLOW_REASSIGN else [])])
     plan >> anything_to_apply >> apply
+    if SITE_DIR:
+        # After an apply that ran or was skipped; not after a failure upstream.
+        site = _submit("site", ["report", "--conf", CONF, "--site", SITE_DIR, "--json"],
+                       trigger_rule="none_failed")
+        apply >> site

@@ -126,6 +126,9 @@ print(json.dumps({
     "operators": {t.task_id: type(t).__name__ for t in dag.tasks} if dag else None,
     "plan_args": dag.get_task("plan").application_args if dag else None,
     "apply_args": dag.get_task("apply").application_args if dag else None,
+    "site": [dag.get_task("site").application_args,
+             getattr(dag.get_task("site").trigger_rule, "value", None)]
+            if dag and "site" in dag.task_ids else None,
     "verdicts": verdicts,
 }))
 """
@@ -184,6 +187,7 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
                       "--json"],
         "apply_args": ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file,
                        "--json"],
+        "site": None,
         "verdicts": {
             "creates": [True, "applying 1 create (plan digest 0123456789ab)"],
             "failed plan": [False, "the plan exited 1: some topics need a person (see the "
@@ -199,6 +203,22 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
             "missing": [False, f"no saved plan at {tmp_path / 'missing.json'}"],
         },
     }
+
+
+def test_the_site_task_is_last_and_only_when_a_site_dir_is_set(airflow_python: str,
+                                                              tmp_path: Path) -> None:
+    env = {**airflow_env(tmp_path, tmp_path / "conf.yaml", tmp_path / "plans"),
+           "PROVISIONING_SITE_DIR": str(tmp_path / "site")}
+    done = subprocess.run([airflow_python, "-c", _PARSE, env["AIRFLOW__CORE__DAGS_FOLDER"],
+                           "[]"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (doc["tasks"], doc["operators"]["site"], doc["site"]) == (
+        {"plan": ["anything_to_apply"], "anything_to_apply": ["apply"], "apply": ["site"],
+         "site": []},
+        "SparkSubmitOperator",
+        [["report", "--conf", str(tmp_path / "conf.yaml"), "--site", str(tmp_path / "site"),
+          "--json"], "none_failed"])
 
 
 def _state(bootstrap: str) -> dict[str, dict[str, Any]]:
@@ -232,7 +252,8 @@ def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse, extra={
         "policies": {"create": [{"name": "partitions_range", "max": 8}]}})
     plan_dir = tmp_path / "plans"
-    env = airflow_env(tmp_path, conf, plan_dir)
+    site = tmp_path / "site"
+    env = {**airflow_env(tmp_path, conf, plan_dir), "PROVISIONING_SITE_DIR": str(site)}
     assert _state(kafka.bootstrap_servers) == {}
 
     migrated = airflow(airflow_python, env, "db", "migrate")
@@ -250,6 +271,12 @@ def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
     assert [(c, s, e) for _, c, s, e, _ in runs] == [("plan", "succeeded", 0),
                                                      ("apply", "succeeded", 0)]
     (plan_id, *_, plan_args), (apply_id, *_, apply_args) = runs
+    # The site task ran last: a page for each run.
+    from provisioning.views.site.html import run_file
+
+    assert sorted(p.relative_to(site).as_posix() for p in (site / "runs").glob("*")) == \
+        sorted(["runs/index.html", run_file(plan_id), run_file(apply_id)])
+    first_site = {p: p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
     saved = sorted((plan_dir / "provision_topics").glob("*.json"))
     assert [str(p) for p in saved] == [plan_args["out"]] == [apply_args["plan"]]
     plan_doc = json.loads(saved[0].read_text())
@@ -283,6 +310,8 @@ def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
     second = airflow(airflow_python, env, "dags", "test", "provision_topics")
     assert second.returncode != 0
     assert "DagRun failed" in second.stdout + second.stderr
+    # No site after a failed plan: the site is as the first DAG run left it.
+    assert {p: p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()} == first_site
     assert _state(kafka.bootstrap_servers) == {
         "af.orders": {"partitions": 3, "replication_factor": 1,
                       "configs": {"retention.ms": "3600000"}},

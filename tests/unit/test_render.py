@@ -360,7 +360,7 @@ def test_report_violations_payload_renders_as_the_trend() -> None:
 
 @pytest.mark.parametrize(("options", "message"), [
     (["--drift", "--violations"],
-     "report takes one of --run-id, --topic, --drift, --unmanaged, --violations, "
+     "report takes one of --run-id, --site, --topic, --drift, --unmanaged, --violations, "
      "--unmanaged-acls, --orphaned-acls, --reassignments, --unmanaged-quotas; got --drift "
      "and --violations"),
     (["--since", "7"], "--since goes with --violations"),

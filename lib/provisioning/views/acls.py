@@ -187,6 +187,7 @@ def render_acl_view(payload: Mapping[str, Any], kind: str) -> list[str]:
 
 class AclsView(ViewKind):
     name = "acls"
+    title = "ACL bindings"
     section = AclSection()
     report_columns = ("acl", "note")
 

@@ -84,6 +84,8 @@ class ViewKind(ABC):
     """One kind's part of the views room."""
 
     name: ClassVar[str]
+    # How pages and headings name the kind's subjects, in the plural.
+    title: ClassVar[str] = ""
     # The kind whose rows this one extends (its rows show in that kind's listing).
     extends: ClassVar[str | None] = None
     # The plan actions of its rows, and how each shows; an extending kind's outcomes and

@@ -224,6 +224,7 @@ def render_unmanaged_quotas(payload: Mapping[str, Any]) -> list[str]:
 
 class QuotasView(ViewKind):
     name = "quotas"
+    title = "client quotas"
     section = QuotaSection()
     report_columns = ("quota",)
 

@@ -93,6 +93,7 @@ def render_reassignments(payload: Mapping[str, Any]) -> list[str]:
 
 class ReassignView(ViewKind):
     name = "reassign"
+    title = "replica moves"
     extends = "topics"
     actions: ClassVar[Mapping[str, ActionStyle]] = {
         move_names.REASSIGN: ActionStyle(">", "to reassign", "Reassign (replica moves)",

@@ -16,6 +16,7 @@ from provisioning.views.topics.text import ACTIONS, NAME, topics_text
 
 class TopicsView(ViewKind):
     name = NAME
+    title = "topics"
     actions = ACTIONS
     section = TopicsSection()
 

@@ -1,0 +1,131 @@
+"""The site's run pages: the recent runs, and each run's changes grouped by kind (its
+subjects' chains of phases, failures first).
+
+A row's kind is the kind that owns it (`views.kind.owner_of`), or the kind extending that
+one whose actions it carries (`views.kind.extensions_of`): the kinds are found through the
+registry, never named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from provisioning import names
+from provisioning.views.kind import ViewKind, extensions_of, owner_of, view_kinds
+from provisioning.views.report import counts_text, phase_chains
+from provisioning.views.site.data import SiteData
+from provisioning.views.site.html import esc, link, page, run_file, table, tables_footer, when
+
+# The outcomes a subject's chain is listed first for.
+TROUBLE = (names.FAILED, names.UNKNOWN, names.REJECTED, names.BLOCKED)
+ROLES = ("runs", "audit")
+# Subjects a run page lists per kind (failures first); the rest are counted.
+LISTED = 1000
+
+
+def kind_of(row: Mapping[str, Any]) -> ViewKind:
+    """The kind an audit row shows under: its owner, or the extending kind of its action."""
+    owner = owner_of(row)
+    return next((k for k in extensions_of(owner.name) if row.get("action") in k.actions),
+                owner)
+
+
+def duration(run: Mapping[str, Any]) -> str:
+    if run.get("started_at") is None or run.get("finished_at") is None:
+        return "-"
+    seconds = (run["finished_at"] - run["started_at"]).total_seconds()
+    return f"{seconds:.1f} s"
+
+
+def runs_index(data: SiteData) -> str:
+    """runs/index.html: every run of the window, newest first."""
+    body = [f"<p>{len(data.runs)} run(s) from {esc(data.days[0] if data.days else '-')} "
+            f"to {esc(data.days[-1] if data.days else '-')}.</p>"]
+    body.append(table(
+        ("run", "command", "status", "exit", "started", "duration", "clusters", "outcomes"),
+        ([link(run_file(r["run_id"]).removeprefix("runs/"), r["run_id"]), esc(r["command"]),
+          f'<span class="{esc(r["status"])}">{esc(r["status"])}</span>',
+          esc(r["exit_code"]), esc(when(r["started_at"])), esc(duration(r)),
+          esc(", ".join(r["clusters"] or [])), esc(counts_text(_counts(r)))]
+         for r in data.runs), numeric=(3,)))
+    return page("runs/index.html", "Runs", "".join(body), tables_footer(data.tables, ROLES))
+
+
+def _counts(run: Mapping[str, Any]) -> dict[str, int]:
+    counts = run.get("outcome_counts") or {}
+    return dict(counts.items()) if isinstance(counts, Mapping) else dict(counts)
+
+
+def _chain_rank(steps: Sequence[Mapping[str, Any]]) -> int:
+    return 0 if steps[-1]["outcome"] in TROUBLE else 1
+
+
+def run_groups(rows: Sequence[Mapping[str, Any]]
+               ) -> list[tuple[ViewKind, list[tuple[list[Mapping[str, Any]], str]]]]:
+    """A run's audit rows as each kind's chains (registry order), failures first, then by
+    subject."""
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_kind.setdefault(kind_of(r).name, []).append(r)
+    groups = []
+    for kind in view_kinds():
+        found = by_kind.get(kind.name)
+        if not found:
+            continue
+        ordered = sorted(found, key=_row_order)
+        chains = sorted(phase_chains(ordered),
+                        key=lambda c: (_chain_rank(c[0]), kind.subject_text(c[0][-1])))
+        groups.append((kind, chains))
+    return groups
+
+
+_PHASES = (names.PLAN, names.VALIDATE, names.APPLY, names.VERIFY)
+
+
+def _row_order(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    phase = _PHASES.index(r["phase"]) if r["phase"] in _PHASES else len(_PHASES)
+    return (r.get("recorded_at") is None, r.get("recorded_at"), phase, r["phase"])
+
+
+def run_page(data: SiteData, run: Mapping[str, Any],
+             rows: Sequence[Mapping[str, Any]]) -> str:
+    """One run: its row, then its changes grouped by kind."""
+    body = [table(("command", "status", "exit", "started", "finished", "duration",
+                   "clusters", "outcomes"),
+                  [[esc(run["command"]), f'<span class="{esc(run["status"])}">'
+                    f'{esc(run["status"])}</span>', esc(run["exit_code"]),
+                    esc(when(run["started_at"])), esc(when(run["finished_at"])),
+                    esc(duration(run)), esc(", ".join(run["clusters"] or [])),
+                    esc(counts_text(_counts(run)))]])]
+    if run.get("message"):
+        body.append(f"<p>{esc(run['message'])}</p>")
+    groups = run_groups(rows)
+    if not groups:
+        body.append('<p class="muted">This run recorded no audit row.</p>')
+    for kind, every in groups:
+        chains = [c for c in every if any(s["action"] != names.NOOP for s in c[0])]
+        failing = sum(1 for steps, _ in chains if _chain_rank(steps) == 0)
+        body.append(f'<h2 data-kind="{esc(kind.name)}">{esc(kind.title or kind.name)} '
+                    f"({len(chains)}{f', {failing} failing' if failing else ''})</h2>")
+        if len(every) > len(chains):
+            body.append(f'<p class="unchanged">{len(every) - len(chains)} unchanged.</p>')
+        body.append(table(("subject", "action", "outcome", "phases"), (
+            [esc(kind.subject_text(steps[-1])), esc(steps[-1]["action"]),
+             f'<span class="{esc(steps[-1]["outcome"])}">{esc(steps[-1]["outcome"])}</span>',
+             esc(chain)]
+            for steps, chain in chains[:LISTED]), css="changes"))
+        if len(chains) > LISTED:
+            body.append(f'<p class="more">{len(chains) - LISTED} more not listed: '
+                        f"<code>report --run-id {esc(run['run_id'])}</code> lists them.</p>")
+    return page(run_file(run["run_id"]), f"Run {run['run_id']}", "".join(body),
+                tables_footer(data.tables, ROLES))
+
+
+def run_pages(data: SiteData) -> dict[str, str]:
+    """Every run's page, by path."""
+    of_run: dict[str, list[Mapping[str, Any]]] = {}
+    for r in data.audit:
+        of_run.setdefault(r["run_id"], []).append(r)
+    return {run_file(r["run_id"]): run_page(data, r, of_run.get(r["run_id"], []))
+            for r in data.runs}
