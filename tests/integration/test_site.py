@@ -7,7 +7,6 @@ the same, byte for byte."""
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import http.server
 import json
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from schemas import DISKS, INVENTORY
+from provisioning.views.site.html import size as size_text
 from tests.helpers import REPO, run_cli, write_conf, write_manifest_table
 from tests.support.devkafka import KafkaCluster
 
@@ -29,8 +28,9 @@ HOUR = "3600000"
 POLICIES = {"create": [{"name": "required_configs",
                         "configs": {"retention.ms": f"^{HOUR}$"}}]}
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-# The sizes the inventory rows give each topic at the first and second check.
-SIZES = {"site.orders": (1000, 1500), "site.events-audit": (0, 0), "site.payments": (200, 700)}
+# Records written before the first check and between the two (site.events-audit stays
+# empty).
+WRITTEN = ({"site.orders": 30, "site.payments": 5}, {"site.orders": 20, "site.payments": 10})
 PARTITIONS = {"site.orders": 3, "site.events-audit": 1, "site.payments": 2}
 CREATED = "plan planned -> validate validated -> apply created -> verify created"
 
@@ -84,22 +84,18 @@ def _manifest(spark: Any, table: Path, with_payments: bool) -> None:
     write_manifest_table(spark, table, [{**r, "state": "present"} for r in rows])
 
 
-def _inventory(spark: Any, warehouse: Path, run_id: str, at: dt.datetime, n: int) -> None:
-    """What `check` records of its inventory (written here until check writes it)."""
-    rows = [{"run_id": run_id, "cluster": "local", "topic": topic,
-             "partitions": PARTITIONS[topic],
-             "replication_factor": 1, "size_bytes": sizes[n], "stored_bytes": sizes[n],
-             "records": sizes[n] // 100, "last_write_at": at if sizes[n] else None,
-             "consumer_groups": [], "broker_bytes": {1: sizes[n]}, "retention_ms": 3600000,
-             "retention_bytes": -1, "checked_at": at} for topic, sizes in SIZES.items()]
-    spark.createDataFrame(rows, INVENTORY).write.format("delta").mode("append").save(
-        str(warehouse / "provision_runs_inventory"))
-    disks = [{"run_id": run_id, "cluster": "local", "broker": 1, "log_dir": "/data/kafka",
-              "total_bytes": 100 * 2**30, "usable_bytes": 60 * 2**30,
-              "used_bytes": 40 * 2**30, "kafka_bytes": 2200, "error": None,
-              "checked_at": at}]
-    spark.createDataFrame(disks, DISKS).write.format("delta").mode("append").save(
-        str(warehouse / "provision_runs_disks"))
+def _produce(bootstrap: str, counts: dict[str, int]) -> None:
+    """`counts[topic]` records of 100 bytes into each topic, spread over its partitions."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        for topic, n in counts.items():
+            for i in range(n):
+                producer.send(topic, b"x" * 100, partition=i % PARTITIONS[topic])
+        producer.flush()
+    finally:
+        producer.close()
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -158,8 +154,9 @@ def test_the_site_shows_the_runs_and_is_the_same_when_made_again(
 
     warehouse = tmp_path / "wh"
     _manifest(spark, warehouse / "desired_topics", with_payments=False)
+    # How full the disk is is the machine's: no disk rule here.
     conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse,
-                      extra={"policies": POLICIES})
+                      extra={"policies": POLICIES, "checks": {"disk_used_ratio": 1}})
 
     def cli(*args: str) -> Any:
         done = run_cli([*args, "--conf", str(conf), "--json"], remote=connect_server.address)
@@ -178,11 +175,18 @@ def test_the_site_shows_the_runs_and_is_the_same_when_made_again(
         admin.close()
     _manifest(spark, warehouse / "desired_topics", with_payments=True)
     second = cli("apply")
-    checks = [cli("check"), cli("check")]
+    checks = []
+    for written in WRITTEN:
+        _produce(broker.bootstrap_servers, written)
+        checks.append(cli("check"))
     runs = {r["run_id"]: r for r in spark.read.format("delta").load(
         str(warehouse / "provision_runs")).collect()}
-    for n, check in enumerate(checks):
-        _inventory(spark, warehouse, check["run_id"], runs[check["run_id"]]["started_at"], n)
+    # What the last check measured, as the site must show it.
+    measured = {r["topic"]: r for r in spark.read.format("delta").load(
+        str(warehouse / "provision_runs_inventory"))
+        .where(f"run_id = '{checks[1]['run_id']}'").collect()}
+    assert {t: r["records"] for t, r in measured.items()} == {
+        "site.orders": 50, "site.payments": 15, "site.events-audit": 0}
 
     site = tmp_path / "site"
     made = run_cli(["report", "--conf", str(conf), "--site", str(site), "--since", "3",
@@ -196,7 +200,7 @@ def test_the_site_shows_the_runs_and_is_the_same_when_made_again(
     assert browser.find_element(By.CSS_SELECTOR, "section.cluster h2").text == "Cluster local"
     assert _points(browser, "findings per day: local") == [(today, str(findings))]
     assert _points(browser, "bytes per day: local") == [
-        (today, str(sum(s[1] for s in SIZES.values())))]
+        (today, str(sum(r["size_bytes"] for r in measured.values())))]
     screenshot = tmp_path / "overview.png"
     browser.save_screenshot(str(screenshot))
     print(f"site overview screenshot: {screenshot}")
@@ -229,13 +233,15 @@ def test_the_site_shows_the_runs_and_is_the_same_when_made_again(
     _open(browser, site / "topics" / "index.html")
     box = browser.find_element(By.ID, "search")
     box.send_keys("paym")
-    assert _cells(browser, "table.search") == [["local", "site.payments", "700 B", "2", "0"]]
+    payments = measured["site.payments"]["size_bytes"]
+    assert _cells(browser, "table.search") == [
+        ["local", "site.payments", size_text(payments), "2", "0"]]
     browser.find_element(By.LINK_TEXT, "site.payments").click()
     assert browser.find_element(By.TAG_NAME, "h1").text == "Topic site.payments"
     assert [r[1:] for r in _cells(browser, "table.history")] == [
         [f"{second['run_id']} (apply)", "CREATE", CREATED]]
-    assert _points(browser, "size per day") == [(today, "700")]
-    assert _points(browser, "records per day") == [(today, "7")]
+    assert _points(browser, "size per day") == [(today, str(payments))]
+    assert _points(browser, "records per day") == [(today, "15")]
 
     _open(browser, site / "findings.html")
     since = runs[checks[0]["run_id"]]["started_at"].strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -254,7 +260,8 @@ def test_the_site_shows_the_runs_and_is_the_same_when_made_again(
         browser.get(base + "/topics/index.html")
         browser.find_element(By.ID, "search").send_keys("local/site.ord")
         assert _cells(browser, "table.search") == [
-            ["local", "site.orders", "1.5 KiB", "3", "0"]]
+            ["local", "site.orders", size_text(measured["site.orders"]["size_bytes"]), "3",
+             "0"]]
         browser.find_element(By.LINK_TEXT, "site.orders").click()
         assert browser.find_element(By.TAG_NAME, "h1").text == "Topic site.orders"
         _assert_quiet_and_inside(browser, base)
