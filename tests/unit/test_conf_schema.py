@@ -80,13 +80,15 @@ def test_the_keys_another_branch_reads_are_in_the_schema_with_their_defaults() -
 
 
 def _readme_fragments() -> Iterator[tuple[str, dict[str, Any]]]:
-    """The README's conf examples: YAML mappings whose keys are all conf keys."""
+    """The conf examples of the README and the docs' pages: YAML mappings whose keys are
+    all conf keys."""
     keys = set(conf_schema()["properties"])
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    for i, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)):
-        data = yaml.safe_load(block)
-        if isinstance(data, dict) and set(data) <= keys:
-            yield f"README.md yaml block {i}", data
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("**/*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for i, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)):
+            data = yaml.safe_load(block)
+            if isinstance(data, dict) and set(data) <= keys:
+                yield f"{page.relative_to(REPO)} yaml block {i}", data
 
 
 def _confs_in_the_repo() -> Iterator[tuple[str, Any]]:
