@@ -1,6 +1,6 @@
 """The ACL bindings' section of the conf: `acls`, the ACL tables (`tables.acl_manifests`,
 `tables.acl_snapshots`) and `policies.acl`, with the checks of the ACL policies'
-parameter blocks."""
+parameter blocks; and the row of an ACL manifest file."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ try:  # the loader's side only (conf.model says why)
     from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, Positive, TableList, Text, as_string_list
+    from provisioning.conf.manifests import Force
+    from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -107,6 +109,48 @@ ACL_PARAMETER_CHECKS: dict[str, Check] = {
     "principal_pattern": check_principal_pattern,
     "custom": check_custom,
 }
+def _operations(v: Any) -> Any:
+    if isinstance(v, str):
+        return [v]
+    if v is not None and not (isinstance(v, list) and all(isinstance(o, str) for o in v)):
+        raise ValueError("expected a list of operation names")
+    return v
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    Operations = Annotated[list[str] | None, BeforeValidator(_operations), WithJsonSchema(
+        {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}},
+                   {"type": "null"}]})]
+
+
+@dataclass(frozen=True)
+class AclManifestRow:
+    """One binding of an ACL manifest file (the columns of schemas.ACL_MANIFEST)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    principal: Annotated[Cell, Field(description="Who is granted: Type:name (e.g. "
+                                     "User:orders-app).")] = None
+    host: Annotated[Cell, Field(description="The host it is granted from (left out: any, "
+                                "`*`).")] = None
+    resource_type: Annotated[Cell, Field(description="TOPIC, GROUP, CLUSTER, "
+                                         "TRANSACTIONAL_ID or DELEGATION_TOKEN.")] = None
+    resource_name: Annotated[Cell, Field(description="The resource's name (or prefix).")
+                             ] = None
+    pattern_type: Annotated[Cell, Field(description="LITERAL or PREFIXED (left out: "
+                                        "LITERAL).")] = None
+    operations: Annotated[Operations, Field(description="The operations granted (one "
+                                            "binding each), a name or a list.")] = None
+    permission: Annotated[Cell, Field(description="ALLOW or DENY (left out: ALLOW).")
+                          ] = None
+    state: Annotated[Cell, Field(description="`present` (left out: present) or `absent` "
+                                 "(revoked with revokes allowed).")] = None
+    owner: Annotated[Cell, Field(description="The team that owns the binding.")] = None
+    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                  "row.")] = None
+
+
 class AclsSection(Section):
     kind = "acls"
     key_models: ClassVar[Mapping[str, type]] = {"acls": AclsKeys}
@@ -114,6 +158,7 @@ class AclsSection(Section):
     tables_model = AclTables
     table_keys = ("acl_manifests", "acl_snapshots")
     policy_keys = ("acl",)
+    manifest_row = AclManifestRow
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {"acl": ACL_PARAMETER_CHECKS}
 
     def build(self, given: Given) -> AclsConf:

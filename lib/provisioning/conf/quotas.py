@@ -1,6 +1,6 @@
 """The client quotas' section of the conf (KIP-546): `quotas`, the quota tables
 (`tables.quota_manifests`, `tables.quota_snapshots`) and `policies.quota`, with the checks of
-the quota policies' parameter blocks."""
+the quota policies' parameter blocks; and the row of a quota manifest file."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from provisioning.conf.section import Given, Section
 from provisioning.names.quotas import KEYS, UNMANAGED_QUOTA
 
 try:  # the loader's side only (conf.model says why)
-    from pydantic import Field
+    from pydantic import BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, Positive, TableList, Text
+    from provisioning.conf.manifests import Force
+    from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -97,6 +99,56 @@ QUOTA_PARAMETER_CHECKS: dict[str, Check] = {
     "quota_range": check_quota_range,
     "custom": check_custom,
 }
+def _quota_map(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError("expected a mapping of quota key -> number")
+    return {str(k): x for k, x in v.items()}
+
+
+def _quota_value(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+        raise ValueError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    QuotaValues = Annotated[
+        dict[str, Annotated[float, BeforeValidator(_quota_value)]] | None,
+        BeforeValidator(_quota_map),
+        WithJsonSchema({"type": ["object", "null"], "additionalProperties": {"type": "number"}})]
+
+
+@dataclass(frozen=True)
+class QuotaManifestRow:
+    """One entity's quotas in a quota manifest file (the columns of
+    schemas.quotas.QUOTA_MANIFEST)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    entity_user: Annotated[Cell, Field(description="The entity's user (`<default>`: the "
+                                       "default user; left out: not part of the entity).")
+                           ] = None
+    entity_client_id: Annotated[Cell, Field(
+        description="The entity's client id (`<default>`: the default client id; left out: "
+                    "not part of the entity).")] = None
+    entity_ip: Annotated[Cell, Field(description="The entity's IP address (`<default>`: the "
+                                     "default IP; left out: not part of the entity).")
+                         ] = None
+    quotas: Annotated[QuotaValues, Field(
+        description="quota key -> value: producer_byte_rate, consumer_byte_rate, "
+                    "request_percentage, controller_mutation_rate (user and client-id "
+                    "entities), connection_creation_rate (ip entities).")] = None
+    state: Annotated[Cell, Field(description="`present` (left out: present) or `absent`: "
+                                 "removes the keys it lists, or every key when it lists "
+                                 "none.")] = None
+    owner: Annotated[Cell, Field(description="The team that owns the quotas.")] = None
+    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                  "row.")] = None
+
+
 class QuotasSection(Section):
     kind = "quotas"
     key_models: ClassVar[Mapping[str, type]] = {"quotas": QuotasKeys}
@@ -107,6 +159,7 @@ class QuotasSection(Section):
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
         "quota": QUOTA_PARAMETER_CHECKS}
     check_rules = (UNMANAGED_QUOTA,)
+    manifest_row = QuotaManifestRow
 
     def build(self, given: Given) -> QuotasConf:
         tables: QuotaTables = given.tables

@@ -7,7 +7,8 @@ its mapping), its keys of `tables` (the fields of `tables_model`) and its lists 
 `policies` (each policy block checked with the section's `policy_checks`). Pydantic reads
 the file against that model; the section then makes its value from what was read
 (`build`), adding the problems no single key shows. The value lands in `Conf.sections`,
-read back typed with `Conf.section(ItsClass)`.
+read back typed with `Conf.section(ItsClass)`. A kind with manifest files names the
+model of their rows (`manifest_row`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class Section(ABC):
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {}
     # The rules of the kind's `check` findings (`checks.severity` may set theirs).
     check_rules: ClassVar[tuple[str, ...]] = ()
+    # The data class of a row of its manifest files (`conf.manifests`; None: it has none),
+    # its fields the columns of its manifest table.
+    manifest_row: ClassVar[type | None] = None
 
     @abstractmethod
     def build(self, given: Given) -> object:

@@ -1,6 +1,6 @@
 """The topics' section of the conf: deletes, alters and the create, delete and alter
 policies (`policies.create`, `policies.delete`, `policies.alter`), with the checks of
-their parameter blocks."""
+their parameter blocks; and the row of a topic manifest file."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from provisioning.conf.section import Given, Section
 from provisioning.names import ALWAYS_PROTECTED, CHECK_RULES
 
 try:  # the loader's side only (conf.model says why)
-    from pydantic import Field
+    from pydantic import BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, StringList
+    from provisioning.conf.manifests import Force, Integer, Text
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -152,12 +153,75 @@ DELETE_CHECKS: dict[str, Check] = {
 }
 
 
+# -- a row of a topic manifest file (the columns of schemas.MANIFEST) --------------------
+
+def _configs(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError("expected a mapping of config name -> value")
+    # Kafka configs are strings on the wire; YAML may have read 604800000 as a number.
+    return {str(k): _config_text(x) for k, x in v.items()}
+
+
+def _config_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _assignment(v: Any) -> Any:
+    if v is None:
+        return None
+    try:
+        return {int(k): [int(b) for b in brokers] for k, brokers in v.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError("expected partition -> [broker ids]") from None
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    Configs = Annotated[dict[str, str | None] | None, BeforeValidator(_configs), WithJsonSchema(
+        {"type": ["object", "null"],
+         "additionalProperties": {"type": ["string", "number", "boolean", "null"]}})]
+    # YAML reads `0:` as an integer key, JSON writes "0": both are partition numbers.
+    Assignment = Annotated[dict[int, list[int]] | None, BeforeValidator(_assignment),
+                           WithJsonSchema({"type": ["object", "null"], "additionalProperties": {
+                               "type": "array", "items": {"type": "integer"}}})]
+
+
+@dataclass(frozen=True)
+class TopicManifestRow:
+    """One topic of a manifest file: the topic a cluster should have (or not have)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Text, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    topic: Annotated[Text, Field(description="The topic's name.")] = None
+    state: Annotated[Text, Field(description="`present` (left out: present) or `absent` "
+                                 "(deleted with deletes allowed).")] = None
+    partitions: Annotated[Integer, Field(description="The partition count (left out: the "
+                                         "broker's default).")] = None
+    replication_factor: Annotated[Integer, Field(
+        description="The replication factor (left out: the broker's default).")] = None
+    replica_assignment: Annotated[Assignment, Field(
+        description="partition -> broker ids, instead of partitions and "
+                    "replication_factor.")] = None
+    configs: Annotated[Configs, Field(description="Topic configs (name -> value; a number "
+                                      "or a boolean is read as its text).")] = None
+    owner: Annotated[Text, Field(description="The team that owns the topic.")] = None
+    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                  "row.")] = None
+
+
 class TopicsSection(Section):
     kind = "topics"
     key_models: ClassVar[Mapping[str, type]] = {"deletes": DeletesConf, "alters": AltersConf}
     keys = ("deletes", "alters")
     policy_keys = ("create", "delete", "alter")
     check_rules = CHECK_RULES
+    manifest_row = TopicManifestRow
     policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
        "create": CREATE_CHECKS, "delete": DELETE_CHECKS, "alter": ALTER_CHECKS}
 
