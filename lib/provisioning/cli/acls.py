@@ -14,6 +14,7 @@ from provisioning.cli.manifest_file import read_rows
 from provisioning.session import job_label
 from schemas import ACL_MANIFEST, column_names
 
+
 def load_acl_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
     """ACL_MANIFEST rows, in column order (`conf.acls.AclManifestRow`); shape errors
     reported all at once by row and key (whether a binding makes sense is the job's call,

@@ -13,6 +13,7 @@ from provisioning.cli.manifest_file import read_rows
 from provisioning.session import job_label
 from schemas.quotas import ENTITY_COLUMNS, QUOTA_MANIFEST
 
+
 def load_quota_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
     """QUOTA_MANIFEST rows, in column order (`conf.quotas.QuotaManifestRow`); shape errors
     reported all at once by row and key (whether an entity or a key makes sense is the

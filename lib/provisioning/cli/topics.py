@@ -16,6 +16,7 @@ from provisioning.cli.manifest_file import read_rows
 from provisioning.session import job_label
 from schemas import MANIFEST, column_names
 
+
 def load_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
     """Rows in MANIFEST column order (`conf.topics.TopicManifestRow`); shape errors are
     reported all at once by row and key.
