@@ -1,5 +1,5 @@
 """The ACL bindings' section of the conf: `acls`, the ACL tables (`tables.acl_manifests`,
-`tables.acl_snapshots`) and `policies.acl`, with the checks of the ACL policies'
+`tables.acl_snapshots`) and `policies.acl`, with the models of the ACL policies'
 parameter blocks; and the row of an ACL manifest file."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from provisioning.conf.model import STRICT, PolicySpec
-from provisioning.conf.policies import Check, Params, check_custom
+from provisioning.conf.policies import Custom
 from provisioning.conf.section import Given, Section
 from provisioning.names.acls import PRINCIPAL_FORMAT
 
@@ -20,6 +20,8 @@ try:  # the loader's side only (conf.model says why)
     from provisioning.conf.keys import Count, Flag, Positive, TableList, Text, as_string_list
     from provisioning.conf.manifests import Force
     from provisioning.conf.manifests import Text as Cell
+    from provisioning.conf.policies import Regex, RegexMap
+    from provisioning.conf.policies import StringList as PolicyStrings
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -88,27 +90,37 @@ class AclsConf(AclsKeys):
     policies: tuple[PolicySpec, ...] = ()
 
 
-def check_owner_scope(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("exempt_owners",))
-    p.string_list("exempt_owners")
-    return p.problems
+@dataclass(frozen=True)
+class OwnerScope:
+    """A binding's owner may be granted on its own topics and groups only."""
+
+    __pydantic_config__ = STRICT
+    exempt_owners: Annotated[PolicyStrings, Field(
+        description="Owners the policy does not judge (e.g. platform).")] = None
 
 
-def check_principal_pattern(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("default", "by_owner"))
-    p.regex("default")
-    p.regex_map("by_owner")
-    p.at_least_one("default", "by_owner")
-    return p.problems
+@dataclass(frozen=True)
+class PrincipalPattern:
+    """Principals must fully match their owner's rule, else the default rule."""
+
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("default", "by_owner")
+    default: Annotated[Regex, Field(description="The rule of an owner without its own (a "
+                                    "regular expression the whole principal must match).")
+                       ] = None
+    by_owner: Annotated[RegexMap, Field(description="owner -> the rule of that owner's "
+                                        "principals.")] = None
 
 
 # ACL policies judge ACL_PLAN rows; their registry (transforms.acls.policies.ACL_POLICIES) is
 # kept equal to this one by a unit test.
-ACL_PARAMETER_CHECKS: dict[str, Check] = {
-    "owner_scope": check_owner_scope,
-    "principal_pattern": check_principal_pattern,
-    "custom": check_custom,
+ACL_POLICY_MODELS: dict[str, type] = {
+    "owner_scope": OwnerScope,
+    "principal_pattern": PrincipalPattern,
+    "custom": Custom,
 }
+
+
 def _operations(v: Any) -> Any:
     if isinstance(v, str):
         return [v]
@@ -159,7 +171,7 @@ class AclsSection(Section):
     table_keys = ("acl_manifests", "acl_snapshots")
     policy_keys = ("acl",)
     manifest_row = AclManifestRow
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {"acl": ACL_PARAMETER_CHECKS}
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {"acl": ACL_POLICY_MODELS}
 
     def build(self, given: Given) -> AclsConf:
         tables: AclTables = given.tables

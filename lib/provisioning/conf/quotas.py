@@ -1,5 +1,5 @@
 """The client quotas' section of the conf (KIP-546): `quotas`, the quota tables
-(`tables.quota_manifests`, `tables.quota_snapshots`) and `policies.quota`, with the checks of
+(`tables.quota_manifests`, `tables.quota_snapshots`) and `policies.quota`, with the models of
 the quota policies' parameter blocks; and the row of a quota manifest file."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from provisioning.conf.model import STRICT, PolicySpec
-from provisioning.conf.policies import Check, Params, check_custom, type_name
+from provisioning.conf.policies import Custom, optional, required, type_name
 from provisioning.conf.section import Given, Section
 from provisioning.names.quotas import KEYS, UNMANAGED_QUOTA
 
@@ -64,41 +64,48 @@ class QuotasConf(QuotasKeys):
     policies: tuple[PolicySpec, ...] = ()
 
 
-def _bound(p: Params, name: str) -> float | None:
-    """`name`: a finite number > 0 (never a boolean), or None when absent or refused."""
-    raw = p.params.get(name)
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        p.problem(name, f"expected a number, got {type_name(raw)}")
-        return None
-    if not math.isfinite(raw) or raw <= 0:
-        p.problem(name, f"must be a finite number > 0 (a quota is never 0), got {raw}")
-        return None
-    return float(raw)
+def _quota_key(v: Any) -> str:
+    if not isinstance(v, str) or v not in KEYS:
+        raise ValueError(f"{v!r} is not a quota key (known: {', '.join(KEYS)})")
+    return v
 
 
-def check_quota_range(params: Mapping[str, Any]) -> list[str]:
-    """`key` (a known quota key) and at least one of `min`, `max` (numbers > 0, min <= max)."""
-    p = Params(params, ("key", "min", "max"))
-    key = params.get("key")
-    if key is None:
-        p.problem("key", "required parameter is missing")
-    elif not isinstance(key, str) or key not in KEYS:
-        p.problem("key", f"{key!r} is not a quota key (known: {', '.join(KEYS)})")
-    low, high = _bound(p, "min"), _bound(p, "max")
-    p.at_least_one("min", "max")
-    if low is not None and high is not None and low > high:
-        p.problem("min", f"must be <= max ({params['min']} > {params['max']})")
-    return p.problems
+def _bound(v: Any) -> float:
+    """A finite number > 0 (never a boolean)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"expected a number, got {type_name(v)}")
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"must be a finite number > 0 (a quota is never 0), got {v}")
+    return float(v)
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    QuotaKey = Annotated[str, BeforeValidator(required(_quota_key)),
+                         WithJsonSchema({"enum": list(KEYS)})]
+    Bound = Annotated[float | None, BeforeValidator(optional(_bound)),
+                      WithJsonSchema({"type": "number", "exclusiveMinimum": 0})]
+
+
+@dataclass(frozen=True)
+class QuotaRange:
+    """A quota key's value must lie within `min` and `max`."""
+
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("min", "max")
+    ordered: ClassVar[tuple[str, str]] = ("min", "max")
+    key: Annotated[QuotaKey, Field(description="The quota key judged.")]
+    min: Annotated[Bound, Field(description="The least value allowed.")] = None
+    max: Annotated[Bound, Field(description="The greatest value allowed.")] = None
 
 
 # Quota policies judge QUOTA_PLAN rows; their registry
 # (transforms.quotas.policies.QUOTA_POLICIES) is kept equal to this one by a unit test.
-QUOTA_PARAMETER_CHECKS: dict[str, Check] = {
-    "quota_range": check_quota_range,
-    "custom": check_custom,
+QUOTA_POLICY_MODELS: dict[str, type] = {
+    "quota_range": QuotaRange,
+    "custom": Custom,
 }
+
+
 def _quota_map(v: Any) -> Any:
     if v is None:
         return None
@@ -156,8 +163,8 @@ class QuotasSection(Section):
     tables_model = QuotaTables
     table_keys = ("quota_manifests", "quota_snapshots")
     policy_keys = ("quota",)
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
-        "quota": QUOTA_PARAMETER_CHECKS}
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
+        "quota": QUOTA_POLICY_MODELS}
     check_rules = (UNMANAGED_QUOTA,)
     manifest_row = QuotaManifestRow
 
