@@ -120,10 +120,12 @@ bench: setup
 	./spark-submit.sh bench/delta_append.py --out bench/results/delta_append.json
 	$(PY) bench/site_scale.py --out bench/results/site_scale.json
 
-# The conf's JSON Schema, generated from its models (tests/unit/test_conf_schema.py fails
-# when the file in the repo is not what they make).
+# The conf's and the manifest files' JSON Schemas, generated from their models
+# (tests/unit/test_conf_schema.py and test_manifest_schema.py fail when a file in the repo
+# is not what they make).
 conf-schema: venv
 	$(PY) -m provisioning.conf.schema conf/provisioning.schema.json
+	$(PY) -m provisioning.conf.manifests schemas/manifest.schema.json
 
 # The docs site (MkDocs, Material theme) into build/site, strictly: a broken link, a missing
 # page or a missing conf/provisioning.schema.json fails it. The reference pages are

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
-from provisioning.conf.acls import ACL_PARAMETER_CHECKS
+from provisioning.conf.acls import ACL_POLICY_MODELS
 from provisioning.errors import PolicyError
 from provisioning.transforms.acls.policies import (
     ACL_POLICIES,
@@ -286,7 +286,7 @@ def test_a_custom_acl_policy_runs_and_its_columns_are_checked(spark: SparkSessio
 
 
 def test_every_configurable_acl_policy_is_registered_with_its_parameter_check() -> None:
-    assert sorted(ACL_POLICIES) == sorted(ACL_PARAMETER_CHECKS) == [
+    assert sorted(ACL_POLICIES) == sorted(ACL_POLICY_MODELS) == [
         "custom", "owner_scope", "principal_pattern"]
 
 

@@ -156,14 +156,14 @@ def test_policy_catalogue_and_factories_name_the_same_policies() -> None:
     from provisioning.transforms.policies.registry import POLICIES
     from provisioning.transforms.reassign.policies import REASSIGN_POLICIES
 
-    assert {k: sorted(v) for k, v in TOPICS_SECTION.policy_checks.items()} == \
+    assert {k: sorted(v) for k, v in TOPICS_SECTION.policy_models.items()} == \
         {k: sorted(v) for k, v in POLICIES.items()}
-    assert {k: sorted(v) for k, v in REASSIGN_SECTION.policy_checks.items()} == \
+    assert {k: sorted(v) for k, v in REASSIGN_SECTION.policy_models.items()} == \
         {"reassign": sorted(REASSIGN_POLICIES)}
     from provisioning.conf.quotas import KIND as QUOTAS_SECTION
     from provisioning.transforms.quotas.policies import QUOTA_POLICIES
 
-    assert {k: sorted(v) for k, v in QUOTAS_SECTION.policy_checks.items()} == \
+    assert {k: sorted(v) for k, v in QUOTAS_SECTION.policy_models.items()} == \
         {"quota": sorted(QUOTA_POLICIES)}
 
 
@@ -217,8 +217,9 @@ VOCABULARY = {
 }
 # Words of the conf's API that name no kind: topics' owner_partition_quota policy (a
 # partition allowance per owner, its "quotas" parameter and its message) predates
-# client quotas and keeps its name for the confs that use it.
-API_WORDS = re.compile(r'\w*owner_partition_quota\b|"quotas"|over its quota of')
+# client quotas and keeps its name for the confs that use it (its model's field too).
+API_WORDS = re.compile(r'\w*owner_partition_quota\b|"quotas"|over its quota of'
+                       r'|^    quotas: Annotated\[dict\[str, AtLeast0\]')
 # The modules that loop over kinds: the engine, the re-plan under the lock, the command
 # lists, the summary, the saved plan, the output and the report, the conf loader, the
 # commands of the CLI, and each room's kind interface.

@@ -174,3 +174,75 @@ assert pickle.loads(pickle.dumps(objects)) == objects
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+_BASE = {"clusters": {"local": {"bootstrap_servers": "127.0.0.1:9092"}},
+         "tables": {"manifests": ["m"], "audit": "a", "runs": "r", "snapshots": "s"}}
+
+
+@pytest.mark.parametrize(("key", "policy"), [
+    ("create", {"name": "partitions_range", "min": 1, "maximum": 8}),
+    ("create", {"name": "partitions_range"}),
+    ("create", {"name": "partitions_range", "min": 0}),
+    ("create", {"name": "replication_factor_range", "max": True}),
+    ("create", {"name": "partition_budget", "max_partitions": "10"}),
+    ("create", {"name": "owner_partition_quota", "quotas": {"pay": -1}}),
+    ("create", {"name": "forbidden_configs", "configs": []}),
+    ("create", {"name": "required_configs", "configs": {}}),
+    ("create", {"name": "min_insync_below_rf", "strict": True}),
+    ("create", {"name": "topic_name_pattern", "by_owner": {"t": 3}}),
+    ("create", {"name": "no_such_policy"}),
+    ("create", {"name": "custom"}),
+    ("alter", {"name": "topic_name_pattern", "default": "x"}),
+    ("delete", {"name": "protected_patterns"}),
+    ("delete", {"name": "protected_patterns", "pattern": ["x"]}),
+    ("acl", {"name": "owner_scope", "exempt_owners": "platform"}),
+    ("acl", {"name": "principal_pattern"}),
+    ("quota", {"name": "quota_range", "min": 1}),
+    ("quota", {"name": "quota_range", "key": "PRODUCER_BYTE_RATE", "max": 5}),
+    ("quota", {"name": "quota_range", "key": "request_percentage", "max": 0}),
+    ("reassign", {"name": "min_insync"}),
+])
+def test_the_schema_checks_each_policys_parameters(key: str, policy: dict[str, Any]) -> None:
+    data = {**_BASE, "policies": {key: [policy]}}
+    with pytest.raises(ConfError):
+        parse_conf(data, "t.yaml")
+    assert _schema_errors(data) != []
+
+
+def test_the_schema_accepts_every_policy_with_good_parameters() -> None:
+    data = {**_BASE, "policies": {
+        "create": [
+            {"name": "topic_name_pattern", "default": "[a-z.]+", "by_owner": {"pay": "p.+"}},
+            {"name": "partitions_range", "min": 1, "max": 64},
+            {"name": "replication_factor_range", "min": 3},
+            {"name": "required_configs", "configs": {"retention.ms": "\\d+",
+                                                    "cleanup.policy": None}},
+            {"name": "forbidden_configs", "configs": ["unclean.leader.election.enable"]},
+            {"name": "min_insync_below_rf"},
+            {"name": "partition_budget", "max_partitions": 10000},
+            {"name": "owner_partition_quota", "quotas": {"pay": 100}, "default": 50},
+            {"name": "custom", "callable": "tests.unit.custom_policy_example:refuse_word",
+             "word": "tmp"}],
+        "alter": [{"name": "partitions_range", "max": 64}],
+        "delete": [{"name": "protected_patterns", "patterns": ["audit.*"]}],
+        "acl": [{"name": "owner_scope", "exempt_owners": ["platform"]},
+                {"name": "principal_pattern", "by_owner": {"pay": "User:pay-.+"}}],
+        "quota": [{"name": "quota_range", "key": "producer_byte_rate", "min": 0.5,
+                   "max": 1e9}]}}
+    parse_conf(data, "t.yaml")
+    assert _schema_errors(data) == []
+
+
+def test_a_transform_checks_its_block_with_the_same_model() -> None:
+    from provisioning.conf.policies import require_valid
+    from provisioning.errors import PolicyError
+
+    require_valid("create", "partitions_range", {"min": 1})
+    with pytest.raises(PolicyError) as err:
+        require_valid("quota", "quota_range", {"key": "x", "min": 5, "max": 2, "step": 1})
+    assert str(err.value) == (
+        "quota policy quota_range: step: unknown parameter (allowed: key, min, max); "
+        "key: 'x' is not a quota key (known: producer_byte_rate, consumer_byte_rate, "
+        "request_percentage, controller_mutation_rate, connection_creation_rate); "
+        "min: must be <= max (5 > 2)")

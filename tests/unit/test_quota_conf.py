@@ -10,7 +10,8 @@ import pytest
 
 from provisioning import kinds
 from provisioning.conf import PolicySpec, parse_conf
-from provisioning.conf.quotas import KIND, QuotasConf, QuotasSection, check_quota_range
+from provisioning.conf.policies import block_problems
+from provisioning.conf.quotas import KIND, QuotaRange, QuotasConf, QuotasSection
 from provisioning.errors import ConfError
 
 EXAMPLE = "tests.unit.custom_policy_example"
@@ -42,7 +43,7 @@ def test_the_section_declares_its_keys_tables_policies_and_rule() -> None:
     assert (KIND.kind, KIND.keys, KIND.table_keys, KIND.policy_keys, KIND.check_rules) == (
         "quotas", ("quotas",), ("quota_manifests", "quota_snapshots"), ("quota",),
         ("unmanaged_quota",))
-    assert {k: sorted(v) for k, v in KIND.policy_checks.items()} == {
+    assert {k: sorted(v) for k, v in KIND.policy_models.items()} == {
         "quota": ["custom", "quota_range"]}
     assert KIND.default() == QuotasConf()
 
@@ -127,9 +128,10 @@ def test_every_bad_quota_policy_block_is_named() -> None:
 
 
 def test_a_range_with_one_bound_or_fractional_bounds_is_fine() -> None:
-    assert check_quota_range({"key": "controller_mutation_rate", "min": 0.5}) == []
-    assert check_quota_range({"key": "connection_creation_rate", "max": 100}) == []
-    assert check_quota_range({"key": "request_percentage", "min": 50, "max": 50.0}) == []
+    assert block_problems(QuotaRange, {"key": "controller_mutation_rate", "min": 0.5}) == []
+    assert block_problems(QuotaRange, {"key": "connection_creation_rate", "max": 100}) == []
+    assert block_problems(QuotaRange, {"key": "request_percentage", "min": 50, "max": 50.0}
+                          ) == []
 
 
 def test_the_unmanaged_quota_rule_takes_a_severity() -> None:

@@ -178,7 +178,7 @@ def test_a_custom_quota_policy_must_name_a_callable() -> None:
 
 
 def test_every_configurable_quota_policy_is_registered_with_its_parameter_check() -> None:
-    assert sorted(QUOTA_POLICIES) == sorted(KIND.policy_checks["quota"]) == [
+    assert sorted(QUOTA_POLICIES) == sorted(KIND.policy_models["quota"]) == [
         "custom", "quota_range"]
 
 

@@ -10,44 +10,19 @@ from typing import Any
 
 from provisioning.cli.common import Command, Outcome
 from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
-from provisioning.cli.manifest_file import force_value, raise_problems, read_list
+from provisioning.cli.manifest_file import read_rows
 from provisioning.session import job_label
 from schemas import ACL_MANIFEST, column_names
 
-_ACL_STR_COLUMNS = ("cluster", "principal", "host", "resource_type", "resource_name",
-                    "pattern_type", "permission", "state", "owner")
-
 
 def load_acl_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
-    """ACL_MANIFEST rows, in column order; shape errors reported all at once by row and key
-    (whether a binding makes sense is the job's call, as data)."""
-    p, data = read_list(path, "ACL")
-    problems: list[str] = []
-    known = column_names(ACL_MANIFEST)
-    rows = []
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            problems.append(f"row {i}: expected a mapping")
-            continue
-        where = f"row {i} ({item.get('principal')!r})"
-        problems += [f"{where}.{k}: unknown column (columns: {', '.join(sorted(known))})"
-                     for k in item if k not in known]
-        values: dict[str, Any] = {k: None if item.get(k) is None else str(item[k])
-                                  for k in _ACL_STR_COLUMNS}
-        ops = item.get("operations")
-        if isinstance(ops, str):
-            ops = [ops]
-        if ops is not None and not (isinstance(ops, list)
-                                    and all(isinstance(o, str) for o in ops)):
-            problems.append(f"{where}.operations: expected a list of operation names")
-            ops = None
-        values["operations"] = ops
-        values["force"] = force_value(where, item, problems)
-        rows.append(tuple(values[c] for c in known))
-    raise_problems(p, problems)
-    return rows
+    """ACL_MANIFEST rows, in column order (`conf.acls.AclManifestRow`); shape errors
+    reported all at once by row and key (whether a binding makes sense is the job's call,
+    as data)."""
+    from provisioning.conf.acls import AclManifestRow
 
-
+    rows = read_rows(path, "ACL", AclManifestRow, lambda item: repr(item.get("principal")))
+    return [tuple(row[c] for c in column_names(ACL_MANIFEST)) for row in rows]
 
 
 def _bindings(kind: str) -> Any:

@@ -1,11 +1,11 @@
-"""Manifest files (YAML or JSON lists of rows): reading the list, and reporting every
-problem of its rows at once. Each kind turns the rows into its manifest schema's rows
-(`CliKind.manifest_rows`)."""
+"""Manifest files (YAML or JSON lists of rows): reading the list, its rows read against the
+kind's row model (`conf.manifests`), and every problem of its rows reported at once. Each
+kind turns the rows into its manifest schema's rows (`CliKind.manifest_rows`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,20 @@ def read_list(path: str | Path, what: str) -> tuple[Path, list[Any]]:
     return p, data
 
 
+def read_rows(path: str | Path, what: str, model: type,
+              label: Callable[[Mapping[str, Any]], str]) -> list[dict[str, Any]]:
+    """The file's rows read against `model`, by column; UsageError lists every problem.
+
+    label: what names a row in a problem (its topic, principal or entity)."""
+    from provisioning.conf.manifests import read_rows as read_against
+
+    p, data = read_list(path, what)
+    rows, problems = read_against(data, model, label)
+    raise_problems(p, problems)
+    return [row for row in rows if row is not None]
+
+
 def raise_problems(p: Path, problems: list[str]) -> None:
     if problems:
         raise UsageError(f"{p}: {len(problems)} problem(s)\n" +
                          "\n".join(f"  - {x}" for x in problems))
-
-
-def force_value(where: str, item: Mapping[str, Any], problems: list[str]) -> bool | None:
-    """A row's `force`: true, false or absent."""
-    force = item.get("force")
-    if force is not None and not isinstance(force, bool):
-        problems.append(f"{where}.force: expected true or false")
-        return None
-    return force

@@ -3,56 +3,30 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from provisioning.cli.common import Command, Outcome
 from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
-from provisioning.cli.manifest_file import force_value, raise_problems, read_list
+from provisioning.cli.manifest_file import read_rows
 from provisioning.session import job_label
 from schemas.quotas import ENTITY_COLUMNS, QUOTA_MANIFEST
 
-_STR_COLUMNS = ("cluster", *ENTITY_COLUMNS, "state", "owner")
-
 
 def load_quota_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
-    """QUOTA_MANIFEST rows, in column order; shape errors reported all at once by row and
-    key (whether an entity or a key makes sense is the job's call, as data)."""
-    p, data = read_list(path, "quota")
-    problems: list[str] = []
-    known = [f.name for f in QUOTA_MANIFEST.fields]
-    rows = []
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            problems.append(f"row {i}: expected a mapping")
-            continue
-        entity = " ".join(f"{c}={item[c]}" for c in ENTITY_COLUMNS if item.get(c) is not None)
-        where = f"row {i} ({entity or 'no entity'})"
-        problems += [f"{where}.{k}: unknown column (columns: {', '.join(sorted(known))})"
-                     for k in item if k not in known]
-        values: dict[str, Any] = {k: None if item.get(k) is None else str(item[k])
-                                  for k in _STR_COLUMNS}
-        quotas = item.get("quotas")
-        if quotas is not None and not isinstance(quotas, dict):
-            problems.append(f"{where}.quotas: expected a mapping of quota key -> number")
-            quotas = None
-        parsed: dict[str, float] | None = None
-        if quotas is not None:
-            parsed = {}
-            for key, value in quotas.items():
-                if isinstance(value, bool) or not isinstance(value, int | float) \
-                        or not math.isfinite(float(value)):
-                    problems.append(f"{where}.quotas.{key}: expected a number, got "
-                                    f"{value!r}")
-                    continue
-                parsed[str(key)] = float(value)
-        values["quotas"] = parsed
-        values["force"] = force_value(where, item, problems)
-        rows.append(tuple(values[c] for c in known))
-    raise_problems(p, problems)
-    return rows
+    """QUOTA_MANIFEST rows, in column order (`conf.quotas.QuotaManifestRow`); shape errors
+    reported all at once by row and key (whether an entity or a key makes sense is the
+    job's call, as data)."""
+    from provisioning.conf.quotas import QuotaManifestRow
+
+    rows = read_rows(path, "quota", QuotaManifestRow, _entity)
+    return [tuple(row[f.name] for f in QUOTA_MANIFEST.fields) for row in rows]
+
+
+def _entity(item: Mapping[str, Any]) -> str:
+    entity = " ".join(f"{c}={item[c]}" for c in ENTITY_COLUMNS if item.get(c) is not None)
+    return entity or "no entity"
 
 
 def _unmanaged(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:

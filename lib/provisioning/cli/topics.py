@@ -12,74 +12,23 @@ import click
 
 from provisioning.cli.common import Command, Outcome
 from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
-from provisioning.cli.manifest_file import force_value, raise_problems, read_list
+from provisioning.cli.manifest_file import read_rows
 from provisioning.session import job_label
 from schemas import MANIFEST, column_names
 
-_INT_COLUMNS = ("partitions", "replication_factor")
-_STR_COLUMNS = ("cluster", "topic", "state", "owner")
-
 
 def load_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
-    """Rows in MANIFEST column order; type errors are reported all at once by row and key.
+    """Rows in MANIFEST column order (`conf.topics.TopicManifestRow`); shape errors are
+    reported all at once by row and key.
 
     Only the shape is checked here (a number where a number goes); whether a
     row makes sense is decided by the job, as data, so one bad row never
     stops the others.
     """
-    p, data = read_list(path, "topic")
-    problems: list[str] = []
-    rows = [_row(p, i, item, problems) for i, item in enumerate(data)]
-    raise_problems(p, problems)
-    return rows
+    from provisioning.conf.topics import TopicManifestRow
 
-
-def _row(p: Path, i: int, item: Any, problems: list[str]) -> tuple[Any, ...]:
-    where = f"row {i}"
-    if not isinstance(item, dict):
-        problems.append(f"{where}: expected a mapping")
-        return tuple(None for _ in MANIFEST.fields)
-    where = f"row {i} ({item.get('topic')!r})"
-    known = set(column_names(MANIFEST))
-    for key in item:
-        if key not in known:
-            problems.append(f"{where}.{key}: unknown column (columns: {', '.join(sorted(known))})")
-    values: dict[str, Any] = {}
-    for key in _STR_COLUMNS:
-        v = item.get(key)
-        values[key] = None if v is None else str(v)
-    for key in _INT_COLUMNS:
-        v = item.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            problems.append(f"{where}.{key}: expected an integer, got {v!r}")
-            v = None
-        values[key] = v
-    configs = item.get("configs")
-    if configs is not None and not isinstance(configs, dict):
-        problems.append(f"{where}.configs: expected a mapping of config name -> value")
-        configs = None
-    # Kafka configs are strings on the wire; YAML may have read 604800000 as a number.
-    values["configs"] = None if configs is None else {
-        str(k): _config_text(v) for k, v in configs.items()
-    }
-    assignment = item.get("replica_assignment")
-    values["replica_assignment"] = None
-    if assignment is not None:
-        try:
-            values["replica_assignment"] = {int(k): [int(b) for b in v]
-                                            for k, v in assignment.items()}
-        except (AttributeError, TypeError, ValueError):
-            problems.append(f"{where}.replica_assignment: expected partition -> [broker ids]")
-    values["force"] = force_value(where, item, problems)
-    return tuple(values[c] for c in column_names(MANIFEST))
-
-
-def _config_text(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+    rows = read_rows(path, "topic", TopicManifestRow, lambda item: repr(item.get("topic")))
+    return [tuple(row[c] for c in column_names(MANIFEST)) for row in rows]
 
 
 def _history(cmd: Command, topic: str, args: ReportArgs) -> tuple[dict[str, Any], int]:

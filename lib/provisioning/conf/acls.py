@@ -1,6 +1,6 @@
 """The ACL bindings' section of the conf: `acls`, the ACL tables (`tables.acl_manifests`,
-`tables.acl_snapshots`) and `policies.acl`, with the checks of the ACL policies'
-parameter blocks."""
+`tables.acl_snapshots`) and `policies.acl`, with the models of the ACL policies'
+parameter blocks; and the row of an ACL manifest file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from provisioning.conf.model import STRICT, PolicySpec
-from provisioning.conf.policies import Check, Params, check_custom
+from provisioning.conf.policies import Custom
 from provisioning.conf.section import Given, Section
 from provisioning.names.acls import PRINCIPAL_FORMAT
 
@@ -18,6 +18,10 @@ try:  # the loader's side only (conf.model says why)
     from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, Positive, TableList, Text, as_string_list
+    from provisioning.conf.manifests import Force
+    from provisioning.conf.manifests import Text as Cell
+    from provisioning.conf.policies import Regex, RegexMap
+    from provisioning.conf.policies import StringList as PolicyStrings
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -86,27 +90,79 @@ class AclsConf(AclsKeys):
     policies: tuple[PolicySpec, ...] = ()
 
 
-def check_owner_scope(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("exempt_owners",))
-    p.string_list("exempt_owners")
-    return p.problems
+@dataclass(frozen=True)
+class OwnerScope:
+    """A binding's owner may be granted on its own topics and groups only."""
+
+    __pydantic_config__ = STRICT
+    exempt_owners: Annotated[PolicyStrings, Field(
+        description="Owners the policy does not judge (e.g. platform).")] = None
 
 
-def check_principal_pattern(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("default", "by_owner"))
-    p.regex("default")
-    p.regex_map("by_owner")
-    p.at_least_one("default", "by_owner")
-    return p.problems
+@dataclass(frozen=True)
+class PrincipalPattern:
+    """Principals must fully match their owner's rule, else the default rule."""
+
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("default", "by_owner")
+    default: Annotated[Regex, Field(description="The rule of an owner without its own (a "
+                                    "regular expression the whole principal must match).")
+                       ] = None
+    by_owner: Annotated[RegexMap, Field(description="owner -> the rule of that owner's "
+                                        "principals.")] = None
 
 
 # ACL policies judge ACL_PLAN rows; their registry (transforms.acls.policies.ACL_POLICIES) is
 # kept equal to this one by a unit test.
-ACL_PARAMETER_CHECKS: dict[str, Check] = {
-    "owner_scope": check_owner_scope,
-    "principal_pattern": check_principal_pattern,
-    "custom": check_custom,
+ACL_POLICY_MODELS: dict[str, type] = {
+    "owner_scope": OwnerScope,
+    "principal_pattern": PrincipalPattern,
+    "custom": Custom,
 }
+
+
+def _operations(v: Any) -> Any:
+    if isinstance(v, str):
+        return [v]
+    if v is not None and not (isinstance(v, list) and all(isinstance(o, str) for o in v)):
+        raise ValueError("expected a list of operation names")
+    return v
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    Operations = Annotated[list[str] | None, BeforeValidator(_operations), WithJsonSchema(
+        {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}},
+                   {"type": "null"}]})]
+
+
+@dataclass(frozen=True)
+class AclManifestRow:
+    """One binding of an ACL manifest file (the columns of schemas.ACL_MANIFEST)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    principal: Annotated[Cell, Field(description="Who is granted: Type:name (e.g. "
+                                     "User:orders-app).")] = None
+    host: Annotated[Cell, Field(description="The host it is granted from (left out: any, "
+                                "`*`).")] = None
+    resource_type: Annotated[Cell, Field(description="TOPIC, GROUP, CLUSTER, "
+                                         "TRANSACTIONAL_ID or DELEGATION_TOKEN.")] = None
+    resource_name: Annotated[Cell, Field(description="The resource's name (or prefix).")
+                             ] = None
+    pattern_type: Annotated[Cell, Field(description="LITERAL or PREFIXED (left out: "
+                                        "LITERAL).")] = None
+    operations: Annotated[Operations, Field(description="The operations granted (one "
+                                            "binding each), a name or a list.")] = None
+    permission: Annotated[Cell, Field(description="ALLOW or DENY (left out: ALLOW).")
+                          ] = None
+    state: Annotated[Cell, Field(description="`present` (left out: present) or `absent` "
+                                 "(revoked with revokes allowed).")] = None
+    owner: Annotated[Cell, Field(description="The team that owns the binding.")] = None
+    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                  "row.")] = None
+
+
 class AclsSection(Section):
     kind = "acls"
     key_models: ClassVar[Mapping[str, type]] = {"acls": AclsKeys}
@@ -114,7 +170,8 @@ class AclsSection(Section):
     tables_model = AclTables
     table_keys = ("acl_manifests", "acl_snapshots")
     policy_keys = ("acl",)
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {"acl": ACL_PARAMETER_CHECKS}
+    manifest_row = AclManifestRow
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {"acl": ACL_POLICY_MODELS}
 
     def build(self, given: Given) -> AclsConf:
         tables: AclTables = given.tables

@@ -1,10 +1,17 @@
-r"""How a policy's parameter block is checked (no Spark here), and the catalogue of the
-policies a conf may name, gathered from the kinds' conf sections.
+r"""The models of the policies' parameter blocks (no Spark here): the value types their
+parameters are read with, the custom policy's model, the catalogue of the policies a conf
+may name (each kind's section declares its own: `Section.policy_models`, policy key ->
+policy name -> the data class of its parameters), and the problems of one block.
 
-The conf loader checks every configured policy against its kind's catalogue
-(`Section.policy_checks`), so a bad block is reported with the other conf problems, by
-key; the transforms that enforce the policies are built from the same names. A custom
-policy's `callable` is imported here to prove it exists.
+The conf's model reads each list of `policies` as a union of these models told apart by
+`name` (`conf.validate`), so a bad block is reported with the other conf problems, by key,
+and the conf's JSON Schema checks every policy's parameters; the transforms that enforce
+the policies are built from the same names and check their block again
+(`require_valid`). A custom policy's `callable` is imported here to prove it exists.
+
+What one parameter cannot say is declared on the model and checked across its parameters
+(`cross_problems`): `at_least_one` (one of these parameters is set) and `ordered`
+(low <= high).
 
 Regular expressions are checked with Python's `re`; Spark evaluates them with
 java.util.regex. The two agree on the syntax policies need (classes, groups,
@@ -17,13 +24,18 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from provisioning.conf.model import PolicySpec
 from provisioning.errors import PolicyError
 
-Check = Callable[[Mapping[str, Any]], list[str]]
+try:  # the loader's side only (conf.model says why)
+    from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError, WithJsonSchema
+except ImportError:  # pragma: no cover
+    if TYPE_CHECKING:
+        raise
 
 
 def regex_problem(pattern: str) -> str | None:
@@ -48,125 +60,81 @@ def type_name(value: Any) -> str:
             float: "a number", bool: "a boolean"}.get(type(value), type(value).__name__)
 
 
-class Params:
-    """One policy's parameter block, and every problem found in it so far.
+# -- the value checks of parameters: each raises ValueError with the problem's message ---
 
-    allowed: the parameter names the policy knows; None accepts any (custom policies).
-    """
+MISSING = "required parameter is missing"
 
-    def __init__(self, params: Mapping[str, Any], allowed: tuple[str, ...] | None) -> None:
-        self.params = params
-        self.problems: list[str] = []
-        if allowed is not None:
-            for name in params:
-                if name not in allowed:
-                    self.problem(str(name), "unknown parameter (allowed: "
-                                 f"{', '.join(allowed) or 'none'})")
 
-    def problem(self, param: str, message: str) -> None:
-        self.problems.append(f"{param}: {message}")
+def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`check` of a parameter that may be left out (null: left out)."""
+    return lambda v: None if v is None else check(v)
 
-    def given(self, name: str) -> bool:
-        return self.params.get(name) is not None
 
-    def integer(self, name: str, minimum: int, required: bool = False) -> int | None:
-        """An int >= minimum (never a boolean), or None when absent."""
-        raw = self.params.get(name)
-        if raw is None:
-            if required:
-                self.problem(name, "required parameter is missing")
-            return None
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            self.problem(name, f"expected an integer, got {type_name(raw)}")
-            return None
-        if raw < minimum:
-            self.problem(name, f"must be >= {minimum}, got {raw}")
-            return None
-        return raw
+def required(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`check` of a parameter that must be set (null: missing)."""
+    def run(v: Any) -> Any:
+        if v is None:
+            raise ValueError(MISSING)
+        return check(v)
+    return run
 
-    def regex(self, name: str) -> str | None:
-        raw = self.params.get(name)
-        if raw is None:
-            return None
-        if not isinstance(raw, str):
-            self.problem(name, f"expected a regular expression string, got {type_name(raw)}")
-            return None
-        message = regex_problem(raw)
-        if message:
-            self.problem(name, message)
-            return None
-        return raw
 
-    def mapping(self, name: str, required: bool = False) -> Mapping[str, Any] | None:
-        raw = self.params.get(name)
-        if raw is None:
-            if required:
-                self.problem(name, "required parameter is missing")
-            return None
-        if not isinstance(raw, Mapping) or not all(isinstance(k, str) and k for k in raw):
-            self.problem(name, f"expected a mapping with non-empty string keys, "
-                         f"got {type_name(raw)}")
-            return None
-        return raw
+def regex(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a regular expression string, got {type_name(v)}")
+    if message := regex_problem(v):
+        raise ValueError(message)
+    return v
 
-    def regex_map(self, name: str, required: bool = False,
-                  nullable_values: bool = False) -> Mapping[str, str | None] | None:
-        """{key: regex}; with nullable_values a null value means "any value"."""
-        raw = self.mapping(name, required)
-        if raw is None:
-            return None
-        good: dict[str, str | None] = {}
-        for key, value in raw.items():
-            where = f"{name}.{key}"
-            if value is None and nullable_values:
-                good[key] = None
-            elif not isinstance(value, str):
-                self.problem(where, f"expected a regular expression string, "
-                             f"got {type_name(value) if value is not None else 'nothing'}")
-            elif message := regex_problem(value):
-                self.problem(where, message)
-            else:
-                good[key] = value
-        return good
 
-    def int_map(self, name: str, minimum: int, required: bool = False) -> Mapping[str, int] | None:
-        raw = self.mapping(name, required)
-        if raw is None:
-            return None
-        good: dict[str, int] = {}
-        for key, value in raw.items():
-            where = f"{name}.{key}"
-            if isinstance(value, bool) or not isinstance(value, int):
-                self.problem(where, f"expected an integer, got "
-                             f"{type_name(value) if value is not None else 'nothing'}")
-            elif value < minimum:
-                self.problem(where, f"must be >= {minimum}, got {value}")
-            else:
-                good[key] = value
-        return good
+def keyed(v: Any) -> dict[str, Any]:
+    if not isinstance(v, Mapping) or not all(isinstance(k, str) and k for k in v):
+        raise ValueError(f"expected a mapping with non-empty string keys, got {type_name(v)}")
+    return dict(v)
 
-    def string_list(self, name: str, required: bool = False) -> list[str] | None:
-        """A non-empty list of non-empty strings."""
-        raw = self.params.get(name)
-        if raw is None:
-            if required:
-                self.problem(name, "required parameter is missing")
-            return None
-        if (not isinstance(raw, list) or not raw
-                or not all(isinstance(x, str) and x for x in raw)):
-            self.problem(name, "expected a non-empty list of non-empty strings")
-            return None
-        return list(raw)
 
-    def at_least_one(self, *names: str) -> None:
-        if not any(self.given(n) for n in names):
-            self.problem(names[0], f"set at least one of {', '.join(names)}")
+def _callable(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError("expected a string 'package.module:function'")
+    resolve_callable(v)
+    return v
 
-    def ordered(self, low: str, high: str) -> None:
-        lo, hi = self.params.get(low), self.params.get(high)
-        if (isinstance(lo, int) and isinstance(hi, int)
-                and not isinstance(lo, bool) and not isinstance(hi, bool) and lo > hi):
-            self.problem(low, f"must be <= {high} ({lo} > {hi})")
+
+def string_list(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise ValueError("expected a non-empty list of non-empty strings")
+    return tuple(v)
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    _REGEX = {"type": "string", "format": "regex"}
+    Regex = Annotated[str | None, BeforeValidator(optional(regex)), WithJsonSchema(_REGEX)]
+    # {key: regex}, e.g. an owner's naming rule.
+    RegexMap = Annotated[dict[str, Annotated[str, BeforeValidator(regex)]] | None,
+                         BeforeValidator(optional(keyed)), WithJsonSchema(
+                             {"type": "object", "additionalProperties": _REGEX})]
+    StringList = Annotated[tuple[str, ...] | None, BeforeValidator(optional(string_list)),
+                           WithJsonSchema({"type": "array", "minItems": 1,
+                                           "items": {"type": "string", "minLength": 1}})]
+    RequiredStringList = Annotated[tuple[str, ...], BeforeValidator(required(string_list)),
+                                   WithJsonSchema({"type": "array", "minItems": 1, "items": {
+                                       "type": "string", "minLength": 1}})]
+    AtLeast0 = Annotated[int, Field(strict=True, ge=0)]
+    AtLeast1 = Annotated[int, Field(strict=True, ge=1)]
+    # A custom policy's function, imported to prove it exists.
+    Target = Annotated[str, BeforeValidator(required(_callable)), WithJsonSchema(
+        {"type": "string", "pattern": r"^[\w.]+[:.][\w.]+$"})]
+
+
+@dataclass(frozen=True)
+class Custom:
+    """A team's own policy: `callable` judges the rows; every other parameter is passed to
+    it."""
+
+    __pydantic_config__: ClassVar[Any] = {"extra": "allow"}
+    callable: Annotated[Target, Field(
+        description="The function that judges the rows: 'package.module:function' (it must "
+                    "import where the conf is loaded).")]
 
 
 # -- custom policies --------------------------------------------------------------------
@@ -193,50 +161,89 @@ def resolve_callable(target: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def check_custom(params: Mapping[str, Any]) -> list[str]:
-    """`callable` must name an importable function; every other parameter is passed through."""
-    p = Params(params, allowed=None)
-    target = params.get("callable")
-    if target is None:
-        p.problem("callable", "required parameter is missing")
-    elif not isinstance(target, str):
-        p.problem("callable", "expected a string 'package.module:function'")
-    else:
-        try:
-            resolve_callable(target)
-        except ValueError as exc:
-            p.problem("callable", str(exc))
-    return p.problems
-
-
-def catalogue(kind: str) -> Mapping[str, Check]:
-    """The policies a conf may name under `policies.<kind>`, with their parameter checks:
-    the registered kinds' conf sections declare them (`Section.policy_checks`)."""
+def catalogue(kind: str) -> Mapping[str, type]:
+    """The policies a conf may name under `policies.<kind>`, with the models of their
+    parameter blocks: the registered kinds' conf sections declare them
+    (`Section.policy_models`)."""
     from provisioning.conf.section import sections
 
     for section in sections():
-        if kind in section.policy_checks:
-            return section.policy_checks[kind]
+        if kind in section.policy_models:
+            return section.policy_models[kind]
     raise KeyError(f"no registered kind declares policies.{kind}")
 
 
-def check_policy_specs(specs: Iterable[PolicySpec], kind: str) -> list[str]:
-    """Problems with configured policies of `kind`: unknown names and bad parameter blocks."""
-    checks = catalogue(kind)
-    problems = []
-    for spec in specs:
-        check = checks.get(spec.name)
-        if check is None:
-            known = ", ".join(sorted(checks)) or "none"
-            problems.append(
-                f"{spec.key}.name: unknown {kind} policy {spec.name!r} (known: {known})")
-            continue
-        problems.extend(f"{spec.key}.{p}" for p in check(spec.params))
-    return problems
+def parameters(model: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(model))
+
+
+def unknown_parameter(model: type) -> str:
+    return f"unknown parameter (allowed: {', '.join(parameters(model)) or 'none'})"
+
+
+def message(model: type, error: Any, loc: tuple[str | int, ...]) -> str:
+    """The problem's message (without its key) for one of pydantic's errors inside a
+    parameter block of `model`."""
+    from provisioning.conf.errors import describe
+
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        return unknown_parameter(model)
+    if error["type"] in ("missing", "missing_argument"):
+        return MISSING
+    return describe(error, loc)
+
+
+def cross_problems(model: type, params: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(parameter, message) of what `model` declares across its parameters."""
+    out = []
+    names: tuple[str, ...] = getattr(model, "at_least_one", ())
+    if names and not any(params.get(n) is not None for n in names):
+        out.append((names[0], f"set at least one of {', '.join(names)}"))
+    pair: tuple[str, str] | None = getattr(model, "ordered", None)
+    if pair:
+        low, high = pair
+        lo, hi = params.get(low), params.get(high)
+        if (lo is not None and hi is not None and _reads(model, low, lo)
+                and _reads(model, high, hi) and lo > hi):
+            out.append((low, f"must be <= {high} ({lo} > {hi})"))
+    return out
+
+
+def _reads(model: type, name: str, value: Any) -> bool:
+    """Whether `value` is a good value of `model`'s parameter `name`."""
+    hint = typing.get_type_hints(model, include_extras=True)[name]
+    try:
+        TypeAdapter(hint).validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def block_problems(model: type, params: Mapping[str, Any]) -> list[str]:
+    """Every problem of a parameter block of `model`, "param: message": unknown parameters
+    as written, then the model's parameters in order."""
+    found: list[tuple[tuple[int, int], str]] = []
+    names, written = parameters(model), list(params)
+    try:
+        TypeAdapter(model).validate_python(dict(params))
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            rank = (1, names.index(loc[0])) if loc[0] in names else (
+                0, written.index(loc[0]) if loc[0] in written else 0)
+            found.append((rank, f"{'.'.join(map(str, loc))}: {message(model, error, loc)}"))
+    found += [((1, names.index(p)), f"{p}: {m}") for p, m in cross_problems(model, params)]
+    return [m for _, m in sorted(found, key=lambda f: f[0])]
+
+
+def check_custom(params: Mapping[str, Any]) -> list[str]:
+    """The problems of a custom policy's block: `callable` must name an importable function;
+    every other parameter is passed through."""
+    return block_problems(Custom, params)
 
 
 def require_valid(kind: str, name: str, params: Mapping[str, Any]) -> None:
     """Raise PolicyError naming every problem of a `kind` policy's parameter block."""
-    problems = catalogue(kind)[name](params)
+    problems = block_problems(catalogue(kind)[name], params)
     if problems:
         raise PolicyError(f"{kind} policy {name}: {'; '.join(problems)}")

@@ -1,6 +1,6 @@
 """The client quotas' section of the conf (KIP-546): `quotas`, the quota tables
-(`tables.quota_manifests`, `tables.quota_snapshots`) and `policies.quota`, with the checks of
-the quota policies' parameter blocks."""
+(`tables.quota_manifests`, `tables.quota_snapshots`) and `policies.quota`, with the models of
+the quota policies' parameter blocks; and the row of a quota manifest file."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from provisioning.conf.model import STRICT, PolicySpec
-from provisioning.conf.policies import Check, Params, check_custom, type_name
+from provisioning.conf.policies import Custom, optional, required, type_name
 from provisioning.conf.section import Given, Section
 from provisioning.names.quotas import KEYS, UNMANAGED_QUOTA
 
 try:  # the loader's side only (conf.model says why)
-    from pydantic import Field
+    from pydantic import BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, Positive, TableList, Text
+    from provisioning.conf.manifests import Force
+    from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -62,41 +64,98 @@ class QuotasConf(QuotasKeys):
     policies: tuple[PolicySpec, ...] = ()
 
 
-def _bound(p: Params, name: str) -> float | None:
-    """`name`: a finite number > 0 (never a boolean), or None when absent or refused."""
-    raw = p.params.get(name)
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        p.problem(name, f"expected a number, got {type_name(raw)}")
-        return None
-    if not math.isfinite(raw) or raw <= 0:
-        p.problem(name, f"must be a finite number > 0 (a quota is never 0), got {raw}")
-        return None
-    return float(raw)
+def _quota_key(v: Any) -> str:
+    if not isinstance(v, str) or v not in KEYS:
+        raise ValueError(f"{v!r} is not a quota key (known: {', '.join(KEYS)})")
+    return v
 
 
-def check_quota_range(params: Mapping[str, Any]) -> list[str]:
-    """`key` (a known quota key) and at least one of `min`, `max` (numbers > 0, min <= max)."""
-    p = Params(params, ("key", "min", "max"))
-    key = params.get("key")
-    if key is None:
-        p.problem("key", "required parameter is missing")
-    elif not isinstance(key, str) or key not in KEYS:
-        p.problem("key", f"{key!r} is not a quota key (known: {', '.join(KEYS)})")
-    low, high = _bound(p, "min"), _bound(p, "max")
-    p.at_least_one("min", "max")
-    if low is not None and high is not None and low > high:
-        p.problem("min", f"must be <= max ({params['min']} > {params['max']})")
-    return p.problems
+def _bound(v: Any) -> float:
+    """A finite number > 0 (never a boolean)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"expected a number, got {type_name(v)}")
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"must be a finite number > 0 (a quota is never 0), got {v}")
+    return float(v)
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    QuotaKey = Annotated[str, BeforeValidator(required(_quota_key)),
+                         WithJsonSchema({"enum": list(KEYS)})]
+    Bound = Annotated[float | None, BeforeValidator(optional(_bound)),
+                      WithJsonSchema({"type": "number", "exclusiveMinimum": 0})]
+
+
+@dataclass(frozen=True)
+class QuotaRange:
+    """A quota key's value must lie within `min` and `max`."""
+
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("min", "max")
+    ordered: ClassVar[tuple[str, str]] = ("min", "max")
+    key: Annotated[QuotaKey, Field(description="The quota key judged.")]
+    min: Annotated[Bound, Field(description="The least value allowed.")] = None
+    max: Annotated[Bound, Field(description="The greatest value allowed.")] = None
 
 
 # Quota policies judge QUOTA_PLAN rows; their registry
 # (transforms.quotas.policies.QUOTA_POLICIES) is kept equal to this one by a unit test.
-QUOTA_PARAMETER_CHECKS: dict[str, Check] = {
-    "quota_range": check_quota_range,
-    "custom": check_custom,
+QUOTA_POLICY_MODELS: dict[str, type] = {
+    "quota_range": QuotaRange,
+    "custom": Custom,
 }
+
+
+def _quota_map(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError("expected a mapping of quota key -> number")
+    return {str(k): x for k, x in v.items()}
+
+
+def _quota_value(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+        raise ValueError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    QuotaValues = Annotated[
+        dict[str, Annotated[float, BeforeValidator(_quota_value)]] | None,
+        BeforeValidator(_quota_map),
+        WithJsonSchema({"type": ["object", "null"], "additionalProperties": {"type": "number"}})]
+
+
+@dataclass(frozen=True)
+class QuotaManifestRow:
+    """One entity's quotas in a quota manifest file (the columns of
+    schemas.quotas.QUOTA_MANIFEST)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    entity_user: Annotated[Cell, Field(description="The entity's user (`<default>`: the "
+                                       "default user; left out: not part of the entity).")
+                           ] = None
+    entity_client_id: Annotated[Cell, Field(
+        description="The entity's client id (`<default>`: the default client id; left out: "
+                    "not part of the entity).")] = None
+    entity_ip: Annotated[Cell, Field(description="The entity's IP address (`<default>`: the "
+                                     "default IP; left out: not part of the entity).")
+                         ] = None
+    quotas: Annotated[QuotaValues, Field(
+        description="quota key -> value: producer_byte_rate, consumer_byte_rate, "
+                    "request_percentage, controller_mutation_rate (user and client-id "
+                    "entities), connection_creation_rate (ip entities).")] = None
+    state: Annotated[Cell, Field(description="`present` (left out: present) or `absent`: "
+                                 "removes the keys it lists, or every key when it lists "
+                                 "none.")] = None
+    owner: Annotated[Cell, Field(description="The team that owns the quotas.")] = None
+    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                  "row.")] = None
+
+
 class QuotasSection(Section):
     kind = "quotas"
     key_models: ClassVar[Mapping[str, type]] = {"quotas": QuotasKeys}
@@ -104,9 +163,10 @@ class QuotasSection(Section):
     tables_model = QuotaTables
     table_keys = ("quota_manifests", "quota_snapshots")
     policy_keys = ("quota",)
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
-        "quota": QUOTA_PARAMETER_CHECKS}
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
+        "quota": QUOTA_POLICY_MODELS}
     check_rules = (UNMANAGED_QUOTA,)
+    manifest_row = QuotaManifestRow
 
     def build(self, given: Given) -> QuotasConf:
         tables: QuotaTables = given.tables

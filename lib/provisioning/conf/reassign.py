@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from provisioning.conf.model import STRICT, PolicySpec
-from provisioning.conf.policies import Check, check_custom
+from provisioning.conf.policies import Custom
 from provisioning.conf.section import Given, Section
 
 try:  # the loader's side only (conf.model says why)
@@ -50,8 +50,8 @@ class ReassignSection(Section):
     keys = ("reassign",)
     policy_keys = ("reassign",)
     # The always-on reassign policies take no conf; a team adds its own with custom.
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
-       "reassign": {"custom": check_custom}}
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
+        "reassign": {"custom": Custom}}
 
     def build(self, given: Given) -> ReassignConf:
         keys: ReassignKeys = given.top.get("reassign", ReassignKeys())

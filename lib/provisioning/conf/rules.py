@@ -24,7 +24,7 @@ from provisioning.conf.model import (
     SparkConf,
     TablesConf,
 )
-from provisioning.conf.policies import check_policy_specs
+from provisioning.conf.policies import catalogue, cross_problems
 from provisioning.conf.section import Given, Section
 
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
@@ -117,18 +117,21 @@ def severity_rules(top: Mapping[str, Any], rules: tuple[str, ...]) -> list[str]:
 
 def policy_specs(top: Mapping[str, Any], parts: tuple[Section, ...], problems: list[str]
                  ) -> dict[str, tuple[PolicySpec, ...]]:
-    """`policies.<key>` of every section, in conf order, each block checked (its model
-    reports a list or an item of the wrong shape)."""
+    """`policies.<key>` of every section, in conf order, with the problems across each
+    block's parameters (`conf.policies.cross_problems`; its model reports the rest)."""
     node = top.get("policies")
     specs: dict[str, tuple[PolicySpec, ...]] = {}
-    for key in (k for s in parts for k in s.policy_checks):
+    for key in (k for s in parts for k in s.policy_models):
         items = node.get(key) if isinstance(node, Mapping) else None
         specs[key] = tuple(
             PolicySpec(name=item["name"], params={k: v for k, v in item.items() if k != "name"},
                        key=f"policies.{key}[{i}]")
             for i, item in enumerate(items if isinstance(items, list) else ())
             if isinstance(item, Mapping) and isinstance(item.get("name"), str))
-        problems.extend(check_policy_specs(specs[key], key))
+        models = catalogue(key)
+        problems.extend(f"{spec.key}.{param}: {message}" for spec in specs[key]
+                        if spec.name in models
+                        for param, message in cross_problems(models[spec.name], spec.params))
     return specs
 
 

@@ -4,10 +4,11 @@ The loader (`conf.validate`) builds the model of the whole file from what every 
 (clusters, tables, kafka, spark, run, maintenance, checks) and every registered kind's
 section (`kinds.parts("conf")`): its own top-level keys (`key_models`: key -> the data class of
 its mapping), its keys of `tables` (the fields of `tables_model`) and its lists of
-`policies` (each policy block checked with the section's `policy_checks`). Pydantic reads
-the file against that model; the section then makes its value from what was read
-(`build`), adding the problems no single key shows. The value lands in `Conf.sections`,
-read back typed with `Conf.section(ItsClass)`.
+`policies` (each policy's block read with its model, `policy_models`). Pydantic reads the
+file against that model; the section then makes its value from what was read (`build`),
+adding the problems no single key shows. The value lands in `Conf.sections`,
+read back typed with `Conf.section(ItsClass)`. A kind with manifest files names the
+model of their rows (`manifest_row`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any, ClassVar
 
 from provisioning import kinds
 from provisioning.conf.model import PolicySpec, TablesConf
-from provisioning.conf.policies import Check
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,14 @@ class Section(ABC):
     tables_model: ClassVar[type | None] = None
     table_keys: ClassVar[tuple[str, ...]] = ()
     policy_keys: ClassVar[tuple[str, ...]] = ()
-    # policy key -> policy name -> the check of its parameter block.
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {}
+    # policy key -> policy name -> the data class of its parameter block
+    # (`conf.policies`).
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {}
     # The rules of the kind's `check` findings (`checks.severity` may set theirs).
     check_rules: ClassVar[tuple[str, ...]] = ()
+    # The data class of a row of its manifest files (`conf.manifests`; None: it has none),
+    # its fields the columns of its manifest table.
+    manifest_row: ClassVar[type | None] = None
 
     @abstractmethod
     def build(self, given: Given) -> object:

@@ -1,6 +1,6 @@
 """The topics' section of the conf: deletes, alters and the create, delete and alter
-policies (`policies.create`, `policies.delete`, `policies.alter`), with the checks of
-their parameter blocks."""
+policies (`policies.create`, `policies.delete`, `policies.alter`), with the models of
+their parameter blocks; and the row of a topic manifest file."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from provisioning.conf.model import STRICT, PolicySpec
-from provisioning.conf.policies import Check, Params, check_custom
+from provisioning.conf.policies import Custom, keyed, optional, regex, required
 from provisioning.conf.section import Given, Section
 from provisioning.names import ALWAYS_PROTECTED, CHECK_RULES
 
 try:  # the loader's side only (conf.model says why)
-    from pydantic import Field
+    from pydantic import BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, StringList
+    from provisioning.conf.manifests import Force, Integer, Text
+    from provisioning.conf.policies import AtLeast0, AtLeast1, Regex, RegexMap, RequiredStringList
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
@@ -68,88 +70,187 @@ class TopicsConf:
     alter_policies: tuple[PolicySpec, ...] = ()
 
 
-# -- the checks of the topic policies' parameter blocks ----------------------------------
+# -- the models of the topic policies' parameter blocks -----------------------------------
 
-def check_topic_name_pattern(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("default", "by_owner"))
-    p.regex("default")
-    p.regex_map("by_owner")
-    p.at_least_one("default", "by_owner")
-    return p.problems
+@dataclass(frozen=True)
+class TopicNamePattern:
+    """Topic names must fully match their owner's rule, else the default rule."""
 
-
-def check_range(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("min", "max"))
-    p.integer("min", 1)
-    p.integer("max", 1)
-    p.at_least_one("min", "max")
-    p.ordered("min", "max")
-    return p.problems
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("default", "by_owner")
+    default: Annotated[Regex, Field(description="The rule of an owner without its own (a "
+                                    "regular expression the whole name must match).")] = None
+    by_owner: Annotated[RegexMap, Field(description="owner -> the rule of that owner's "
+                                        "topics.")] = None
 
 
-def check_required_configs(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("configs",))
-    configs = p.regex_map("configs", required=True, nullable_values=True)
-    if configs is not None and not params["configs"]:
-        p.problem("configs", "name at least one config")
-    return p.problems
+@dataclass(frozen=True)
+class Range:
+    """The value the topic will get must lie within `min` and `max`."""
+
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("min", "max")
+    ordered: ClassVar[tuple[str, str]] = ("min", "max")
+    min: Annotated[AtLeast1 | None, Field(description="The least value allowed.")] = None
+    max: Annotated[AtLeast1 | None, Field(description="The greatest value allowed.")] = None
 
 
-def _one_list(name: str) -> Check:
-    """The check of a policy whose only parameter is a required list of strings."""
-    def check(params: Mapping[str, Any]) -> list[str]:
-        p = Params(params, (name,))
-        p.string_list(name, required=True)
-        return p.problems
+if "Field" in globals():  # the loader's side (conf.model says why)
+    def _config_patterns(v: Any) -> Any:
+        configs = keyed(v)
+        if not configs:
+            raise ValueError("name at least one config")
+        return configs
 
-    return check
-
-
-check_forbidden_configs = _one_list("configs")
-check_protected_patterns = _one_list("patterns")
-
-
-def check_no_params(params: Mapping[str, Any]) -> list[str]:
-    return Params(params, ()).problems
+    ConfigPatterns = Annotated[
+        dict[str, Annotated[str | None, BeforeValidator(optional(regex))]],
+        BeforeValidator(required(_config_patterns)),
+        WithJsonSchema({"type": "object", "minProperties": 1, "additionalProperties": {
+            "type": ["string", "null"], "format": "regex"}})]
 
 
-def check_partition_budget(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("max_partitions",))
-    p.integer("max_partitions", 1, required=True)
-    return p.problems
+@dataclass(frozen=True)
+class RequiredConfigs:
+    """The topic must set these configs (to a value matching their rule)."""
+
+    __pydantic_config__ = STRICT
+    configs: Annotated[ConfigPatterns, Field(description="config name -> the regular "
+                                             "expression its value must match (null: any "
+                                             "value).")]
 
 
-def check_owner_partition_quota(params: Mapping[str, Any]) -> list[str]:
-    p = Params(params, ("quotas", "default"))
-    p.int_map("quotas", 0)
-    p.integer("default", 0)
-    p.at_least_one("quotas", "default")
-    return p.problems
+@dataclass(frozen=True)
+class ForbiddenConfigs:
+    """The topic must not set these configs."""
+
+    __pydantic_config__ = STRICT
+    configs: Annotated[RequiredStringList, Field(description="The config names refused.")]
 
 
-CREATE_CHECKS: dict[str, Check] = {
-    "topic_name_pattern": check_topic_name_pattern,
-    "partitions_range": check_range,
-    "replication_factor_range": check_range,
-    "required_configs": check_required_configs,
-    "forbidden_configs": check_forbidden_configs,
-    "min_insync_below_rf": check_no_params,
-    "partition_budget": check_partition_budget,
-    "owner_partition_quota": check_owner_partition_quota,
-    "custom": check_custom,
+@dataclass(frozen=True)
+class NoParameters:
+    """A policy that takes no parameters."""
+
+    __pydantic_config__ = STRICT
+
+
+@dataclass(frozen=True)
+class PartitionBudget:
+    """A cluster's partitions after the run stay within a budget."""
+
+    __pydantic_config__ = STRICT
+    max_partitions: Annotated[AtLeast1, Field(description="The most partitions a cluster "
+                                              "may hold.")]
+
+
+@dataclass(frozen=True)
+class OwnerPartitionAllowance:
+    """An owner's partitions on a cluster stay within its allowance."""
+
+    __pydantic_config__ = STRICT
+    at_least_one: ClassVar[tuple[str, ...]] = ("quotas", "default")
+    # The parameter's name is the conf's API (test_architecture.API_WORDS).
+    quotas: Annotated[dict[str, AtLeast0] | None, BeforeValidator(optional(keyed)),
+                      Field(description="owner -> the most partitions it may hold on a "
+                                        "cluster.")] = None
+    default: Annotated[AtLeast0 | None, Field(description="The allowance of an owner "
+                                              "without its own.")] = None
+
+
+@dataclass(frozen=True)
+class ProtectedPatterns:
+    """Topics matching these are never deleted."""
+
+    __pydantic_config__ = STRICT
+    patterns: Annotated[RequiredStringList, Field(description="Topic names or glob "
+                                                  "patterns.")]
+
+
+CREATE_POLICIES: dict[str, type] = {
+    "topic_name_pattern": TopicNamePattern,
+    "partitions_range": Range,
+    "replication_factor_range": Range,
+    "required_configs": RequiredConfigs,
+    "forbidden_configs": ForbiddenConfigs,
+    "min_insync_below_rf": NoParameters,
+    "partition_budget": PartitionBudget,
+    "owner_partition_quota": OwnerPartitionAllowance,
+    "custom": Custom,
 }
 # Alter policies: the create policies that judge a topic's shape, applied to the topic as
 # it will be after the alter (transforms.policies.alter.AFTER_ALTER), and custom.
-ALTER_CHECKS: dict[str, Check] = {
-    **{name: CREATE_CHECKS[name] for name in (
+ALTER_POLICIES: dict[str, type] = {
+    **{name: CREATE_POLICIES[name] for name in (
         "required_configs", "forbidden_configs", "min_insync_below_rf", "partitions_range",
         "partition_budget", "owner_partition_quota")},
-    "custom": check_custom,
+    "custom": Custom,
 }
-DELETE_CHECKS: dict[str, Check] = {
-    "protected_patterns": check_protected_patterns,
-    "custom": check_custom,
+DELETE_POLICIES: dict[str, type] = {
+    "protected_patterns": ProtectedPatterns,
+    "custom": Custom,
 }
+
+
+# -- a row of a topic manifest file (the columns of schemas.MANIFEST) --------------------
+
+def _configs(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError("expected a mapping of config name -> value")
+    # Kafka configs are strings on the wire; YAML may have read 604800000 as a number.
+    return {str(k): _config_text(x) for k, x in v.items()}
+
+
+def _config_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _assignment(v: Any) -> Any:
+    if v is None:
+        return None
+    try:
+        return {int(k): [int(b) for b in brokers] for k, brokers in v.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError("expected partition -> [broker ids]") from None
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    Configs = Annotated[dict[str, str | None] | None, BeforeValidator(_configs), WithJsonSchema(
+        {"type": ["object", "null"],
+         "additionalProperties": {"type": ["string", "number", "boolean", "null"]}})]
+    # YAML reads `0:` as an integer key, JSON writes "0": both are partition numbers.
+    Assignment = Annotated[dict[int, list[int]] | None, BeforeValidator(_assignment),
+                           WithJsonSchema({"type": ["object", "null"], "additionalProperties": {
+                               "type": "array", "items": {"type": "integer"}}})]
+
+
+@dataclass(frozen=True)
+class TopicManifestRow:
+    """One topic of a manifest file: the topic a cluster should have (or not have)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Text, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    topic: Annotated[Text, Field(description="The topic's name.")] = None
+    state: Annotated[Text, Field(description="`present` (left out: present) or `absent` "
+                                 "(deleted with deletes allowed).")] = None
+    partitions: Annotated[Integer, Field(description="The partition count (left out: the "
+                                         "broker's default).")] = None
+    replication_factor: Annotated[Integer, Field(
+        description="The replication factor (left out: the broker's default).")] = None
+    replica_assignment: Annotated[Assignment, Field(
+        description="partition -> broker ids, instead of partitions and "
+                    "replication_factor.")] = None
+    configs: Annotated[Configs, Field(description="Topic configs (name -> value; a number "
+                                      "or a boolean is read as its text).")] = None
+    owner: Annotated[Text, Field(description="The team that owns the topic.")] = None
+    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                  "row.")] = None
 
 
 class TopicsSection(Section):
@@ -158,8 +259,9 @@ class TopicsSection(Section):
     keys = ("deletes", "alters")
     policy_keys = ("create", "delete", "alter")
     check_rules = CHECK_RULES
-    policy_checks: ClassVar[Mapping[str, Mapping[str, Check]]] = {
-       "create": CREATE_CHECKS, "delete": DELETE_CHECKS, "alter": ALTER_CHECKS}
+    manifest_row = TopicManifestRow
+    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
+        "create": CREATE_POLICIES, "delete": DELETE_POLICIES, "alter": ALTER_POLICIES}
 
     def build(self, given: Given) -> TopicsConf:
         deletes = given.top.get("deletes", DeletesConf())

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -26,6 +26,7 @@ from provisioning.conf.model import (
     SparkConf,
     TablesConf,
 )
+from provisioning.conf.policies import catalogue, message
 from provisioning.conf.section import sections
 
 Loc = tuple[str | int, ...]
@@ -68,13 +69,27 @@ def _summary(model: type) -> str:
     return what[:1].upper() + what[1:]
 
 
-def _policy_item(key: str, names: list[str]) -> type[BaseModel]:
+def _policy_item(key: str, name: str, model: type) -> type[BaseModel]:
+    """One policy of `policies.<key>`: its `name` and the parameters of its model."""
+    config = getattr(model, "__pydantic_config__", {})
+    one_of = getattr(model, "at_least_one", ())
+    title = "".join(p.capitalize() for p in (key, *name.split("_"), "policy"))
+    named: Any = Literal[name]
     return create_model(
-        f"{key.capitalize()}Policy", __config__=ConfigDict(extra="allow"),
-        __doc__=f"One policy of `policies.{key}`: its name and its parameters.",
-        name=(str, Field(strict=True, json_schema_extra={"enum": list[Any](names)},
-                         description="The policy's name; every other key is one of its "
-                                     "parameters.")))
+        title, __config__=ConfigDict(
+            extra=config.get("extra", "forbid"), title=title,
+            json_schema_extra={"anyOf": [{"required": [p]} for p in one_of]} if one_of
+            else None),
+        __doc__=f"`{name}` in `policies.{key}`: {model.__doc__}",
+        name=(named, Field(description="The policy's name.")),
+        **_dataclass_fields(model))
+
+
+def _policy_list(key: str, models: Mapping[str, type]) -> Any:
+    """`policies.<key>`: a list of its policies, each told apart by its `name`."""
+    items = tuple(_policy_item(key, name, model) for name, model in sorted(models.items()))
+    either: Any = Union[items]  # noqa: UP007 - a union of a tuple of models
+    return list[Annotated[either, Field(discriminator="name")]] | None
 
 
 @functools.cache
@@ -88,9 +103,9 @@ def file_model() -> type[BaseModel]:
     tables = create_model("Tables", __config__=_FORBID, __doc__=TablesConf.__doc__,
                           **table_fields)
     policy_fields: dict[str, Any] = {
-        key: (list[_policy_item(key, sorted(checks))] | None,  # type: ignore[misc]
+        key: (_policy_list(key, models),
               Field(None, description=f"The `{key}` policies, judged in this order."))
-        for part in parts for key, checks in part.policy_checks.items()}
+        for part in parts for key, models in part.policy_models.items()}
     policies = create_model("Policies", __config__=_FORBID,
                             __doc__="The policies of each kind of change.", **policy_fields)
     cluster_name = Annotated[str, Field(pattern=_CLUSTER_NAME)]
@@ -155,15 +170,28 @@ def _problems_of(exc: ValidationError, prefix: Loc) -> list[tuple[Loc, str]]:
         if loc[-1] == "[key]":  # a mapping's key (a cluster's name)
             loc = loc[:-1]
         if loc[0] == "policies" and len(loc) >= 3:
-            # A policy is a mapping with a name; anything else is that, whatever is wrong.
-            out.append((loc[:3], "expected a mapping with a `name` and the policy's "
-                                 "parameters"))
+            out.append(_policy_problem(error, loc))
             continue
         if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             out.append((loc, describe_unknown(str(loc[-1]), keys_at(loc[:-1]))))
         else:
             out.append((loc, describe(error, loc)))
     return out
+
+
+def _policy_problem(error: Any, loc: Loc) -> tuple[Loc, str]:
+    """A problem of the policy at `loc[:3]`: its name, or one of its parameters (pydantic
+    puts the policy's name, the union's tag, after the policy's index)."""
+    key, value = str(loc[1]), error.get("input")
+    if len(loc) == 3:
+        name = value.get("name") if isinstance(value, Mapping) else None
+        if error["type"] == "union_tag_invalid" and isinstance(name, str):
+            known = ", ".join(sorted(catalogue(key))) or "none"
+            return (*loc, "name"), f"unknown {key} policy {name!r} (known: {known})"
+        # A policy is a mapping with a name; anything else is that, whatever is wrong.
+        return loc, "expected a mapping with a `name` and the policy's parameters"
+    where = (*loc[:3], *loc[4:])
+    return where, message(catalogue(key)[str(loc[3])], error, where)
 
 
 def _annotated(info: Any) -> Any:
@@ -220,8 +248,16 @@ def type_at(loc: Loc) -> Any:
     return tp
 
 
-def keys_at(loc: Loc) -> tuple[str, ...]:
-    fields = _fields(_strip(type_at(loc))[0])
+def keys_at(loc: Loc, node: Any = None) -> tuple[str, ...]:
+    """The keys the model knows at `loc`; in a list of policies, those of the policy
+    `node` (as written) names."""
+    tp = _strip(type_at(loc))[0]
+    if typing.get_origin(tp) is Union and isinstance(node, Mapping):
+        tp = next((m for m in typing.get_args(tp) if isinstance(m, type)
+                   and issubclass(m, BaseModel) and "name" in m.model_fields
+                   and typing.get_args(m.model_fields["name"].annotation) == (
+                       node.get("name"),)), None)
+    fields = _fields(tp)
     return tuple(fields or ())
 
 
@@ -250,7 +286,7 @@ def order(problems: list[tuple[Loc, str]], top: Mapping[str, Any]
         ranks = []
         node: Any = top
         for i, part in enumerate(loc):
-            known = keys_at(loc[:i])
+            known = keys_at(loc[:i], node)
             written = list(node) if isinstance(node, Mapping) else []
             if isinstance(part, int):
                 ranks.append((1, part))

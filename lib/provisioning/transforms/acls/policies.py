@@ -349,7 +349,7 @@ def custom(params: Mapping[str, Any], context: AclPolicyContext) -> Transform:
 
 
 # The policies `policies.acl` may name (their parameter checks:
-# provisioning.conf.policies.ACL_PARAMETER_CHECKS, kept equal by a unit test).
+# provisioning.conf.acls.ACL_POLICY_MODELS, kept equal by a unit test).
 ACL_POLICIES: dict[str, AclPolicyFactory] = {
     "owner_scope": owner_scope,
     "principal_pattern": principal_pattern,

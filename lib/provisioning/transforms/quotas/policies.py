@@ -29,8 +29,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning.conf import PolicySpec
-from provisioning.conf.policies import check_custom, resolve_callable
-from provisioning.conf.quotas import check_quota_range
+from provisioning.conf.policies import check_custom, require_valid, resolve_callable
 from provisioning.errors import PolicyError
 from provisioning.names.quotas import REMOVE, SET_ACTION
 from provisioning.transforms.policies import POLICIES_PER_CUT, Cut
@@ -94,9 +93,7 @@ def quota_range(params: Mapping[str, Any], context: QuotaPolicyContext) -> Trans
     """The values a SET of one key may ask for: within [min, max] (either may be left out).
     A range keeps a typo (a byte rate of 10 where 10 MB/s was meant, or one a thousand times
     too large) from reaching the clients; `force` lifts it for the row that means it."""
-    problems = check_quota_range(params)
-    if problems:
-        raise PolicyError(f"quota policy quota_range: {'; '.join(problems)}")
+    require_valid("quota", "quota_range", params)
     key = str(params["key"])
     low: float | None = None if params.get("min") is None else float(params["min"])
     high: float | None = None if params.get("max") is None else float(params["max"])
@@ -162,7 +159,7 @@ def max_quota_changes_per_cluster(params: Mapping[str, Any], context: QuotaPolic
 
 
 # The policies `policies.quota` may name (their parameter checks:
-# provisioning.conf.quotas.QUOTA_PARAMETER_CHECKS, kept equal by a unit test).
+# provisioning.conf.quotas.QUOTA_POLICY_MODELS, kept equal by a unit test).
 QUOTA_POLICIES: dict[str, QuotaPolicyFactory] = {
     "quota_range": quota_range,
     "custom": custom,

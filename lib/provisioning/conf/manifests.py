@@ -1,0 +1,139 @@
+"""The rows of manifest files (the YAML or JSON lists `load_manifest` writes to a kind's
+manifest table): the value types of their columns, the reading of a file's rows against
+a kind's row model (`Section.manifest_row`), and the files' JSON Schema.
+
+Only a row's shape is checked here (a number where a number goes); whether a row makes
+sense is the job's call, as data, so one bad row never stops the others. Every shape
+problem of a file is reported at once, by row and column.
+
+    python -m provisioning.conf.manifests schemas/manifest.schema.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, TypeAdapter, ValidationError, WithJsonSchema
+
+from provisioning.conf.schema import DIALECT, render
+
+
+def _text(v: Any) -> Any:
+    # A scalar YAML read as a number or a boolean is the text it was written as.
+    return None if v is None else str(v)
+
+
+def _integer(v: Any) -> Any:
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+        raise ValueError(f"expected an integer, got {v!r}")
+    return v
+
+
+def _flag(v: Any) -> Any:
+    if v is not None and not isinstance(v, bool):
+        raise ValueError("expected true or false")
+    return v
+
+
+# A text column: a string (a number or a boolean is read as its text) or null.
+Text = Annotated[str | None, BeforeValidator(_text),
+                 WithJsonSchema({"type": ["string", "number", "boolean", "null"]})]
+# An integer column (never a boolean), or null; its bounds are the job's to judge.
+Integer = Annotated[int | None, BeforeValidator(_integer),
+                    WithJsonSchema({"type": ["integer", "null"]})]
+# A row's `force`: true, false or absent.
+Force = Annotated[bool | None, BeforeValidator(_flag),
+                  WithJsonSchema({"type": ["boolean", "null"]})]
+
+
+def read_rows(data: list[Any], model: type, label: Callable[[Mapping[str, Any]], str]
+              ) -> tuple[list[dict[str, Any] | None], list[str]]:
+    """Each item of `data` read against `model` (None where it was refused), and every
+    problem, "row I (LABEL).column: message" in the rows' order.
+
+    label: what names a row in a problem (its topic, principal or entity)."""
+    adapter = _adapter(model)
+    columns = [f.name for f in dataclasses.fields(model)]
+    rows: list[dict[str, Any] | None] = []
+    problems: list[str] = []
+    for i, item in enumerate(data):
+        if not isinstance(item, Mapping):
+            problems.append(f"row {i}: expected a mapping")
+            rows.append(None)
+            continue
+        try:
+            row = adapter.validate_python(dict(item))
+        except ValidationError as exc:
+            where = f"row {i} ({label(item)})"
+            written = list(item)
+            errors = sorted(exc.errors(), key=lambda e: _rank(e, columns, written))
+            problems += [f"{where}.{'.'.join(map(str, e['loc']))}: {_message(e, columns)}"
+                         for e in errors]
+            rows.append(None)
+            continue
+        rows.append({c: getattr(row, c) for c in columns})
+    return rows, problems
+
+
+@functools.cache
+def _adapter(model: type) -> TypeAdapter[Any]:
+    return TypeAdapter(model)
+
+
+def _rank(error: Any, columns: list[str], written: list[Any]) -> tuple[int, int]:
+    """Unknown columns first, as written; then the model's columns in order."""
+    column = error["loc"][0]
+    if error["type"] == "unexpected_keyword_argument" or column not in columns:
+        return (0, written.index(column) if column in written else 0)
+    return (1, columns.index(column))
+
+
+def _message(error: Any, columns: list[str]) -> str:
+    if error["type"] == "unexpected_keyword_argument" or error["loc"][0] not in columns:
+        return f"unknown column (columns: {', '.join(sorted(columns))})"
+    if error["type"] == "value_error":
+        return str(error["ctx"]["error"])
+    return str(error["msg"])
+
+
+def manifest_schema() -> dict[str, Any]:
+    """The manifest files' JSON Schema: a list of one kind's rows, for every kind with
+    manifest files (`Section.manifest_row`)."""
+    from provisioning.conf.section import sections
+
+    defs: dict[str, Any] = {}
+    kinds = []
+    for part in sections():
+        if part.manifest_row is None:
+            continue
+        name = part.manifest_row.__name__
+        schema = TypeAdapter(part.manifest_row).json_schema(
+            mode="validation", ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        defs[name] = schema
+        kinds.append({"title": f"{part.kind} manifest", "type": "array",
+                      "description": f"`load_manifest --kind {part.kind}`: a list of "
+                                     f"{part.kind} manifest rows.",
+                      "items": {"$ref": f"#/$defs/{name}"}})
+    return {"$schema": DIALECT, "title": "Manifest",
+            "description": "A manifest file of the topic provisioning job: a list of rows "
+                           "of one kind, which `load_manifest` writes to that kind's "
+                           "manifest table.",
+            "anyOf": kinds, "$defs": defs}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m provisioning.conf.manifests OUT.json", file=sys.stderr)
+        return 2
+    Path(argv[0]).write_text(render(manifest_schema()), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
