@@ -361,9 +361,11 @@ def test_report_violations_payload_renders_as_the_trend() -> None:
 @pytest.mark.parametrize(("options", "message"), [
     (["--drift", "--violations"],
      "report takes one of --run-id, --site, --topic, --drift, --unmanaged, --violations, "
-     "--unmanaged-acls, --orphaned-acls, --reassignments, --unmanaged-quotas; got --drift "
-     "and --violations"),
-    (["--since", "7"], "--since goes with --violations"),
+     "--inventory, --unmanaged-acls, --orphaned-acls, --reassignments, --unmanaged-quotas; "
+     "got --drift and --violations"),
+    (["--since", "7"], "--since goes with --violations or --inventory"),
+    (["--violations", "--idle"], "--idle goes with --inventory"),
+    (["--largest", "3"], "--largest goes with --inventory"),
 ])
 def test_report_refuses_two_views_and_since_without_violations(
         options: list[str], message: str, tmp_path: Any) -> None:
