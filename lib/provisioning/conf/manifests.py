@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, TypeAdapter, ValidationError, WithJsonSchema
 
-from provisioning.conf.schema import DIALECT, render
+from provisioning.conf.schema import DIALECT
 
 
 def _text(v: Any) -> Any:
@@ -126,14 +124,3 @@ def manifest_schema() -> dict[str, Any]:
                            "manifest table.",
             "anyOf": kinds, "$defs": defs}
 
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m provisioning.conf.manifests OUT.json", file=sys.stderr)
-        return 2
-    Path(argv[0]).write_text(render(manifest_schema()), encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -1,11 +1,12 @@
-"""The JSON Schema of the conf file, generated from its models (`conf.validate.file_model`).
+"""The JSON Schemas of the conf file and of the manifest files, generated from their models
+(`conf.validate.file_model`, each kind's manifest row: `conf.manifests.manifest_schema`).
 
 Editors validate a conf against it (the `# yaml-language-server: $schema=...` line at the
 top of each conf); the docs' reference of conf keys is generated from it, each key with
 its type, default and description. `make conf-schema` writes it; a unit test fails when
 the file in the repo is not what this makes.
 
-    python -m provisioning.conf.schema conf/provisioning.schema.json
+    python -m provisioning.conf.schema conf/provisioning.schema.json schemas/manifest.schema.json
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ def render(schema: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m provisioning.conf.schema OUT.json", file=sys.stderr)
+    if len(argv) != 2:
+        print("usage: python -m provisioning.conf.schema CONF_OUT.json MANIFEST_OUT.json",
+              file=sys.stderr)
         return 2
-    Path(argv[0]).write_text(render(conf_schema()), encoding="utf-8")
+    from provisioning.conf.manifests import manifest_schema
+
+    for path, schema in zip(argv, (conf_schema(), manifest_schema()), strict=True):
+        Path(path).write_text(render(schema), encoding="utf-8")
     return 0
 
 
