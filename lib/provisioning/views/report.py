@@ -106,6 +106,18 @@ def report_columns() -> tuple[str, ...]:
     return (*BASE_COLUMNS, *(c for k in view_kinds() for c in k.report_columns))
 
 
+def byte_size(value: int | None, none: str = "-") -> str:
+    """Bytes in binary units (exact below 1 KiB); `none` for an unknown size."""
+    if value is None:
+        return none
+    amount = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(amount) < 1024:
+            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{amount:.1f} TiB"
+
+
 def counts_text(counts: Mapping[str, int] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted((counts or {}).items())) or "-"
 

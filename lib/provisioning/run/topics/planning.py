@@ -24,6 +24,7 @@ from provisioning.run.executors import cluster_states_frame
 from provisioning.run.kind import PlanLayer
 from provisioning.run.manifest_cache import manifest_rows
 from provisioning.transforms.audit import plan_outcome_counts
+from provisioning.transforms.check.usage import online_partitions
 from provisioning.transforms.plan import build_plan, prune_candidates
 from provisioning.transforms.policies import (
     PolicyContext,
@@ -177,12 +178,9 @@ def with_last_writes(rows: DataFrame, live: DataFrame,
                      last_writes: Callable[[DataFrame], DataFrame]) -> DataFrame:
     """PLAN `rows` with the newest record's time of each DELETE row's topic (and why it
     could not be read), from `last_writes` over the topics' online partitions (`live`)."""
-    online = F.transform(F.filter("partition_states", lambda p: p["leader"] >= 0),
-                         lambda p: p["partition"])
     topics = (rows.where(F.col("action") == DELETE).select("cluster", "topic")
               .join(live.select("cluster", "topic", "partitions",
-                                F.coalesce(online, F.array().cast("array<int>"))
-                                .alias("online")), ["cluster", "topic"]))
+                                online_partitions().alias("online")), ["cluster", "topic"]))
     found = last_writes(topics).select(
         "cluster", "topic", F.col("last_write_at").alias("_written"),
         F.col("error").alias("_unread"))

@@ -31,15 +31,21 @@ def _retention(name: str) -> Column:
     return F.when(value >= 0, value)
 
 
+def online_partitions() -> Column:
+    """A SNAPSHOT row's partitions that have a leader (the ones ListOffsets can ask; an
+    empty array when the partition states are unknown)."""
+    online = F.transform(F.filter("partition_states", lambda p: p["leader"] >= 0),
+                         lambda p: p["partition"])
+    return F.coalesce(online, F.array().cast("array<int>"))
+
+
 def usage_work(live: DataFrame) -> DataFrame:
     """The usage reader's work rows of the judged topics of SNAPSHOT `live`: cluster, topic,
     partitions, replication_factor, online (the partitions with a leader), and the
     effective retention.ms and retention.bytes (null: unlimited or unknown)."""
-    online = F.transform(F.filter("partition_states", lambda p: p["leader"] >= 0),
-                         lambda p: p["partition"])
     return live.where(judged()).select(
         "cluster", "topic", "partitions", "replication_factor",
-        F.coalesce(online, F.array().cast("array<int>")).alias("online"),
+        online_partitions().alias("online"),
         _retention("retention.ms").alias("retention_ms"),
         _retention("retention.bytes").alias("retention_bytes"))
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from provisioning.views.report import byte_size
 from provisioning.views.site.data import TableRead
 
 NAV = (("index.html", "Overview"), ("runs/index.html", "Runs"),
@@ -75,15 +76,8 @@ def when(value: Any) -> str:
 
 
 def size(value: int | None) -> str:
-    """Bytes in binary units (exact below 1 KiB)."""
-    if value is None:
-        return "-"
-    amount = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(amount) < 1024 or unit == "TiB":
-            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1024
-    return f"{value} B"
+    """Bytes in binary units (exact below 1 KiB), '-' for none."""
+    return byte_size(value)
 
 
 def count(value: int | None) -> str:

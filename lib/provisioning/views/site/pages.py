@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from provisioning.names import ERROR, SEVERITIES, WARNING
+from provisioning.names import DISK_FORECAST, EMPTY_TOPIC, ERROR, IDLE_TOPIC, SEVERITIES, WARNING
 from provisioning.views.site.charts import bar_chart, line_chart
 from provisioning.views.site.data import LARGEST, SiteData
 from provisioning.views.site.html import (
@@ -22,9 +22,6 @@ from provisioning.views.site.html import (
     topic_file,
     when,
 )
-
-# The findings the inventory page lists, by rule (`check`'s inventory rules).
-IDLE, EMPTY, DISK_FORECAST = "idle_topic", "empty_topic", "disk_forecast"
 
 
 def _severity(s: Any) -> str:
@@ -122,7 +119,7 @@ def inventory(data: SiteData) -> str:
              esc(size(r["size_bytes"])), esc(size(r["stored_bytes"])),
              esc(count(r["records"])), esc(when(r["last_write_at"])), esc(r["groups"])]
             for r in largest[:LARGEST]), numeric=(2, 3, 4, 6), css="largest"))
-    for title, rule in (("Idle topics", IDLE), ("Empty topics", EMPTY)):
+    for title, rule in (("Idle topics", IDLE_TOPIC), ("Empty topics", EMPTY_TOPIC)):
         body.append(f"<h2>{title}</h2>")
         body.append(table(("cluster", "topic", "detail"), (
             [esc(f["cluster"]), _topic_link("", f["cluster"], f["topic"]), esc(f["detail"])]

@@ -16,12 +16,9 @@ from provisioning.conf import Conf
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.results import utc_now
 from provisioning.transforms.scope import topics_matching
+from provisioning.views.report import byte_size, rows_of
 
 Row = Mapping[str, Any]
-
-
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [r.asDict(recursive=True) for r in df.collect()]
 
 
 def _latest(df: DataFrame) -> DataFrame:
@@ -48,7 +45,7 @@ def inventory_view(spark: SparkSession, conf: Conf, clusters: Sequence[str], idl
     latest = _latest(every).cache()
     now = utc_now()
     idle_since = now - dt.timedelta(days=conf.checks.idle_days)
-    totals = {r["cluster"]: r for r in _rows(latest.groupBy("cluster", "run_id").agg(
+    totals = {r["cluster"]: r for r in rows_of(latest.groupBy("cluster", "run_id").agg(
         F.max("checked_at").alias("checked_at"), F.count(F.lit(1)).alias("topics"),
         F.sum("size_bytes").alias("size_bytes"), F.sum("stored_bytes").alias("stored_bytes"),
         F.sum("records").alias("records"),
@@ -58,7 +55,7 @@ def inventory_view(spark: SparkSession, conf: Conf, clusters: Sequence[str], idl
     disks: dict[str, list[dict[str, Any]]] = {}
     if table_exists(spark, disks_ref) and totals:
         runs = [r["run_id"] for r in totals.values()]
-        for d in _rows(read_table(spark, disks_ref).where(F.col("run_id").isin(*runs))
+        for d in rows_of(read_table(spark, disks_ref).where(F.col("run_id").isin(*runs))
                        .orderBy("cluster", "broker", "log_dir")):
             disks.setdefault(d["cluster"], []).append(d)
     shown = ("topic", "size_bytes", "stored_bytes", "records", "last_write_at",
@@ -66,16 +63,16 @@ def inventory_view(spark: SparkSession, conf: Conf, clusters: Sequence[str], idl
     per_cluster = []
     for cluster in sorted(totals):
         mine = latest.where(F.col("cluster") == cluster)
-        idle = _rows(mine.where((F.col("records") > 0)
+        idle = rows_of(mine.where((F.col("records") > 0)
                                 & (F.col("last_write_at") < F.lit(idle_since)))
                      .orderBy("last_write_at", "topic").select(*shown))
         entry: dict[str, Any] = {**totals[cluster], "idle_days": conf.checks.idle_days,
                                  "idle_topics": idle, "disks": disks.get(cluster, [])}
         if not idle_only:
-            entry["largest"] = _rows(mine.orderBy(F.col("size_bytes").desc_nulls_last(),
+            entry["largest"] = rows_of(mine.orderBy(F.col("size_bytes").desc_nulls_last(),
                                                   "topic").limit(largest or 10)
                                      .select(*shown))
-            entry["empty_topics"] = [r["topic"] for r in _rows(
+            entry["empty_topics"] = [r["topic"] for r in rows_of(
                 mine.where(F.col("records") == 0).orderBy("topic").select("topic"))]
         per_cluster.append(entry)
     latest.unpersist()
@@ -92,7 +89,7 @@ def _trend(every: DataFrame, since_days: int) -> list[dict[str, Any]]:
     runs = (recent.select("cluster", "day", "run_id", "checked_at").distinct()
             .withColumn("_n", F.row_number().over(last)).where(F.col("_n") == 1)
             .select("cluster", "day", "run_id"))
-    return _rows(recent.join(runs, ["cluster", "day", "run_id"], "left_semi")
+    return rows_of(recent.join(runs, ["cluster", "day", "run_id"], "left_semi")
                  .groupBy("cluster", "day", "run_id")
                  .agg(F.count(F.lit(1)).alias("topics"),
                       F.sum("size_bytes").alias("size_bytes"),
@@ -101,15 +98,8 @@ def _trend(every: DataFrame, since_days: int) -> list[dict[str, Any]]:
                  .orderBy("cluster", "day"))
 
 
-def _bytes(n: Any) -> str:
-    if n is None:
-        return "unknown"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+def _bytes(n: int | None) -> str:
+    return byte_size(n, none="unknown")
 
 
 def _readers(groups: Sequence[Row] | None) -> str:
