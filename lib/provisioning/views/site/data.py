@@ -22,6 +22,7 @@ from provisioning.delta.manifests import conform_to_manifest
 from provisioning.delta.tables import TableRef, latest_commit, load
 from provisioning.transforms.check.trend import check_runs, violation_spans, violations_per_day
 from provisioning.views.kind import view_kinds
+from provisioning.views.report import latest_snapshot
 from schemas import MANIFEST, column_names
 
 # Audit columns the run and topic pages show (and those each kind adds).
@@ -160,12 +161,8 @@ def _audit(audit: DataFrame, runs: DataFrame, clusters: Sequence[str]) -> list[d
 
 def _live(snapshots: DataFrame, clusters: Sequence[str]) -> list[dict[str, Any]]:
     """Each cluster's live topics (not internal) of its newest snapshot."""
-    of = _of_clusters(snapshots, clusters)
-    newest = of.groupBy("cluster").agg(
-        F.max(F.struct("snapshot_at", "run_id"))["run_id"].alias("_newest"))
-    return rows(of.join(newest, on="cluster", how="inner")
-                .where((F.col("run_id") == F.col("_newest")) & ~F.coalesce("internal",
-                                                                           F.lit(False)))
+    return rows(latest_snapshot(_of_clusters(snapshots, clusters))
+                .where(~F.coalesce("internal", F.lit(False)))
                 .select("cluster", "topic", "partitions", "replication_factor",
                         "snapshot_at"))
 
