@@ -73,7 +73,7 @@ def run_groups(rows: Sequence[Mapping[str, Any]]
         found = by_kind.get(kind.name)
         if not found:
             continue
-        ordered = sorted(found, key=_row_order)
+        ordered = sorted(found, key=row_order)
         chains = sorted(phase_chains(ordered),
                         key=lambda c: (_chain_rank(c[0]), kind.subject_text(c[0][-1])))
         groups.append((kind, chains))
@@ -83,7 +83,7 @@ def run_groups(rows: Sequence[Mapping[str, Any]]
 _PHASES = (names.PLAN, names.VALIDATE, names.APPLY, names.VERIFY)
 
 
-def _row_order(r: Mapping[str, Any]) -> tuple[Any, ...]:
+def row_order(r: Mapping[str, Any]) -> tuple[Any, ...]:
     phase = _PHASES.index(r["phase"]) if r["phase"] in _PHASES else len(_PHASES)
     return (r.get("recorded_at") is None, r.get("recorded_at"), phase, r["phase"])
 
