@@ -9,14 +9,14 @@ CONF ?= conf/local.yaml
 MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
-.PHONY: setup venv jars driver-archive connect-venv connect-up connect-down wheel run test \
+.PHONY: setup venv jars driver-archive connect-venv airflow-venv connect-up connect-down wheel run test \
         test-unit test-integration lint bench docs kafka-up kafka-down clean \
         conf-schema
 
 CONNECT_DIR := $(CACHE)/connect
 CONNECT_VENV := $(CONNECT_DIR)/venv
 
-setup: venv jars driver-archive connect-venv
+setup: venv jars driver-archive connect-venv airflow-venv
 
 venv: $(VENV)/.installed
 
@@ -67,6 +67,20 @@ $(CONNECT_VENV)/.installed: pyproject.toml $(VENV)/.installed
 	  deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]; \
 	  print(" ".join(d for d in deps if d.split("[")[0].split("=")[0] in ("pyspark", "pandas", "pyarrow")))')
 	touch $@
+
+# Airflow for the example DAG's test (tests/integration/test_airflow_dag.py), in a
+# virtualenv of its own (its pins would fight pyspark's), built once here rather than by a
+# test run. The marker holds the pins it was built from; new pins rebuild it.
+AIRFLOW_VENV := $(CACHE)/airflow-venv
+AIRFLOW_PINS := tests/support/airflow-requirements.txt
+airflow-venv: $(AIRFLOW_VENV)/.installed
+
+$(AIRFLOW_VENV)/.installed: $(AIRFLOW_PINS)
+	rm -rf $(AIRFLOW_VENV)
+	$(PYTHON_BIN) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/pip install -q --disable-pip-version-check -r $(AIRFLOW_PINS)
+	$(PYTHON_BIN) -c 'import sys; print("\n".join(open(sys.argv[1]).read().split()), end="")' \
+	  $(AIRFLOW_PINS) > $@
 
 # A local Spark Connect server on loopback (local[2], the Delta jars of the Maven cache),
 # started once and kept warm; prints its sc:// address. `make connect-down` stops it.

@@ -21,6 +21,13 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's time against its budget, printed at the end (tests/support/budget.py)."""
+    from tests.support.budget import Budget
+
+    config.pluginmanager.register(Budget(), "provisioning-budget")
+
+
 def _jars(directory: Path) -> list[str]:
     jars = sorted(str(p) for p in directory.glob("*.jar"))
     if not jars:
@@ -72,21 +79,109 @@ def _cluster(base: Path, nodes: int, **kwargs: object) -> Iterator[object]:
         cluster.stop()
 
 
+# The session's shared components (tests/support/brokers.py): one plain broker, one SASL
+# broker, one three-node cluster with racks, each started by the first test that asks for
+# it. Each module keeps to its own topic, group and principal prefix; a module that judges a
+# whole cluster starts from brokers.reset. tests/README.md says which to use.
+
+
 @pytest.fixture(scope="session")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A real one-node KRaft cluster for the whole session."""
-    yield from _cluster(tmp_path_factory.mktemp("kafka-1"), 1)
+def policy_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The broker-side test policies of tests/java, compiled once."""
+    from tests.helpers import compile_policy_jar
+
+    _jars(KAFKA_JARS)
+    return compile_policy_jar(tmp_path_factory.mktemp("policy-jar"))
 
 
-# The racks of the three-node cluster of replica moves: one per node.
+@pytest.fixture(scope="session")
+def _plain_kafka(tmp_path_factory: pytest.TempPathFactory,
+                 policy_jar: Path) -> Iterator[tuple[object, object]]:
+    from tests.support.brokers import plain_broker, start_behind
+
+    cluster, proxy = plain_broker(tmp_path_factory.mktemp("kafka-1"), policy_jar)
+    try:
+        start_behind(cluster, proxy)
+        yield cluster, proxy
+    finally:
+        proxy.stop()
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka(_plain_kafka: tuple[object, object]) -> object:
+    """The session's plain one-node KRaft broker (PLAINTEXT; the broker-side test policies
+    under `reserved.` and `capped.`)."""
+    return _plain_kafka[0]
+
+
+@pytest.fixture(scope="session")
+def kafka_proxy(_plain_kafka: tuple[object, object]) -> object:
+    """The loopback proxy (tests/support/tcpproxy.py) the plain broker's PROXIED listener
+    advertises: clients bootstrapping through it reach the broker only through it."""
+    return _plain_kafka[1]
+
+
+@pytest.fixture(scope="session")
+def sasl_tls(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The session's test CA and the SASL broker's certificate it signed."""
+    from tests.support.devkafka import TlsFiles
+
+    return TlsFiles.create(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def _sasl_kafka(tmp_path_factory: pytest.TempPathFactory,
+                sasl_tls: object) -> Iterator[tuple[object, object]]:
+    from tests.support.brokers import sasl_broker, start_behind
+
+    _jars(KAFKA_JARS)
+    cluster, proxy = sasl_broker(tmp_path_factory.mktemp("kafka-sasl"), sasl_tls)  # type: ignore[arg-type]
+    try:
+        start_behind(cluster, proxy)
+        yield cluster, proxy
+    finally:
+        proxy.stop()
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def sasl_kafka(_sasl_kafka: tuple[object, object]) -> object:
+    """The session's SASL broker: the StandardAuthorizer, the users of brokers.SASL_USERS
+    (the admin the only super user), listeners SASL (SASL_PLAINTEXT), SASLSSL and PROXIED."""
+    return _sasl_kafka[0]
+
+
+@pytest.fixture(scope="session")
+def sasl_proxy(_sasl_kafka: tuple[object, object]) -> object:
+    """The loopback proxy the SASL broker's PROXIED listener advertises."""
+    return _sasl_kafka[1]
+
+
+# The racks of the three-node cluster: one per node.
 RACKS = {1: "a", 2: "b", 3: "c"}
 
 
 @pytest.fixture(scope="session")
 def racked_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A real three-node KRaft cluster with one rack per node (RACKS), for the replica-move
-    tests (the job's CLI flows, then kafka.reassign's requests)."""
+    """The session's three-node KRaft cluster with one rack per node (RACKS). A test that
+    stops or kills a node starts it again before it ends."""
     yield from _cluster(tmp_path_factory.mktemp("kafka-racks"), 3, racks=RACKS)
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The session's Spark standalone cluster: a master and two one-core workers on loopback
+    (tests/support/standalone.py), for the flows whose subject is a job on a cluster whose
+    executors share nothing with the driver."""
+    from tests.support.standalone import Standalone
+
+    cluster = Standalone(tmp_path_factory.mktemp("spark-standalone"), 2)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 _CONNECT: dict[str, object] = {}
@@ -94,8 +189,8 @@ _CONNECT: dict[str, object] = {}
 
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One stock Spark Connect server for the session (local[2], Delta; its Python has only
-    pyspark[connect]), warmed once; started only when a test runs in Connect mode."""
+    """One Spark Connect server for the session (local[2], Delta; its Python has only
+    pyspark[connect]), warmed once: every CLI flow but the classic launcher's runs on it."""
     from tests.support.sparkconnect import ConnectServer, warm_up
 
     _jars(DELTA_JARS)
@@ -110,25 +205,13 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
         server.stop()
 
 
-# Where the job runs: classic Spark through spark-submit.sh, or a Spark Connect client.
-MODES = ("classic", "connect")
-
-
-@pytest.fixture(scope="module", params=MODES)
-def mode(request: pytest.FixtureRequest) -> str:
-    """The mode a module's end-to-end flow runs in (each module runs once per mode)."""
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def cli(mode: str, request: pytest.FixtureRequest) -> Callable[..., object]:
-    """`tests.helpers.run_cli` in this module's mode."""
+@pytest.fixture(scope="session")
+def cli(connect_server: object) -> Callable[..., object]:
+    """`tests.helpers.run_cli` as a thin client of the session's Spark Connect server: how
+    every CLI flow runs but those whose subject is the classic launcher itself."""
     from tests.helpers import run_cli
 
-    if mode == "classic":
-        return run_cli
-    server = request.getfixturevalue("connect_server")
-    return functools.partial(run_cli, remote=server.address)
+    return functools.partial(run_cli, remote=connect_server.address)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -146,19 +229,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.when != "call" or not report.failed:
         return
-    callspec = getattr(item, "callspec", None)
     server = _CONNECT.get("server")
-    in_connect_mode = callspec is not None and callspec.params.get("mode") == "connect"
-    if server is not None and (in_connect_mode
-                               or "connect_server" in getattr(item, "funcargs", {})):
+    if server is not None and {"connect_server", "cli"} & set(getattr(item, "funcargs", {})):
         report.sections.append((f"spark connect server log ({server.log_file})",
                                 server.log_tail(60)))
-    for name in ("kafka",):
-        cluster = getattr(item, "funcargs", {}).get(name)
-        if cluster is None:
-            continue
-        for node_id in cluster.node_ids:
-            report.sections.append(
-                (f"{name} node {node_id} log ({cluster.log_file(node_id)})",
-                 cluster.log_tail(node_id, 40))
-            )
+    from tests.support.devkafka import KafkaCluster
+
+    seen: set[int] = set()
+    for name, value in getattr(item, "funcargs", {}).items():
+        clusters = [v for v in (value if isinstance(value, tuple) else (value,))
+                    if isinstance(v, KafkaCluster) and id(v) not in seen]
+        for cluster in clusters:
+            seen.add(id(cluster))
+            for node_id in cluster.node_ids:
+                report.sections.append(
+                    (f"{name} node {node_id} log ({cluster.log_file(node_id)})",
+                     cluster.log_tail(node_id, 40)))

@@ -1,6 +1,7 @@
-"""ACL bindings as desired state, through the job's CLI, against a real broker with SASL and
-the StandardAuthorizer: grants, an idempotent rerun, revokes only when allowed, unlisted
-bindings kept unless the conf removes them, policies, invalid rows, the authority check,
+"""ACL bindings as desired state, through the job's CLI, against the session's SASL broker
+(the StandardAuthorizer; emptied for this module): grants, an idempotent rerun, revokes only
+when allowed, unlisted bindings kept unless the conf removes them, policies, invalid rows,
+the authority check,
 a deleted topic's bindings, saved plans, report and import; and a batch of 1,000
 bindings granted and revoked through `spark-submit.sh` as a thin client of the session's
 Spark Connect server, its requests counted by a loopback proxy the broker advertises.
@@ -12,7 +13,6 @@ command `spark-submit.sh` runs. Every stage reads the broker's whole ACL state b
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,17 +33,15 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, free_ports
+from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
+from tests.support.devkafka import KafkaCluster
 from tests.support.tcpproxy import KafkaProxy
 
 pytestmark = pytest.mark.integration
 
 CLUSTER = "acl"
-ADMIN_PASSWORD = f"adminpw{secrets.token_hex(8)}"
-LIMITED_PASSWORD = f"limitedpw{secrets.token_hex(8)}"
-USERS = SaslUsers(admin_password=ADMIN_PASSWORD, plain={"limited": LIMITED_PASSWORD})
 ADMIN = {"ACL_USER": "admin", "ACL_PASSWORD": ADMIN_PASSWORD}
-LIMITED = {"ACL_USER": "limited", "ACL_PASSWORD": LIMITED_PASSWORD}
+LIMITED = {"ACL_USER": "limited", "ACL_PASSWORD": USER_PASSWORD}
 
 Key = tuple[str, str, str, str, str, str, str]
 
@@ -99,39 +97,32 @@ DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 
 
 @pytest.fixture(scope="module")
-def proxied() -> KafkaProxy:
-    """A loopback proxy the broker's second SASL listener advertises: clients that bootstrap
-    through it reach the broker only through it, so it counts their requests by API key."""
-    (port,) = free_ports(1)
-    return KafkaProxy(port)
+def proxied(sasl_proxy: KafkaProxy) -> Iterator[KafkaProxy]:
+    """The loopback proxy the SASL broker's PROXIED listener advertises: clients that
+    bootstrap through it reach the broker only through it, so it counts their requests by API
+    key."""
+    sasl_proxy.reset()
+    yield sasl_proxy
+    sasl_proxy.reset()
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory, proxied: KafkaProxy
-            ) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-acl-cli"), nodes=1, sasl=USERS,
-                           heap_mb=384, listeners=(
-                               ListenerSpec("SASL", "SASL_PLAINTEXT"),
-                               ListenerSpec("PROXIED", "SASL_PLAINTEXT",
-                                            advertised_port=proxied.port)))
-    cluster.start()
-    proxied.upstream_port = int(cluster.bootstrap_servers_for("PROXIED").split(":")[1])
-    proxied.start()
-    try:
-        settings = cluster.client_settings()
-        admin = KafkaAdminClient(**settings)
-        admin.create_topics([_new_topic("acl.doomed")])
-        admin.close()
-        grant(settings, "User:limited", [
-            ("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE"]),
-            ("TOPIC", "acl.lim.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"])])
-        grant(settings, "User:old", [("TOPIC", "acl.orders", "LITERAL", ["READ"])])
-        grant(settings, "User:legacy", [("TOPIC", "acl.legacy", "LITERAL", ["DESCRIBE"])])
-        grant(settings, "User:doomed-reader", [("TOPIC", "acl.doomed", "LITERAL", ["READ"])])
-        yield cluster
-    finally:
-        proxied.stop()
-        cluster.stop()
+def secured(sasl_kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's SASL broker, emptied (brokers.reset), then the bindings and topic every
+    test starts from."""
+    reset(sasl_kafka)
+    settings = sasl_kafka.client_settings()
+    admin = KafkaAdminClient(**settings)
+    admin.create_topics([_new_topic("acl.doomed")])
+    admin.close()
+    grant(settings, "User:limited", [
+        ("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE"]),
+        ("TOPIC", "acl.lim.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"])])
+    grant(settings, "User:old", [("TOPIC", "acl.orders", "LITERAL", ["READ"])])
+    grant(settings, "User:legacy", [("TOPIC", "acl.legacy", "LITERAL", ["DESCRIBE"])])
+    grant(settings, "User:doomed-reader", [("TOPIC", "acl.doomed", "LITERAL", ["READ"])])
+    yield sasl_kafka
+    reset(sasl_kafka)
 
 
 def _new_topic(name: str) -> Any:

@@ -1,5 +1,5 @@
-"""The ACL requests (`provisioning.kafka.acls`) against a real broker with SASL and the
-StandardAuthorizer, as the security tests start one, and against a plain broker.
+"""The ACL requests (`provisioning.kafka.acls`) against the session's SASL broker (the
+StandardAuthorizer; emptied for this module) and against its plain broker.
 
 Users: `admin` (the super user), `limited` (DESCRIBE and IDEMPOTENT_WRITE on the cluster,
 no ALTER) and `nobody` (no ACL at all). Every test that changes the bindings takes them back
@@ -8,7 +8,6 @@ to the fixture's own, and reads the broker's whole state.
 
 from __future__ import annotations
 
-import secrets
 import socket
 import time
 from collections.abc import Iterator
@@ -38,15 +37,12 @@ from provisioning.kafka.tasks.acls import (
 from provisioning.kafka.tasks.common import Row, Sent, for_each_cluster
 from schemas import ACL_RESULT, column_names
 from tests.helpers import grant
-from tests.support.devkafka import KafkaCluster, SaslUsers
+from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
+from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
 CLUSTER = "acl"
-ADMIN_PASSWORD = f"adminpw{secrets.token_hex(8)}"
-USER_PASSWORD = f"userpw{secrets.token_hex(8)}"
-USERS = SaslUsers(admin_password=ADMIN_PASSWORD,
-                  plain={"limited": USER_PASSWORD, "nobody": USER_PASSWORD})
 KAFKA = KafkaConf(request_timeout_ms=10000)
 CLUSTER_OPERATIONS = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE",
                       "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE"}
@@ -83,16 +79,12 @@ def ok(attempts: int = 1, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-acl"), nodes=1, sasl=USERS,
-                           heap_mb=384)
-    cluster.start()
-    try:
-        grant(cluster.client_settings(), "User:limited",
-              [("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE", "IDEMPOTENT_WRITE"])])
-        yield cluster
-    finally:
-        cluster.stop()
+def secured(sasl_kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    reset(sasl_kafka)
+    grant(sasl_kafka.client_settings(), "User:limited",
+          [("CLUSTER", "kafka-cluster", "LITERAL", ["DESCRIBE", "IDEMPOTENT_WRITE"])])
+    yield sasl_kafka
+    reset(sasl_kafka)
 
 
 def _admin(cluster: KafkaCluster, user: str, password: str) -> ClusterAdmin:

@@ -1,9 +1,10 @@
 """The example Airflow DAG, run for real: `airflow dags test` with SparkSubmitOperator.
 
-Airflow lives in its own virtualenv (cached under .cache/airflow-venv, or
-$AIRFLOW_TEST_VENV), never in the project's: its pins would fight pyspark's.
-The first run installs it from PyPI (a few minutes); the test is skipped only
-when that install cannot reach the package index, and says so.
+Airflow lives in its own virtualenv (.cache/airflow-venv, or $AIRFLOW_TEST_VENV), never in
+the project's: its pins would fight pyspark's. `make setup` builds it once from PyPI (a few
+minutes; `make airflow-venv`, from tests/support/airflow-requirements.txt); a test run
+without it builds it the same way, and is skipped only when that install cannot reach the
+package index, and says so.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from tests.helpers import REPO, broker_state, write_conf, write_manifest_table
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 DAG_FILE = REPO / "jobs" / "airflow" / "provision_topics_dag.py"
-REQUIREMENTS = ("apache-airflow==3.3.2", "apache-airflow-providers-apache-spark==6.3.4",
-                "pyspark==4.2.0")
+REQUIREMENTS_FILE = REPO / "tests" / "support" / "airflow-requirements.txt"
+REQUIREMENTS = tuple(REQUIREMENTS_FILE.read_text().split())
 # pip's words for "the package index cannot be reached"; anything else is a real failure.
 _NO_NETWORK = ("Failed to establish a new connection", "Network is unreachable",
                "Connection refused", "Temporary failure in name resolution",
@@ -33,7 +34,8 @@ _NO_NETWORK = ("Failed to establish a new connection", "Network is unreachable",
 
 
 def airflow_venv() -> Path:
-    """The cached Airflow virtualenv, built on first use; skips when PyPI is unreachable."""
+    """The Airflow virtualenv `make airflow-venv` built (the same pins, in the same place),
+    or built here when it is missing; skips when PyPI is unreachable."""
     venv = Path(os.environ.get("AIRFLOW_TEST_VENV", REPO / ".cache" / "airflow-venv"))
     marker = venv / ".installed"
     wanted = "\n".join(REQUIREMENTS)

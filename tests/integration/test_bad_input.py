@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,8 @@ import pytest
 import yaml
 from kafka import KafkaAdminClient
 
-from tests.helpers import broker_state, run_cli, write_conf, write_manifest_table
+from tests.helpers import Completed, broker_state, write_conf, write_manifest_table
+from tests.support.brokers import reset
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -29,28 +31,33 @@ def _row(case: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def test_bad_rows_are_rejected_by_name_and_the_rest_proceed(kafka: Any, spark: Any,
-                                                            connect_server: Any,
-                                                            tmp_path: Path) -> None:
-    from tests.support.devkafka import KafkaCluster
+@pytest.fixture
+def broker(kafka: Any) -> Iterator[Any]:
+    """The session's plain broker, emptied: the broker state asserted is its whole state."""
+    reset(kafka)
+    yield kafka
+    reset(kafka)
 
+
+def test_bad_rows_are_rejected_by_name_and_the_rest_proceed(broker: Any, spark: Any,
+                                                            cli: Callable[..., Completed],
+                                                            tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     m1, m2 = warehouse / "M1", warehouse / "M2"
     write_manifest_table(spark, m1, [*GOOD, *[_row(c) for c in CORPUS if c.get("table") != 2]])
     write_manifest_table(spark, m2, [_row(c) for c in CORPUS if c.get("table") == 2])
 
-    with KafkaCluster(tmp_path / "kafka", nodes=1) as broker:
-        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-        admin.create_topics({"exist_collide": {"num_partitions": 1, "replication_factor": 1}},
-                            wait_for_metadata=True)
-        admin.close()
-        conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse,
-                          manifests=[m1, m2])
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics({"exist_collide": {"num_partitions": 1, "replication_factor": 1}},
+                        wait_for_metadata=True)
+    admin.close()
+    conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse,
+                      manifests=[m1, m2])
 
-        done = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
-        assert done.returncode == 1, done.output[-4000:]
-        run_id = done.json()["run_id"]
-        state = broker_state(broker.bootstrap_servers)
+    done = cli(["apply", "--conf", str(conf), "--json"])
+    assert done.returncode == 1, done.output[-4000:]
+    run_id = done.json()["run_id"]
+    state = broker_state(broker.bootstrap_servers)
 
     audit = (spark.read.format("delta").load(str(warehouse / "topic_audit"))
              .where(f"run_id = '{run_id}'").collect())
@@ -94,19 +101,20 @@ def test_bad_rows_are_rejected_by_name_and_the_rest_proceed(kafka: Any, spark: A
         3, {"retention.ms": "60000"})
 
 
-def test_unknown_option_and_unknown_cluster_exit_2(tmp_path: Path) -> None:
+def test_unknown_option_and_unknown_cluster_exit_2(cli: Callable[..., Completed],
+                                                   tmp_path: Path) -> None:
     conf = write_conf(tmp_path / "conf.yaml", "127.0.0.1:9", tmp_path / "wh")
-    unknown_option = run_cli(["apply", "--conf", str(conf), "--allow-delete"])
+    unknown_option = cli(["apply", "--conf", str(conf), "--allow-delete"])
     assert unknown_option.returncode == 2
     assert ("Error: No such option '--allow-delete'. (Did you mean one of: '--allow-alter', "
             "'--allow-deletes', '--allow-revokes'?)" in unknown_option.output)
-    unknown_cluster = run_cli(["plan", "--conf", str(conf), "--cluster", "prod"])
+    unknown_cluster = cli(["plan", "--conf", str(conf), "--cluster", "prod"])
     assert unknown_cluster.returncode == 2
     assert "error: unknown cluster(s) prod; the conf defines local" in unknown_cluster.output
 
 
-def test_an_unexpected_error_exits_5_in_one_line_and_frees_the_lock(kafka: Any, spark: Any,
-                                                                    tmp_path: Path) -> None:
+def test_an_unexpected_error_exits_5_in_one_line_and_frees_the_lock(
+        kafka: Any, spark: Any, cli: Callable[..., Completed], tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics",
                          [{"cluster": "local", "topic": "unexpected.a", "partitions": 1}])
@@ -116,7 +124,7 @@ def test_an_unexpected_error_exits_5_in_one_line_and_frees_the_lock(kafka: Any, 
         str(warehouse / "topic_audit"))
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
 
-    done = run_cli(["apply", "--conf", str(conf), "--topics", "unexpected.*"])
+    done = cli(["apply", "--conf", str(conf), "--topics", "unexpected.*"])
     assert done.returncode == 5, done.output[-4000:]
     errors = [line for line in done.output.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, done.output[-4000:]

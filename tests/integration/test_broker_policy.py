@@ -9,38 +9,20 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import (
-    broker_state,
-    compile_policy_jar,
-    run_cli,
-    write_conf,
-    write_manifest_table,
-)
+from tests.helpers import broker_state, run_cli, write_conf, write_manifest_table
+from tests.support.brokers import reset
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")
-def policy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.support.devkafka import KafkaCluster
-
-    work = tmp_path_factory.mktemp("policy-broker")
-    jar = compile_policy_jar(work / "java")
-    cluster = KafkaCluster(
-        work / "kafka", nodes=1,
-        broker_properties={
-            "create.topic.policy.class.name": "provisioning.testing.RejectReservedPrefix",
-            "provisioning.testing.reserved.prefix": "reserved.",
-            "alter.config.policy.class.name": "provisioning.testing.CapRetention",
-            "provisioning.testing.max.retention.ms": "86400000",
-        },
-        extra_classpath=[jar],
-    )
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def policy_broker(kafka: Any) -> Iterator[Any]:
+    """The session's plain broker, which runs the test policies (tests/java) under their
+    prefixes (tests/support/brokers.py: `reserved.` refused, `capped.` retention capped at a
+    day), emptied first: the first test asserts every topic it holds."""
+    reset(kafka)
+    yield kafka
+    reset(kafka)
 
 
 def test_policy_violation_is_recorded_as_rejected(policy_broker: Any, spark: Any,

@@ -1,6 +1,6 @@
 """`check` and `report --violations` through spark-submit.sh, as thin clients of the session's
-Spark Connect server, against a one-node broker of this module's own: check judges every
-topic of a cluster, so no other module's topics may be on it."""
+Spark Connect server, against the session's plain broker emptied first (brokers.reset):
+check judges every topic of a cluster, so no other module's topics may be on it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from tests.helpers import run_cli, write_conf, write_manifest_table
+from tests.support.brokers import reset
 from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -29,13 +30,10 @@ ROW = "run_id string, topic string, rule string, severity string, managed boolea
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-check"), nodes=1)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def broker(kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    reset(kafka)
+    yield kafka
+    reset(kafka)
 
 
 def _manifest(spark: Any, table: Path, fixed: bool) -> None:

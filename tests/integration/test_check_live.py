@@ -134,13 +134,17 @@ def test_a_snapshot_table_of_an_earlier_release_gains_the_new_columns(
 
 
 @pytest.fixture(scope="module")
-def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-3-check"), nodes=3)
-    cluster.start()
+def three_nodes(racked_kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's three-node cluster; the node the test stops is running again (in the
+    test's own `finally`) and this module's topics are gone when the module ends."""
+    yield racked_kafka
+    admin = KafkaAdminClient(bootstrap_servers=racked_kafka.bootstrap_servers)
     try:
-        yield cluster
+        mine = [t for t in admin.list_topics() if t.startswith("chk.")]
+        if mine:
+            admin.delete_topics(mine)
     finally:
-        cluster.stop()
+        admin.close()
 
 
 def _wait(what: str, done: Callable[[], bool], timeout_s: float = 90) -> None:

@@ -1,5 +1,6 @@
-"""A three-node KRaft cluster under the job: a model-based soak, and the active controller
-killed with -9 in the middle of a 2,000-topic apply.
+"""The session's three-node KRaft cluster (racked_kafka) under the job: a model-based soak,
+and the active controller killed with -9 in the middle of a 2,000-topic apply (the node
+started again, and every topic of the module deleted, before the module ends).
 
 The soak runs the CLI 8 times (the first and the last through spark-submit.sh as thin
 clients of the shared Spark Connect server, those between in the tests' own Spark
@@ -58,13 +59,25 @@ PROTECTED = "soak.keep.*"
 
 
 @pytest.fixture(scope="module")
-def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-3"), nodes=NODES)
-    cluster.start()
+def three_nodes(racked_kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's three-node cluster, every node running and none of this module's
+    topics on it (the soak's and the 2,000 of the controller kill) when the module ends."""
+    yield racked_kafka
+    for node in racked_kafka.node_ids:
+        if not racked_kafka.is_running(node):
+            racked_kafka.start_node(node)
+    _delete_prefixed(racked_kafka, ("soak.", "soak-foreign.", "ctl."))
+
+
+def _delete_prefixed(cluster: KafkaCluster, prefixes: tuple[str, ...]) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     try:
-        yield cluster
+        mine = [t for t in admin.list_topics() if t.startswith(prefixes)]
+        if mine:
+            admin.delete_topics(mine, raise_errors=False)
+        _wait_for(admin, lambda live: not any(t.startswith(prefixes) for t in live), 120)
     finally:
-        cluster.stop()
+        admin.close()
 
 
 # -- the model ---------------------------------------------------------------------------
@@ -448,7 +461,7 @@ def test_soak_eight_runs_against_a_model(three_nodes: KafkaCluster, spark: Any,
 # -- the active controller killed mid-apply -----------------------------------------------
 
 def test_active_controller_killed_mid_apply_then_rerun_converges(
-        three_nodes: KafkaCluster, spark: Any, tmp_path: Path) -> None:
+        three_nodes: KafkaCluster, spark: Any, connect_server: Any, tmp_path: Path) -> None:
     names = [f"ctl.{i:04d}" for i in range(2000)]
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics", [
@@ -476,7 +489,7 @@ def test_active_controller_killed_mid_apply_then_rerun_converges(
 
     watcher = threading.Thread(target=kill_when_creating, daemon=True)
     watcher.start()
-    first = run_cli(["apply", "--conf", str(conf), "--json"])
+    first = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     watcher.join(timeout=120)
     assert killed, first.output[-3000:]
     # The client finds the new controller: a request the dead one never answered is resent
@@ -514,7 +527,7 @@ def test_active_controller_killed_mid_apply_then_rerun_converges(
                if t.startswith("ctl.")}
     assert sorted(present) == names
     # The rerun, with the killed node back: nothing to change, the same topics (same ids).
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]
     assert audit_rows(spark, warehouse, rerun.json()["run_id"]) == []
     assert plan_counts(spark, warehouse, rerun.json()["run_id"]) == [

@@ -1,9 +1,11 @@
-"""`maintain` on real Delta tables, through spark-submit.sh: compaction, snapshot
-retention and VACUUM, with every row the job must keep kept."""
+"""`maintain` on real Delta tables, through spark-submit.sh as a thin client of the session's
+Spark Connect server: compaction, snapshot retention and VACUUM, with every row the job must
+keep kept."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from provisioning.conf import load_conf
 from provisioning.delta.maintenance import maintain_tables
 from provisioning.errors import UsageError
 from tests.builders import audit_df, snapshot_df
-from tests.helpers import run_cli, write_conf
+from tests.helpers import Completed, write_conf
 
 OLD = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 RECENT = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(days=1)
@@ -37,7 +39,9 @@ def _rows(spark: Any, path: Path) -> list[tuple[Any, ...]]:
                   .select("run_id", "cluster", "topic").collect())
 
 
-def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any, tmp_path: Path) -> None:
+def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any,
+                                                            cli: Callable[..., Completed],
+                                                            tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     audit, snapshots = warehouse / "topic_audit", warehouse / "topic_snapshots"
     for i in range(4):
@@ -58,7 +62,7 @@ def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any, tmp_path
                                "spark.databricks.delta.retentionDurationCheck.enabled": False}},
     })
 
-    done = run_cli(["maintain", "--conf", str(conf), "--json"])
+    done = cli(["maintain", "--conf", str(conf), "--json"])
 
     assert done.returncode == 0, done.output[-4000:]
     doc = done.json()

@@ -25,7 +25,7 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import KafkaCluster, ListenerSpec, free_ports
+from tests.support.devkafka import KafkaCluster
 from tests.support.tcpproxy import CREATE_TOPICS, KafkaProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -35,21 +35,14 @@ REAL_CREATE = 2
 TIMEOUT_MS = 5000
 
 
-@pytest.fixture(scope="module")
-def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster,
-                                                                          KafkaProxy]]:
-    (port,) = free_ports(1)
-    cluster = KafkaCluster(tmp_path_factory.mktemp("proxied"), nodes=1, listeners=(
-        ListenerSpec("DIRECT", "PLAINTEXT"),
-        ListenerSpec("PROXIED", "PLAINTEXT", advertised_port=port)))
-    cluster.start()
-    proxy = KafkaProxy(port, int(cluster.bootstrap_servers_for("PROXIED").split(":")[1]))
-    proxy.start()
-    try:
-        yield cluster, proxy
-    finally:
-        proxy.stop()
-        cluster.stop()
+@pytest.fixture
+def proxied(kafka: KafkaCluster, kafka_proxy: KafkaProxy
+            ) -> Iterator[tuple[KafkaCluster, KafkaProxy]]:
+    """The session's plain broker and the proxy its PROXIED listener advertises, with no
+    fault armed before or after the test."""
+    kafka_proxy.reset()
+    yield kafka, kafka_proxy
+    kafka_proxy.reset()
 
 
 def _setup(spark: Any, tmp_path: Path, proxy: KafkaProxy, prefix: str

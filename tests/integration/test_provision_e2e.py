@@ -1,8 +1,10 @@
-"""The product end to end through spark-submit.sh: plan, apply --allow-deletes, apply again,
-report; in both modes (classic spark-submit, and a thin client of a Spark Connect server).
+"""The product end to end through spark-submit.sh, as a thin client of the session's Spark
+Connect server: plan, apply --allow-deletes, apply again, report. (The classic launcher runs
+the same CLI in test_readme, test_packaging, test_signals and test_spark_standalone.)
 
-One fresh broker per mode, so the broker state asserted is the whole state: every
-non-internal topic, its id, partitions, replication factor and topic-level configs.
+The session's plain broker, emptied first (brokers.reset), so the broker state asserted is
+the whole state: every non-internal topic, its id, partitions, replication factor and
+topic-level configs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from tests.helpers import Completed, broker_state, write_conf, write_manifest_table
+from tests.support.brokers import reset
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -73,22 +76,17 @@ def manifest_rows() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def broker(mode: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.support.devkafka import KafkaCluster
-
-    cluster = KafkaCluster(tmp_path_factory.mktemp(f"kafka-e2e-{mode}"), nodes=1)
-    cluster.start()
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-        admin.create_topics(PRE_EXISTING, raise_errors=True, wait_for_metadata=True)
-        admin.close()
-        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
-                                 group_id="e2e-readers", enable_auto_commit=False)
-        consumer.commit({TopicPartition("e2e.inuse", 0): OffsetAndMetadata(0, "", -1)})
-        consumer.close()
-        yield cluster
-    finally:
-        cluster.stop()
+def broker(kafka: Any) -> Iterator[Any]:
+    reset(kafka)
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    admin.create_topics(PRE_EXISTING, raise_errors=True, wait_for_metadata=True)
+    admin.close()
+    consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers,
+                             group_id="e2e-readers", enable_auto_commit=False)
+    consumer.commit({TopicPartition("e2e.inuse", 0): OffsetAndMetadata(0, "", -1)})
+    consumer.close()
+    yield kafka
+    reset(kafka)
 
 
 def _audit(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]]:

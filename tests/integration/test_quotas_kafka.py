@@ -2,7 +2,7 @@
 what it holds after each kind of change, which changes it refuses and how, with
 validateOnly and for real, and what a lost answer does.
 
-One SASL_PLAINTEXT broker with the StandardAuthorizer for the module. Users: `admin` (the
+The session's SASL broker (the StandardAuthorizer; emptied for this module). Users: `admin` (the
 super user, every test's own), `reader` (DESCRIBE_CONFIGS on the cluster), `alterer`
 (ALTER_CONFIGS on the cluster) and `nobody` (no ACL). A second listener is reached only
 through a TCP proxy, for the lost-answer tests. Every test starts and ends with no quota on
@@ -39,16 +39,12 @@ from provisioning.kafka.quotas import (
 from provisioning.kafka.quotas_entities import Entity, QuotaEntry
 from provisioning.names.quotas import REMOVED, SET
 from tests.helpers import grant
-from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, free_ports
+from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
+from tests.support.devkafka import KafkaCluster
 from tests.support.tcpproxy import KafkaProxy
 
 pytestmark = pytest.mark.integration
 
-ADMIN_PASSWORD = f"adminpw{secrets.token_hex(8)}"
-USER_PASSWORD = f"userpw{secrets.token_hex(8)}"
-USERS = SaslUsers(admin_password=ADMIN_PASSWORD,
-                  plain={"reader": USER_PASSWORD, "alterer": USER_PASSWORD,
-                         "nobody": USER_PASSWORD})
 KAFKA = KafkaConf(request_timeout_ms=5000)
 ALTER_CLIENT_QUOTAS = 49
 INVALID_REQUEST = 42
@@ -62,27 +58,20 @@ def E(**parts: str | None) -> Entity:
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster,
-                                                                          KafkaProxy]]:
-    (port,) = free_ports(1)
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-quotas"), nodes=1, sasl=USERS,
-                           heap_mb=384, listeners=(
-                               ListenerSpec("SASL", "SASL_PLAINTEXT"),
-                               ListenerSpec("PROXIED", "SASL_PLAINTEXT",
-                                            advertised_port=port)))
-    cluster.start()
-    proxy = KafkaProxy(port, int(cluster.bootstrap_servers_for("PROXIED").split(":")[1]))
-    proxy.start()
-    try:
-        settings = cluster.client_settings()
-        grant(settings, "User:reader", [("CLUSTER", "kafka-cluster", "LITERAL",
-                                         ["DESCRIBE_CONFIGS"])])
-        grant(settings, "User:alterer", [("CLUSTER", "kafka-cluster", "LITERAL",
-                                          ["ALTER_CONFIGS"])])
-        yield cluster, proxy
-    finally:
-        proxy.stop()
-        cluster.stop()
+def secured(sasl_kafka: KafkaCluster, sasl_proxy: KafkaProxy
+            ) -> Iterator[tuple[KafkaCluster, KafkaProxy]]:
+    """The session's SASL broker, emptied (brokers.reset), with this module's grants, and the
+    proxy its PROXIED listener advertises."""
+    reset(sasl_kafka)
+    sasl_proxy.reset()
+    settings = sasl_kafka.client_settings()
+    grant(settings, "User:reader", [("CLUSTER", "kafka-cluster", "LITERAL",
+                                     ["DESCRIBE_CONFIGS"])])
+    grant(settings, "User:alterer", [("CLUSTER", "kafka-cluster", "LITERAL",
+                                      ["ALTER_CONFIGS"])])
+    yield sasl_kafka, sasl_proxy
+    sasl_proxy.reset()
+    reset(sasl_kafka)
 
 
 def _admin(bootstrap: str, user: str = "admin", password: str = ADMIN_PASSWORD
@@ -503,7 +492,7 @@ def proxied(secured: tuple[KafkaCluster, KafkaProxy], admin: ClusterAdmin
     _, proxy = secured
     with _admin(f"127.0.0.1:{proxy.port}") as through:
         yield proxy, through
-    proxy.restore()
+    proxy.reset()
 
 
 @pytest.mark.parametrize("validate_only", [True, False], ids=["validate_only", "real"])

@@ -28,22 +28,24 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
+from tests.support.brokers import reset
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 
 @pytest.fixture
-def fresh_broker(tmp_path: Path) -> Iterator[Any]:
-    """A broker of the test's own, for the tests that stop it, set a quota on it or assert
-    every topic it holds; the others share the session's, each with a prefix of its own."""
-    from tests.support.devkafka import KafkaCluster
-
-    cluster = KafkaCluster(tmp_path / "kafka", nodes=1)
-    cluster.start()
+def fresh_broker(kafka: Any) -> Iterator[Any]:
+    """The session's plain broker emptied (brokers.reset), for the tests that stop it, set a
+    quota on it or assert every topic it holds: after the test it is running again and
+    emptied (its quotas removed). The other tests share it as it is, each with a prefix of
+    its own."""
+    reset(kafka)
     try:
-        yield cluster
+        yield kafka
     finally:
-        cluster.stop()
+        if not kafka.is_running(1):
+            kafka.start_node(1)
+        reset(kafka)
 
 
 def _created_rows(names: list[str]) -> list[tuple[Any, ...]]:
@@ -68,6 +70,7 @@ def _split(broker: Any, prefix: str) -> tuple[list[str], dict[str, dict[str, Any
 
 
 def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
+                                                     connect_server: Any,
                                                      tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("kill.", 12, 3)
@@ -77,6 +80,7 @@ def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
     mine, others = _split(kafka, "kill.")
     assert mine == []
 
+    # The classic launcher: the driver killed is a spark-submit driver, JVM and all.
     killed = run_cli(["apply", "--conf", str(conf)],
                      env=fault_env("kill-driver-before-audit:apply"))
     assert killed.returncode != 0
@@ -89,7 +93,7 @@ def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
     assert runs_rows(spark, warehouse) == {}
 
     # the dead driver's lock is stale at once (its pid is gone), so the rerun proceeds
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"])
+    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
     assert rerun.returncode == 0, rerun.output[-3000:]
     second = rerun.json()["run_id"]
     # Nothing left to change: the rerun's plan is its counts, no audit row.
@@ -131,6 +135,7 @@ def test_a_held_lock_makes_apply_exit_4_without_touching_kafka(
 
 
 def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
+                                                       connect_server: Any,
                                                        tmp_path: Path) -> None:
     """The run pauses before its first change while another run takes its lock over in the
     real lock table; the fence before apply reads the claim back and stops the run."""
@@ -146,7 +151,7 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
     finished: dict[str, Any] = {}
     job = threading.Thread(target=lambda: finished.update(done=run_cli(
         ["apply", "--conf", str(conf), "--topics", "fence.*"],
-        env=fault_env(f"pause-before-changes:{go}"))))
+        env=fault_env(f"pause-before-changes:{go}"), remote=connect_server.address)))
     job.start()
     waiting = Path(f"{go}.waiting")
     deadline = time.monotonic() + 300
@@ -326,7 +331,10 @@ def test_controller_mutation_quota_is_retried_after_the_throttle(
     assert max(r["attempts"] for r in attempts) > 1
 
 
-def test_deletion_disabled_is_recorded_not_retried(spark: Any, tmp_path: Path) -> None:
+def test_deletion_disabled_is_recorded_not_retried(spark: Any, connect_server: Any,
+                                                   tmp_path: Path) -> None:
+    """On a broker of its own: delete.topic.enable is a static broker setting, and false
+    would refuse every other module's deletes."""
     from tests.support.devkafka import KafkaCluster
 
     with KafkaCluster(tmp_path / "kafka", nodes=1,
@@ -340,7 +348,8 @@ def test_deletion_disabled_is_recorded_not_retried(spark: Any, tmp_path: Path) -
         write_manifest_table(spark, warehouse / "desired_topics",
                              [{"cluster": "local", "topic": "keep.me", "state": "absent"}])
         conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse)
-        done = run_cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"])
+        done = run_cli(["apply", "--conf", str(conf), "--allow-deletes", "--json"],
+                       remote=connect_server.address)
         assert done.returncode == 1, done.output[-3000:]
         assert broker_state(broker.bootstrap_servers) == before
         row = spark.read.format("delta").load(str(warehouse / "topic_audit")).where(
@@ -391,6 +400,8 @@ def test_task_retry_after_creates_keeps_outcomes_right(kafka: Any, spark: Any,
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
     mine, others = _split(kafka, "retry.")
     assert mine == []
+    # Classic local mode: the fault reaches the executors' Python only when they are this
+    # machine's local workers, and local[2,3] lets a failed task be tried again.
     done = run_cli(["apply", "--conf", str(conf), "--json"],
                    env=fault_env("fail-task-after:create_topics"),
                    spark_args=["--master", "local[2,3]"])

@@ -1,6 +1,7 @@
 """Secured clusters: SASL (PLAIN, SCRAM-SHA-256/512), StandardAuthorizer ACLs, least privilege.
 
-One SASL_PLAINTEXT broker for this module, with `allow.everyone.if.no.acl.found=false`.
+The session's SASL broker (tests/support/brokers.py: SASL_PLAINTEXT and SASL_SSL listeners,
+`allow.everyone.if.no.acl.found=false`), emptied for this module.
 The job logs in as User:job (a PLAIN user and a SCRAM user of the same name) holding
 only the prefixed ACLs the README's "Least privilege" section lists, per prefix:
 
@@ -11,8 +12,9 @@ only the prefixed ACLs the README's "Least privilege" section lists, per prefix:
     Group '*'   Describe                                    (the in-use check)
 
 The CLI runs through spark-submit.sh four times (plan --json as PLAIN, apply as
-SCRAM-SHA-512 with --verbose, plan again as SCRAM-SHA-256, apply with a wrong
-password); every test below reads what those runs left behind.
+SCRAM-SHA-512 with --verbose through the classic launcher, plan again as SCRAM-SHA-256,
+apply with a wrong password, those three as thin clients of the session's Connect server);
+every test below reads what those runs left behind.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 import logging
 import secrets
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,20 +48,24 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, TlsFiles
+from tests.support.brokers import (
+    ADMIN_PASSWORD,
+    PLAIN_PASSWORD,
+    SASL_PASSWORDS,
+    SASL_TLS_LISTENER,
+    SCRAM_PASSWORD,
+    reset,
+)
+from tests.support.devkafka import KafkaCluster, TlsFiles
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 CLUSTER = "secure"
 USER_ENV, PASSWORD_ENV = "SEC_TEST_KAFKA_USER", "SEC_TEST_KAFKA_PASSWORD"
-# Known, unguessable values: every output of every run is searched for them.
-ADMIN_PASSWORD = f"adminpw{secrets.token_hex(8)}"
-PLAIN_PASSWORD = f"plainpw{secrets.token_hex(8)}"
-SCRAM_PASSWORD = f"scrampw{secrets.token_hex(8)}"
+# Known, unguessable values (the session's SASL broker's users, tests/support/brokers.py):
+# every output of every run is searched for them.
 WRONG_PASSWORD = f"wrongpw{secrets.token_hex(8)}"
-PASSWORDS = (ADMIN_PASSWORD, PLAIN_PASSWORD, SCRAM_PASSWORD, WRONG_PASSWORD)
-USERS = SaslUsers(admin_password=ADMIN_PASSWORD, plain={"job": PLAIN_PASSWORD},
-                  scram={"job": SCRAM_PASSWORD, "nogroups": SCRAM_PASSWORD})
+PASSWORDS = (*SASL_PASSWORDS, WRONG_PASSWORD)
 DENIED = "TOPIC_AUTHORIZATION_FAILED"
 
 JOB_ACLS = [
@@ -117,38 +123,37 @@ def _login(password: str) -> dict[str, str]:
     return {USER_ENV: "job", PASSWORD_ENV: password}
 
 
-TLS_LISTENER = "SASLSSL"
+TLS_LISTENER = SASL_TLS_LISTENER
 
 
 @pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
-    """A CA made for this module and the broker certificate it signed."""
-    return TlsFiles.create(tmp_path_factory.mktemp("tls"))
+def tls(sasl_tls: TlsFiles) -> TlsFiles:
+    """The session's test CA and the SASL broker certificate it signed."""
+    return sasl_tls
 
 
 @pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles) -> Iterator[KafkaCluster]:
-    # The first listener carries inter-broker traffic and the CLI runs; the second
-    # serves the same users over TLS.
-    listeners = (ListenerSpec("SASL", "SASL_PLAINTEXT"),
-                 ListenerSpec(TLS_LISTENER, "SASL_SSL", config=tls.listener_config()))
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-sasl"), nodes=1, sasl=USERS,
-                           listeners=listeners, heap_mb=384)
-    cluster.start()
-    try:
-        admin = KafkaAdminClient(**cluster.client_settings())
-        admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}
-                             for name in PRE_EXISTING},
-                            raise_errors=True, wait_for_metadata=True)
-        admin.close()
-        grant(cluster.client_settings(), "User:job", JOB_ACLS)
-        yield cluster
-    finally:
-        cluster.stop()
+def secure(sasl_kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's SASL broker, emptied first (brokers.reset): the runs' plans judge every
+    topic the job may see. Its first listener carries inter-broker traffic and the CLI runs;
+    SASLSSL serves the same users over TLS."""
+    reset(sasl_kafka)
+    admin = KafkaAdminClient(**sasl_kafka.client_settings())
+    admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}
+                         for name in PRE_EXISTING},
+                        raise_errors=True, wait_for_metadata=True)
+    admin.close()
+    grant(sasl_kafka.client_settings(), "User:job", JOB_ACLS)
+    yield sasl_kafka
+    reset(sasl_kafka)
 
 
 @pytest.fixture(scope="module")
-def runs(secure: KafkaCluster, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+def runs(secure: KafkaCluster, spark: Any, cli: Callable[..., Completed],
+         tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """Four runs: the plan (PLAIN), the second plan (SCRAM-SHA-256) and the refused apply as
+    thin clients of the session's Connect server; the apply (SCRAM-SHA-512) through the
+    classic launcher, whose driver's own Spark event log is searched for the passwords."""
     work = tmp_path_factory.mktemp("sec-runs")
     warehouse = work / "wh"
     events = work / "events"
@@ -157,10 +162,8 @@ def runs(secure: KafkaCluster, spark: Any, tmp_path_factory: pytest.TempPathFact
                          [{"cluster": CLUSTER, **row} for row in MANIFEST])
     admin = secure.client_settings()
     before = broker_state_as(admin)
-    plan = run_cli(["plan", "--conf", str(_conf(work / "plain.yaml", secure, warehouse,
-                                                     "PLAIN")), "--json",
-                    "--out", str(work / "plan.json")],
-                   env=_login(PLAIN_PASSWORD))
+    plan = cli(["plan", "--conf", str(_conf(work / "plain.yaml", secure, warehouse, "PLAIN")),
+                "--json", "--out", str(work / "plan.json")], env=_login(PLAIN_PASSWORD))
     after_plan = broker_state_as(admin)
     apply = run_cli(["apply", "--conf", str(_conf(work / "scram512.yaml", secure, warehouse,
                                                        "SCRAM-SHA-512")),
@@ -172,9 +175,9 @@ def runs(secure: KafkaCluster, spark: Any, tmp_path_factory: pytest.TempPathFact
                                 "--conf", f"spark.eventLog.dir={events.as_uri()}"])
     after_apply = broker_state_as(admin)
     scram256 = _conf(work / "scram256.yaml", secure, warehouse, "SCRAM-SHA-256")
-    replan = run_cli(["plan", "--conf", str(scram256)], env=_login(SCRAM_PASSWORD))
-    wrong = run_cli(["apply", "--conf", str(scram256), "--allow-deletes", "--json"],
-                    env=_login(WRONG_PASSWORD))
+    replan = cli(["plan", "--conf", str(scram256)], env=_login(SCRAM_PASSWORD))
+    wrong = cli(["apply", "--conf", str(scram256), "--allow-deletes", "--json"],
+                env=_login(WRONG_PASSWORD))
     return Runs(secure, work, warehouse, before, plan, after_plan, apply, after_apply, replan,
                 wrong, broker_state_as(admin))
 

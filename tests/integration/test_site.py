@@ -1,9 +1,9 @@
-"""`report --site`: real runs through the CLI (apply, a change, check twice) on a one-node
-broker of this module's own (check judges every topic of a cluster, so no other module's
-topics may be on it), the site written from the tables, then opened from the file system in
-a headless Chromium: what its pages show, that the search finds a topic, that no page logs
-an error or asks for anything outside the site. Regenerated with no new commit, the site is
-the same, byte for byte."""
+"""`report --site`: real runs through the CLI (apply, a change, check twice) on the session's
+plain broker emptied first (brokers.reset: check judges every topic of a cluster, so no
+other module's topics may be on it), the site written from the tables, then opened from the
+file system in a headless Chromium: what its pages show, that the search finds a topic,
+that no page logs an error or asks for anything outside the site. Regenerated with no new
+commit, the site is the same, byte for byte."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 
 from provisioning.views.site.html import size as size_text
 from tests.helpers import REPO, run_cli, write_conf, write_manifest_table
+from tests.support.brokers import reset
 from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -36,13 +37,10 @@ CREATED = "plan planned -> validate validated -> apply created -> verify created
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-site"), nodes=1)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def broker(kafka: KafkaCluster) -> Iterator[KafkaCluster]:
+    reset(kafka)
+    yield kafka
+    reset(kafka)
 
 
 @pytest.fixture(scope="module")

@@ -123,14 +123,14 @@ def test_snapshot_of_unreachable_cluster_exits_3(spark, connect_server, tmp_path
     assert "unreachable" in runs[0]["message"]
 
 
-def test_bad_conf_names_the_key_and_exits_2(tmp_path: Path) -> None:
+def test_bad_conf_names_the_key_and_exits_2(connect_server: object, tmp_path: Path) -> None:
     conf = tmp_path / "conf.yaml"
     conf.write_text(
         "clusters:\n  local:\n    bootstrap_servers: 127.0.0.1:9092\n    sasl_pasword_env: X\n"
         "tables:\n  manifests: [m]\n  audit: a\n  runs: r\n  snapshots: s\n"
         "kafka:\n  batch_size: lots\n"
     )
-    done = run_cli(["snapshot", "--conf", str(conf)])
+    done = run_cli(["snapshot", "--conf", str(conf)], remote=connect_server.address)
     assert done.returncode == 2
     assert "clusters.local.sasl_pasword_env: unknown key" in done.output
     assert "kafka.batch_size: expected an integer, got a string" in done.output

@@ -18,10 +18,8 @@ refused before anything is read, naming what is missing.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
+from tests.support.brokers import reset
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -44,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
 # A Python with pyspark[connect]'s packages only (make connect-venv): a cluster's Python.
 BARE_PYTHON = REPO / ".cache" / "connect" / "venv" / "bin" / "python"
-WORKERS = 2
+WORKERS = 2  # the session's standalone cluster (tests/support/standalone.py)
 
 CREATES = {
     "sa.orders": {"partitions": 3, "replication_factor": 1,
@@ -61,105 +60,16 @@ EXISTING = {"sa.same": {"num_partitions": 2, "replication_factor": 1,
 ADMIN_JOBS = ("validateOnly CreateTopics", "apply: CreateTopics; DeleteTopics", "verify leaders")
 
 
-def _spark_class() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "bin" / "spark-class"
-
-
-class Standalone:
-    """A master and `workers` workers of the pyspark distribution, all on 127.0.0.1."""
-
-    def __init__(self, base: Path, workers: int) -> None:
-        from tests.support.devkafka import free_ports
-
-        self.base = base
-        ports = free_ports(2 + 2 * workers)
-        self.port, self.ui_port = ports[0], ports[1]
-        self.worker_ports = [(ports[2 + 2 * i], ports[3 + 2 * i]) for i in range(workers)]
-        self.work_dirs = [base / f"worker-{i}" for i in range(workers)]
-        self.procs: list[subprocess.Popen[bytes]] = []
-        conf_dir = base / "conf"
-        conf_dir.mkdir(parents=True, exist_ok=True)
-        self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m",
-                    "SPARK_CONF_DIR": str(conf_dir)}
-        for name in ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"):
-            self.env.pop(name, None)
-
-    @property
-    def url(self) -> str:
-        return f"spark://127.0.0.1:{self.port}"
-
-    def _launch(self, name: str, args: list[str]) -> None:
-        log = (self.base / f"{name}.log").open("wb")
-        self.procs.append(subprocess.Popen([str(_spark_class()), *args], env=self.env,
-                                           stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True))
-
-    def start(self, timeout_s: float = 120) -> None:
-        self._launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                "--port", str(self.port), "--webui-port", str(self.ui_port)])
-        for i, ((port, ui), work) in enumerate(zip(self.worker_ports, self.work_dirs,
-                                                   strict=True)):
-            work.mkdir(parents=True, exist_ok=True)
-            self._launch(f"worker-{i}", [
-                "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                "--port", str(port), "--webui-port", str(ui), "--cores", "1",
-                "--memory", "768m", "--work-dir", str(work), self.url])
-        deadline = time.monotonic() + timeout_s
-        master_log = self.base / "master.log"
-        while time.monotonic() < deadline:
-            for proc in self.procs:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"a Spark daemon exited ({proc.returncode}): "
-                                       f"{self.logs()}")
-            text = master_log.read_text(errors="replace") if master_log.exists() else ""
-            if text.count("Registering worker 127.0.0.1:") == len(self.work_dirs):
-                return
-            time.sleep(0.5)
-        raise RuntimeError(f"standalone cluster not ready in {timeout_s}s\n{self.logs()}")
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                         for p in sorted(self.base.glob("*.log")))
-
-    def stop(self) -> None:
-        import signal
-
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    cluster = Standalone(tmp_path_factory.mktemp("spark-standalone"), WORKERS)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.support.devkafka import KafkaCluster
-
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-standalone"), nodes=1)
-    cluster.start()
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-        admin.create_topics(EXISTING, raise_errors=True, wait_for_metadata=True)
-        admin.close()
-        yield cluster
-    finally:
-        cluster.stop()
+def broker(kafka: Any) -> Iterator[Any]:
+    """The session's plain broker, emptied first (brokers.reset): the state asserted is the
+    whole broker's."""
+    reset(kafka)
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    admin.create_topics(EXISTING, raise_errors=True, wait_for_metadata=True)
+    admin.close()
+    yield kafka
+    reset(kafka)
 
 
 def _events(directory: Path) -> list[dict[str, Any]]:
@@ -188,7 +98,7 @@ def _admin_task_executors(events: list[dict[str, Any]]) -> dict[str, set[str]]:
     return ran
 
 
-def _submit(standalone: Standalone, python: Path, args: list[str],
+def _submit(standalone: Any, python: Path, args: list[str],
             extra: tuple[str, ...] = ()) -> Any:
     """The job through spark-submit.sh on the standalone cluster, its executors on `python`."""
     return run_cli(args, spark_args=[
@@ -209,7 +119,7 @@ def _python_without_pyarrow(base: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Standalone, broker: Any,
+def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Any, broker: Any,
                                                          spark: Any, tmp_path: Path) -> None:
     assert subprocess.run([str(BARE_PYTHON), "-c", "import kafka"],
                           capture_output=True).returncode != 0  # it really lacks kafka-python
@@ -288,7 +198,7 @@ def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Standalone, 
 
 
 def test_executors_without_pyarrow_are_refused_before_anything_is_read(
-        standalone: Standalone, broker: Any, spark: Any, tmp_path: Path) -> None:
+        standalone: Any, broker: Any, spark: Any, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     write_manifest_table(spark, warehouse / "desired_topics",
                          [{"cluster": "local", "topic": "sa.never", "partitions": 1}])

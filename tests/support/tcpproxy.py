@@ -92,6 +92,14 @@ class KafkaProxy:
             self.fired.clear()
             self._armed = _Armed(fault, api_key, nth, hold_seconds)
 
+    def reset(self) -> None:
+        """As it was started: nothing armed or fired, no request counted, no dark spell."""
+        with self._lock:
+            self._armed = None
+            self.fired.clear()
+            self.requests.clear()
+        self.restore()
+
     def restore(self) -> None:
         """End a `dark` spell: drop its silent connections, forward new ones again."""
         with self._lock:
