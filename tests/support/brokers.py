@@ -160,15 +160,16 @@ def _clear_quotas(cluster: KafkaCluster) -> None:
 def _restore_scram(admin: Any, users: SaslUsers) -> None:
     from kafka.admin import UserScramCredentialDeletion, UserScramCredentialUpsertion
 
-    described = admin.describe_user_scram_credentials()
-    changes: list[Any] = []
-    for user, found in described.items():
-        for info in found["credential_infos"]:
-            if user not in users.scram:
-                changes.append(UserScramCredentialDeletion(user, info["mechanism"]))
-    for user, password in users.scram.items():
-        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-            changes.append(UserScramCredentialUpsertion(user, mechanism, password))
-    errors = {u: e for u, e in admin.alter_user_scram_credentials(changes).items() if e}
-    if errors:
-        raise RuntimeError(f"restoring the SCRAM users failed: {errors}")
+    # The broker refuses a request that names a user twice: one request per mechanism.
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        described = admin.describe_user_scram_credentials()
+        changes: list[Any] = [
+            UserScramCredentialDeletion(user, info["mechanism"])
+            for user, found in described.items() if user not in users.scram
+            for info in found["credential_infos"]
+            if info["mechanism"].name == mechanism.replace("-", "_")]
+        changes += [UserScramCredentialUpsertion(user, mechanism, password)
+                    for user, password in users.scram.items()]
+        errors = {u: e for u, e in admin.alter_user_scram_credentials(changes).items() if e}
+        if errors:
+            raise RuntimeError(f"restoring the SCRAM users ({mechanism}) failed: {errors}")
