@@ -17,7 +17,8 @@ SECRET_STEMS = ("sasl_username", "sasl_password", "ssl_key_password",
                 "sasl_oauthbearer_client_id", "sasl_oauthbearer_client_secret")
 _OAUTH_KEYS = ("sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id_env",
                "sasl_oauthbearer_client_id_file", "sasl_oauthbearer_client_secret_env",
-               "sasl_oauthbearer_client_secret_file", "sasl_oauthbearer_scope")
+               "sasl_oauthbearer_client_secret_file", "sasl_oauthbearer_scope",
+               "sasl_oauthbearer_extensions")
 _AWS_KEYS = ("aws_region", "aws_role_arn", "aws_profile")
 _PASSWORD_KEYS = ("sasl_username_env", "sasl_username_file", "sasl_password_env",
                   "sasl_password_file")
@@ -62,6 +63,7 @@ def _cluster(key: str, body: Mapping[str, Any]) -> list[str]:
         problems += _refused(key, body, (*_OAUTH_KEYS, *_AWS_KEYS), mechanism,
                              "OAUTHBEARER or AWS_MSK_IAM")
     elif mechanism == "OAUTHBEARER":
+        problems += _extensions(key, body.get("sasl_oauthbearer_extensions"))
         if not _given(body, "sasl_oauthbearer_token_endpoint_url"):
             problems.append(f"{key}.sasl_oauthbearer_token_endpoint_url: required when "
                             "sasl_mechanism is OAUTHBEARER")
@@ -77,6 +79,16 @@ def _cluster(key: str, body: Mapping[str, Any]) -> list[str]:
     else:
         problems += _client_certificate(key, body)
     return problems
+
+
+def _extensions(key: str, extensions: Any) -> list[str]:
+    """Kafka's rule for extension names (KIP-342): letters only, and never `auth`."""
+    if not isinstance(extensions, Mapping):
+        return []
+    return [f"{key}.sasl_oauthbearer_extensions.{name}: an extension's name is letters "
+            "only, and not `auth`" for name in extensions
+            if not isinstance(name, str) or not name.isascii() or not name.isalpha()
+            or name == "auth"]
 
 
 def _required(key: str, body: Mapping[str, Any], when: str, stems: tuple[str, ...],

@@ -96,6 +96,8 @@ ReadableFile = Annotated[str, Field(strict=True), AfterValidator(_readable_file)
 HttpUrl = Annotated[str, Field(strict=True, json_schema_extra={"format": "uri"}),
                     AfterValidator(_http_url)]
 ArnText = Annotated[str, Field(strict=True, pattern=r"^arn:[^:\s]+:iam::\d{12}:role/\S+$")]
+# A SASL/OAUTHBEARER extension's value (RFC 7628: printable ASCII, no \x01 separator).
+SaslExtension = Annotated[str, Field(strict=True, pattern=r"^[\x21-\x7E \t\r\n]+$")]
 # Kafka's principal: its type, ':', its name (User:CN=job,O=team; User:alice).
 Principal = Annotated[str, Field(strict=True, pattern=r"^[A-Za-z][A-Za-z0-9]*:\S.*$")]
 PerRequest = Annotated[int, Field(strict=True, gt=0, json_schema_extra={"maximum": 10000}),

@@ -28,6 +28,7 @@ try:  # the loader's side only: a Spark worker unpickling a conf object never ne
         Positive,
         Principal,
         ReadableFile,
+        SaslExtension,
         Severity,
         SparkValue,
         TableList,
@@ -139,6 +140,10 @@ class ClusterConf:
         description="A file holding the OAuth client secret.")] = None
     sasl_oauthbearer_scope: Annotated[Text | None, Field(
         description="The scope the job asks the token endpoint for (optional).")] = None
+    sasl_oauthbearer_extensions: Annotated[Mapping[str, SaslExtension], Field(
+        description="SASL extensions sent with the token (KIP-342), name -> value: e.g. "
+                    "Confluent Cloud's logicalCluster and identityPoolId.")
+                                           ] = field(default_factory=dict, hash=False)
     aws_region: Annotated[Text | None, Field(
         min_length=1, description="The AWS region of the MSK cluster (AWS_MSK_IAM: "
         "required).")] = None
@@ -151,7 +156,8 @@ class ClusterConf:
     principal: Annotated[Principal | None, Field(
         description="The job's principal as the brokers' authorizer names it (e.g. "
                     "`User:CN=provisioning-job`), where the job cannot tell it itself "
-                    "(a client certificate, MSK IAM); used in messages about what it may do.")] = None
+                    "(a client certificate, MSK IAM); used in messages about what it may "
+                    "do.")] = None
 
 
 @dataclass(frozen=True)

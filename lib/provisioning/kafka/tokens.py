@@ -75,12 +75,18 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
     """The tokens of one cluster's OIDC client (client credentials grant)."""
 
     def __init__(self, cluster: str, endpoint: str, client: OAuthClient,
-                 scope: str | None = None, timeout_s: float = 30.0) -> None:
+                 scope: str | None = None, timeout_s: float = 30.0,
+                 extensions: Mapping[str, str] | None = None) -> None:
         self.cluster = cluster
         self.endpoint = endpoint
         self.client = client
         self.scope = scope
         self.timeout_s = timeout_s
+        self._extensions = dict(extensions or {})
+
+    def extensions(self) -> dict[str, str]:
+        """The SASL extensions sent with each token (KIP-342)."""
+        return dict(self._extensions)
 
     def __repr__(self) -> str:
         return f"OidcTokens(cluster={self.cluster!r}, endpoint={self.endpoint!r})"
@@ -282,7 +288,8 @@ def token_sources(credentials: Mapping[str, Credentials], clusters: Mapping[str,
         found = out.get(name) or Credentials()
         if cluster.sasl_mechanism == "OAUTHBEARER" and found.oauth is not None:
             source: Any = OidcTokens(name, cluster.sasl_oauthbearer_token_endpoint_url or "",
-                                     found.oauth, cluster.sasl_oauthbearer_scope, timeout_s)
+                                     found.oauth, cluster.sasl_oauthbearer_scope, timeout_s,
+                                     cluster.sasl_oauthbearer_extensions)
         elif cluster.sasl_mechanism == "AWS_MSK_IAM" and cluster.aws_region:
             source = MskIamTokens(name, cluster.aws_region, cluster.aws_role_arn,
                                   cluster.aws_profile)
