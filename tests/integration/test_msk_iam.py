@@ -191,3 +191,18 @@ def test_plan_and_apply_over_msk_iam_as_the_access_key(
     assert refused.json()["error"].startswith(
         f"cluster {CLUSTER}: authentication failed (SASL_AUTHENTICATION_FAILED: ")
     assert _state(oauth_kafka) == {"msk.orders": (2, 1), "msk.clicks": (1, 1)}
+
+
+def test_debug_logging_anywhere_never_shows_a_token_or_the_secret_key(
+        aws_env: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    for name in ("botocore", "botocore.auth", "boto3", "aws_msk_iam_sasl_signer"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    token = _source(_cluster()).token()
+    _, query = _presigned(token)
+    messages = "\n".join(r.getMessage() for r in caplog.records)
+    # the capture saw botocore's own records (the credentials chain, at INFO)
+    assert any(r.name.startswith("botocore") for r in caplog.records), messages
+    assert [s for s in (token, query["X-Amz-Signature"], SECRET_KEY) if s in messages] == []

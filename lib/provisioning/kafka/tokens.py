@@ -42,6 +42,25 @@ from provisioning.errors import ClusterUnreachable
 
 log = logging.getLogger(__name__)
 
+
+class _BelowInfo(logging.Filter):
+    """Drops DEBUG records: the signer's botocore logs what makes a token at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+# botocore's loggers whose DEBUG records carry a token or keys: the canonical request and
+# signature of a token (auth), STS answers with an assumed role's keys (parsers), signed
+# requests (endpoint, httpsession, awsrequest). A filter on each (set when this module is
+# imported, before anything signs) keeps them out of every handler, whatever level is set.
+_SIGNER_LOGGERS = ("botocore", "botocore.auth", "botocore.parsers", "botocore.endpoint",
+                   "botocore.httpsession", "botocore.awsrequest", "botocore.credentials",
+                   "botocore.hooks", "botocore.utils", "boto3", "aws_msk_iam_sasl_signer")
+_FILTER = _BelowInfo()
+for _name in _SIGNER_LOGGERS:
+    logging.getLogger(_name).addFilter(_FILTER)
+
 # A token is renewed once this share of its lifetime has passed (Kafka's default window).
 RENEW_AFTER = 0.8
 # A token with no expiry of its own (no `exp`, no `expires_in`) is asked again after this.
