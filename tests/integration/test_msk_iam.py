@@ -149,12 +149,15 @@ def test_an_executor_gets_a_signed_token_never_the_credentials(
         "(tokens live 15 minutes; a task this long needs a shorter kafka.batch_size)")
 
 
-def _conf(work: Path, broker: OAuthBroker, region: str = MSK_REGION) -> Path:
+def _conf(work: Path, broker: OAuthBroker, region: str = MSK_REGION,
+          timeout_ms: int = 15000) -> Path:
     return write_conf(work / f"msk-{region}.yaml", broker.bootstrap(IAM_LISTENER), work / "wh",
                       cluster=CLUSTER, cluster_extra={
                           "security_protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM",
                           "ssl_cafile": str(broker.tls.ca_file), "aws_region": region,
-                          "principal": f"User:{ACCESS_KEY}"})
+                          "principal": f"User:{ACCESS_KEY}"},
+                      extra={"kafka": {"request_timeout_ms": timeout_ms,
+                                       "operation_timeout_ms": 15000}})
 
 
 def _state(broker: OAuthBroker) -> dict[str, tuple[int, int]]:
@@ -183,10 +186,10 @@ def test_plan_and_apply_over_msk_iam_as_the_access_key(
                                ("apply", "created"), ("verify", "created")))
     assert SECRET_KEY not in plan.output + apply.output
 
-    # A token for another region is refused by the broker's validator: exit 3, unchanged.
-    refused = run_cli_in_process(["plan", "--conf", str(_conf(tmp_path, oauth_kafka,
-                                                              "us-east-1")), "--json"],
-                                 env=aws_env)
+    # A token for another region is refused by the broker's validator: exit 3, unchanged
+    # (kafka-python retries a refused login until its bootstrap times out: 5 s here).
+    other = _conf(tmp_path, oauth_kafka, "us-east-1", timeout_ms=5000)
+    refused = run_cli_in_process(["plan", "--conf", str(other), "--json"], env=aws_env)
     assert refused.returncode == 3, refused.output[-4000:]
     assert refused.json()["error"].startswith(
         f"cluster {CLUSTER}: authentication failed (SASL_AUTHENTICATION_FAILED: ")
