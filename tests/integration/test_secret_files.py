@@ -14,6 +14,7 @@ endpoint issued to the job.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from tests.helpers import (
+    Completed,
     audit_rows,
     broker_state_as,
     grant,
@@ -67,8 +69,16 @@ def _conf(work: Path, broker: OAuthBroker) -> Path:
     return path
 
 
-def test_secrets_read_from_files_are_written_nowhere(
-        oauth_kafka: OAuthBroker, connect_server: Any, spark: Any, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Setup:
+    warehouse: Path
+    conf: Path
+    plan_file: Path
+
+
+@pytest.fixture(scope="module")
+def setup(oauth_kafka: OAuthBroker, spark: Any, tmp_path_factory: pytest.TempPathFactory
+          ) -> Setup:
     oauth_kafka.issuer.add_client(CLIENT, CLIENT_SECRET, SUBJECT)
     acls = [("GROUP", "*", "LITERAL", ["DESCRIBE"])]
     ops = ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"]
@@ -76,43 +86,63 @@ def test_secrets_read_from_files_are_written_nowhere(
           [("TOPIC", "files.scram.", "PREFIXED", ops), *acls])
     grant(oauth_kafka.admin_settings(), f"User:{SUBJECT}",
           [("TOPIC", "files.oauth.", "PREFIXED", ops), *acls])
-    warehouse = tmp_path / "wh"
+    work = tmp_path_factory.mktemp("secret-files")
+    warehouse = work / "wh"
     write_manifest_table(spark, warehouse / "desired_topics", [
         {"cluster": cluster, "topic": topic, "partitions": 1, "replication_factor": 1}
         for topic, cluster in TOPICS.items()])
-    conf = _conf(tmp_path, oauth_kafka)
-    plan_file = tmp_path / "plan.json"
+    return Setup(warehouse, _conf(work, oauth_kafka), work / "plan.json")
 
-    plan = run_cli(["plan", "--conf", str(conf), "--json", "--verbose", "--out",
-                    str(plan_file)], remote=connect_server.address)
-    assert plan.returncode == 0, plan.output[-4000:]
-    apply = run_cli(["apply", "--conf", str(conf), "--json", "--verbose"],
-                    remote=connect_server.address)
-    assert apply.returncode == 0, apply.output[-4000:]
 
+# Each run is its own fixture, in order: each test's time covers only its own run.
+@pytest.fixture(scope="module")
+def planned(setup: Setup, connect_server: Any) -> Completed:
+    return run_cli(["plan", "--conf", str(setup.conf), "--json", "--verbose", "--out",
+                    str(setup.plan_file)], remote=connect_server.address)
+
+
+@pytest.fixture(scope="module")
+def applied(setup: Setup, planned: Completed, connect_server: Any) -> Completed:
+    return run_cli(["apply", "--conf", str(setup.conf), "--json", "--verbose"],
+                   remote=connect_server.address)
+
+
+def test_plan_reads_both_clusters_with_secrets_from_files(setup: Setup, planned: Completed,
+                                                          spark: Any) -> None:
+    assert planned.returncode == 0, planned.output[-4000:]
+    assert audit_rows(spark, setup.warehouse, planned.json()["run_id"]) == sorted(
+        (cluster, topic, "CREATE", phase, outcome) for topic, cluster in TOPICS.items()
+        for phase, outcome in (("plan", "planned"), ("validate", "validated")))
+
+
+def test_apply_creates_on_both_clusters_with_secrets_from_files(
+        setup: Setup, applied: Completed, oauth_kafka: OAuthBroker, spark: Any) -> None:
+    assert applied.returncode == 0, applied.output[-4000:]
     state = broker_state_as(oauth_kafka.admin_settings())
     assert {n: (s["partitions"], s["replication_factor"]) for n, s in state.items()
             if n.startswith("files.")} == {topic: (1, 1) for topic in TOPICS}
-    assert audit_rows(spark, warehouse, apply.json()["run_id"]) == sorted(
+    assert audit_rows(spark, setup.warehouse, applied.json()["run_id"]) == sorted(
         (cluster, topic, "CREATE", phase, outcome) for topic, cluster in TOPICS.items()
         for phase, outcome in (("plan", "planned"), ("validate", "validated"),
                                ("apply", "created"), ("verify", "created")))
 
+
+def test_secrets_read_from_files_are_written_nowhere(
+        setup: Setup, planned: Completed, applied: Completed, oauth_kafka: OAuthBroker,
+        connect_server: Any, spark: Any) -> None:
     tokens = [i.token for i in oauth_kafka.issuer.issued_to(CLIENT)]
-    # the driver asked for one, and so did the server's executors (their own processes)
-    assert tokens
+    assert tokens  # the job asked the endpoint for tokens: they are secrets too
     texts = {f"{name} {stream}": getattr(run, stream)
-             for name, run in (("plan", plan), ("apply", apply))
+             for name, run in (("plan", planned), ("apply", applied))
              for stream in ("stdout", "stderr")}
-    texts["plan --out"] = plan_file.read_text()
+    texts["plan --out"] = setup.plan_file.read_text()
     texts["connect server log"] = Path(connect_server.log_file).read_text(errors="replace")
     for table in ("desired_topics", "topic_audit", "provision_runs", "topic_snapshots"):
-        texts[f"table {table}"] = "\n".join(table_json(spark, warehouse / table))
+        texts[f"table {table}"] = "\n".join(table_json(spark, setup.warehouse / table))
     # the texts searched are the real ones
     assert " INFO provisioning." in texts["apply stdout"] + texts["apply stderr"]
-    assert "files.oauth.a" in texts["plan --out"]
-    assert apply.json()["run_id"] in texts["table provision_runs"]
-    assert json.loads(texts["plan --out"])
+    assert "files.oauth.a" in texts["plan --out"] and json.loads(texts["plan --out"])
+    assert applied.json()["run_id"] in texts["table provision_runs"]
     secrets = {"scram password": SCRAM_PASSWORD, "client secret": CLIENT_SECRET,
                "admin password": ADMIN_PASSWORD,
                **{f"token {i}": token for i, token in enumerate(tokens)}}

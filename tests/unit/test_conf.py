@@ -100,8 +100,8 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "ssl_key_password_env, ssl_key_password_file, ssl_check_hostname, "
         "sasl_oauthbearer_token_endpoint_url, sasl_oauthbearer_client_id_env, "
         "sasl_oauthbearer_client_id_file, sasl_oauthbearer_client_secret_env, "
-        "sasl_oauthbearer_client_secret_file, sasl_oauthbearer_scope, aws_region, "
-        "aws_role_arn, aws_profile, principal)",
+        "sasl_oauthbearer_client_secret_file, sasl_oauthbearer_scope, "
+        "sasl_oauthbearer_extensions, aws_region, aws_role_arn, aws_profile, principal)",
         "clusters.local.bootstrap_servers: expected host:port[,host:port...], "
         "bad entries: ['127.0.0.1']",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
