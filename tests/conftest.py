@@ -222,6 +222,46 @@ def warehouse(tmp_path: Path) -> Path:
     return path
 
 
+# --- secured brokers (issue 51: mTLS, OAUTHBEARER, MSK IAM; tests/support/secured.py) -----
+
+
+@pytest.fixture(scope="session")
+def mtls_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A broker whose MTLS listener requires a client certificate of its own CA, with
+    StandardAuthorizer and no ACL but its admin's, for the session."""
+    from tests.support.secured import start_mtls_broker
+
+    _jars(KAFKA_JARS)
+    broker = start_mtls_broker(tmp_path_factory.mktemp("kafka-mtls"))
+    try:
+        yield broker
+    finally:
+        broker.cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def oauth_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A broker whose OAUTH listener validates the JWTs of a loopback token endpoint with
+    Kafka's own validator, whose IAM listener checks MSK IAM tokens (tests/java), with
+    StandardAuthorizer and no ACL but its admin's, for the session."""
+    from tests.helpers import compile_policy_jar
+    from tests.support.secured import SCRAM_PASSWORD, SCRAM_USER, TokenIssuer, start_oauth_broker
+
+    _jars(KAFKA_JARS)
+    base = tmp_path_factory.mktemp("kafka-oauth")
+    issuer = TokenIssuer(base / "issuer")
+    issuer.start()
+    try:
+        broker = start_oauth_broker(base, issuer, compile_policy_jar(base / "java"),
+                                    {SCRAM_USER: SCRAM_PASSWORD})
+        try:
+            yield broker
+        finally:
+            broker.cluster.stop()
+    finally:
+        issuer.stop()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """On a failure, attach the tail of each broker log the test used."""

@@ -216,3 +216,67 @@ def test_executors_without_pyarrow_are_refused_before_anything_is_read(
     assert broker_state(broker.bootstrap_servers) == before
     assert row_count(spark, warehouse / "topic_snapshots") == 0
     assert row_count(spark, warehouse / "topic_audit") == 0
+
+
+MTLS_SUBJECT = "/O=platform/CN=provisioning-standalone"
+MTLS_TOPICS = {"sa.mtls.orders": 2, "sa.mtls.audit": 1}
+MTLS_KEY_PASSWORD = "standalone-key-pw-3c8d"
+
+
+def test_mtls_apply_with_executors_that_have_none_of_the_tls_files(
+        standalone: Standalone, mtls_kafka: Any, spark: Any, tmp_path: Path) -> None:
+    """The client certificate, its encrypted key and the key's password reach the executors
+    in memory: the conf names them by paths relative to the driver's directory, which no
+    executor's directory has, and nothing of them is in Spark's event log."""
+    from tests.helpers import broker_state_as, grant
+    from tests.support.secured import ClientCertificate
+
+    tls = tmp_path / "tls"
+    cert = ClientCertificate.create(mtls_kafka.tls, tls, "job", MTLS_SUBJECT,
+                                    key_password=MTLS_KEY_PASSWORD)
+    (tls / "ca.pem").write_text(mtls_kafka.tls.ca_file.read_text())
+    (tls / "key-password").write_text(MTLS_KEY_PASSWORD + "\n")
+    grant(mtls_kafka.admin_settings(), cert.principal, [
+        ("TOPIC", "sa.mtls.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"]),
+        ("GROUP", "*", "LITERAL", ["DESCRIBE"])])
+    warehouse = tmp_path / "wh"
+    write_manifest_table(spark, warehouse / "desired_topics", [
+        {"cluster": "local", "topic": name, "partitions": n, "replication_factor": 1}
+        for name, n in MTLS_TOPICS.items()])
+    conf = write_conf(tmp_path / "conf.yaml", mtls_kafka.bootstrap_servers, warehouse,
+                      cluster_extra={"security_protocol": "SSL", "ssl_cafile": "tls/ca.pem",
+                                     "ssl_certfile": "tls/job.crt", "ssl_keyfile": "tls/job.key",
+                                     "ssl_key_password_file": "tls/key-password"})
+    events = tmp_path / "events"
+    events.mkdir()
+
+    done = run_cli(["apply", "--conf", str(conf), "--json"], cwd=tmp_path, spark_args=[
+        "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
+        "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
+        "--conf", f"spark.pyspark.python={BARE_PYTHON}", "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}",
+        "--conf", "spark.eventLog.compress=false"])
+    assert done.returncode == 0, done.output[-6000:] + standalone.logs()
+
+    state = broker_state_as(mtls_kafka.admin_settings())
+    assert {n: (s["partitions"], s["replication_factor"]) for n, s in state.items()
+            if n.startswith("sa.mtls.")} == {n: (p, 1) for n, p in MTLS_TOPICS.items()}
+    assert audit_rows(spark, warehouse, done.json()["run_id"]) == sorted(
+        ("local", name, "CREATE", phase, outcome) for name in MTLS_TOPICS
+        for phase, outcome in (("plan", "planned"), ("validate", "validated"),
+                               ("apply", "created"), ("verify", "created")))
+    log = _events(events)
+    executors = {e["Executor ID"] for e in log if e["Event"] == "SparkListenerExecutorAdded"}
+    ran = _admin_task_executors(log)
+    assert set(ran) == set(ADMIN_JOBS) and set().union(*ran.values()) <= executors
+    assert f"the executors run {BARE_PYTHON} (Python 3.11." in done.output
+    # no executor's directory holds the files the conf names
+    app_id = next(e["App ID"] for e in log if e["Event"] == "SparkListenerApplicationStart")
+    assert [p for w in standalone.work_dirs for p in (w / app_id).rglob("*")
+            if p.name in ("job.key", "job.crt", "key-password")] == []
+    key_body = cert.key.read_text().splitlines()[1]
+    event_text = "\n".join(f.read_text() for f in events.rglob("events_*"))
+    assert '"Event":"SparkListenerApplicationEnd"' in event_text
+    leaks = [what for what, secret in (("key", key_body), ("password", MTLS_KEY_PASSWORD))
+             for text in (event_text, done.stdout, done.stderr) if secret in text]
+    assert leaks == []

@@ -468,6 +468,7 @@ class KafkaCluster:
         detached: bool = False,
         sasl: SaslUsers | None = None,
         racks: Mapping[int, str] | None = None,
+        system_properties: Mapping[str, str] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
@@ -502,6 +503,10 @@ class KafkaCluster:
         self.broker_properties = dict(broker_properties or {})
         self.extra_classpath = [Path(p).resolve() for p in extra_classpath]
         self.heap_mb = heap_mb
+        # JVM system properties of every node (-Dname=value): settings Kafka reads only
+        # there, such as the URLs an OAUTHBEARER listener may read
+        # (org.apache.kafka.sasl.oauthbearer.allowed.urls).
+        self.system_properties = dict(system_properties or {})
         self.listeners = tuple(listeners)
         self.sasl = sasl
         # node id -> broker.rack (KIP-36); nodes not named have no rack.
@@ -833,6 +838,7 @@ class KafkaCluster:
             "-Djava.net.preferIPv4Stack=true",
             f"-Dlog4j2.configurationFile={self.base_dir / 'log4j2.xml'}",
             f"-Dkafka.logs.dir={node.directory}",
+            *(f"-D{name}={value}" for name, value in self.system_properties.items()),
             "-cp",
             self._classpath(),
         ]

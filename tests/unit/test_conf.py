@@ -95,7 +95,13 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "extra: unknown key (allowed: clusters, tables, kafka, spark, policies, run, "
         "maintenance, checks, deletes, alters, acls, reassign, quotas)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
-        "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, client_id)",
+        "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, "
+        "client_id, sasl_username_file, sasl_password_file, ssl_certfile, ssl_keyfile, "
+        "ssl_key_password_env, ssl_key_password_file, ssl_check_hostname, "
+        "sasl_oauthbearer_token_endpoint_url, sasl_oauthbearer_client_id_env, "
+        "sasl_oauthbearer_client_id_file, sasl_oauthbearer_client_secret_env, "
+        "sasl_oauthbearer_client_secret_file, sasl_oauthbearer_scope, "
+        "sasl_oauthbearer_extensions, aws_region, aws_role_arn, aws_profile, principal)",
         "clusters.local.bootstrap_servers: expected host:port[,host:port...], "
         "bad entries: ['127.0.0.1']",
         "clusters.local.security_protocol: 'TLS' is not one of PLAINTEXT, SASL_PLAINTEXT, "
@@ -128,7 +134,8 @@ def test_inline_secret_is_refused_and_not_echoed() -> None:
     problems = _problems(data)
     assert problems == [
         "clusters.prod.sasl_password: secrets must not be written in the conf; name the "
-        "environment variable that holds it (sasl_username_env / sasl_password_env)",
+        "environment variable or the file that holds it (sasl_username_env / "
+        "sasl_password_env, or their *_file keys)",
         "clusters.prod.sasl_password_env: must be the NAME of an environment variable "
         "(letters, digits, _), not the secret itself",
     ]
@@ -140,8 +147,10 @@ def test_sasl_requires_mechanism_and_env_names() -> None:
         "bootstrap_servers": "127.0.0.1:9093", "security_protocol": "SASL_PLAINTEXT"}}}
     assert _problems(data) == [
         "clusters.prod.sasl_mechanism: required when security_protocol is SASL_PLAINTEXT",
-        "clusters.prod.sasl_username_env: required when security_protocol is SASL_PLAINTEXT",
-        "clusters.prod.sasl_password_env: required when security_protocol is SASL_PLAINTEXT",
+        "clusters.prod.sasl_username_env: required when security_protocol is SASL_PLAINTEXT "
+        "(or sasl_username_file)",
+        "clusters.prod.sasl_password_env: required when security_protocol is SASL_PLAINTEXT "
+        "(or sasl_password_file)",
     ]
 
 

@@ -34,6 +34,7 @@ from provisioning.errors import (
     RunCancelled,
     UnexpectedError,
 )
+from provisioning.kafka.tokens import token_sources
 from provisioning.results import RunRecord, new_run_id
 from provisioning.session import Stop, build_session, handling_signals, redact_remote
 
@@ -145,8 +146,12 @@ class Command:
         return self.spark
 
     def credentials(self) -> dict[str, Credentials]:
-        """The SASL credentials the conf names, from the environment."""
-        return resolve_credentials(self.conf, os.environ)
+        """What each cluster's connection needs, read on the driver: the secrets the conf
+        names (environment variables or files), its TLS files, and the source of its bearer
+        tokens (kafka.tokens). It reaches the executors in memory, with their tasks."""
+        read = resolve_credentials(self.conf, os.environ)
+        return token_sources(read, self.conf.clusters,
+                             min(self.conf.kafka.request_timeout_ms, 30000) / 1000)
 
 
 Work = Callable[[Command], Outcome]

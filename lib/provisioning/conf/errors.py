@@ -17,7 +17,29 @@ INLINE_SECRET_KEYS = (
     "sasl_plain_username",
     "ssl_password",
     "secret",
+    "ssl_key_password",
+    "client_secret",
+    "sasl_oauthbearer_client_secret",
+    "aws_secret_access_key",
+    "aws_session_token",
 )
+# The keys that name where such a secret is, for those not about the SASL user or password.
+SECRET_KEY_HINTS = {
+    "ssl_password": "ssl_key_password_env / ssl_key_password_file",
+    "ssl_key_password": "ssl_key_password_env / ssl_key_password_file",
+    "client_secret": "sasl_oauthbearer_client_secret_env / sasl_oauthbearer_client_secret_file",
+    "sasl_oauthbearer_client_secret":
+        "sasl_oauthbearer_client_secret_env / sasl_oauthbearer_client_secret_file",
+    "aws_secret_access_key": "the AWS credentials chain: aws_profile, aws_role_arn or the "
+                             "AWS_* environment variables",
+    "aws_session_token": "the AWS credentials chain: aws_profile, aws_role_arn or the "
+                         "AWS_* environment variables",
+}
+# What a cluster key with a pattern expects.
+_PATTERNS = {
+    "aws_role_arn": "expected an IAM role's ARN, arn:aws:iam::ACCOUNT:role/NAME",
+    "principal": "expected a principal as Kafka names it, TYPE:NAME (User:CN=job)",
+}
 _EXPECTED = {
     "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
     "bool_type": "a boolean", "bool_parsing": "a boolean",
@@ -64,6 +86,8 @@ def describe(error: Any, loc: tuple[str | int, ...]) -> str:
         return f"{value!r} is not one of {', '.join(choices)}"
     if kind == "value_error":
         return str(ctx["error"])
+    if kind == "string_pattern_mismatch" and loc[:1] == ("clusters",) and loc[-1] in _PATTERNS:
+        return _PATTERNS[str(loc[-1])]
     if kind == "string_pattern_mismatch" and loc[:1] == ("clusters",):
         return "cluster names use letters, digits, '.', '_', '-'"
     if kind == "string_pattern_mismatch" and loc == ("spark", "remote"):

@@ -50,6 +50,16 @@ def _readable_file(v: str) -> str:
     return v
 
 
+def _http_url(v: str) -> str:
+    scheme, _, rest = v.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest or any(c.isspace() for c in v):
+        raise ValueError("expected an http:// or https:// URL")
+    if "@" in rest.split("/", 1)[0]:
+        raise ValueError("a URL with a user or password in it would put a secret in the "
+                         "conf; name the client's *_env or *_file keys instead")
+    return v
+
+
 def as_string_list(v: Any) -> Any:
     if not isinstance(v, list | tuple) or not all(isinstance(x, str) for x in v):
         raise ValueError("expected a list of strings")
@@ -83,6 +93,13 @@ Text = Annotated[str, Field(strict=True)]
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 Bootstrap = Annotated[str, Field(strict=True), AfterValidator(_bootstrap)]
 ReadableFile = Annotated[str, Field(strict=True), AfterValidator(_readable_file)]
+HttpUrl = Annotated[str, Field(strict=True, json_schema_extra={"format": "uri"}),
+                    AfterValidator(_http_url)]
+ArnText = Annotated[str, Field(strict=True, pattern=r"^arn:[^:\s]+:iam::\d{12}:role/\S+$")]
+# A SASL/OAUTHBEARER extension's value (RFC 7628: printable ASCII, no \x01 separator).
+SaslExtension = Annotated[str, Field(strict=True, pattern=r"^[\x21-\x7E \t\r\n]+$")]
+# Kafka's principal: its type, ':', its name (User:CN=job,O=team; User:alice).
+Principal = Annotated[str, Field(strict=True, pattern=r"^[A-Za-z][A-Za-z0-9]*:\S.*$")]
 PerRequest = Annotated[int, Field(strict=True, gt=0, json_schema_extra={"maximum": 10000}),
                        AfterValidator(_broker_cap)]
 StringList = Annotated[tuple[str, ...], BeforeValidator(as_string_list),

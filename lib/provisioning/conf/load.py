@@ -7,8 +7,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from provisioning.conf.model import ClusterConf, Conf, Credentials, Secret
+from provisioning.conf.model import ClusterConf, Conf
+from provisioning.conf.secrets import resolve_credentials
 from provisioning.errors import ConfError, UsageError
+
+__all__ = ["load_conf", "parse_conf", "resolve_credentials", "select_clusters"]
 
 
 def parse_conf(data: Any, source: str, digest: str = "",
@@ -57,30 +60,6 @@ def load_conf(path: str | Path, environ: Mapping[str, str] | None = None) -> Con
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return parse_conf(data, str(p), digest, environ)
 
-
-
-def resolve_credentials(conf: Conf, environ: Mapping[str, str]) -> dict[str, Credentials]:
-    """Read each SASL cluster's credentials from the named environment variables."""
-    problems = []
-    found: dict[str, Credentials] = {}
-    for cluster in conf.clusters.values():
-        if not cluster.security_protocol.startswith("SASL"):
-            continue
-        values = {}
-        for key in ("sasl_username_env", "sasl_password_env"):
-            var = getattr(cluster, key)
-            if var is None or not environ.get(var):
-                problems.append(
-                    f"clusters.{cluster.name}.{key}: environment variable {var!r} is not set"
-                )
-            else:
-                values[key] = Secret(environ[var])
-        if len(values) == 2:
-            found[cluster.name] = Credentials(values["sasl_username_env"],
-                                              values["sasl_password_env"])
-    if problems:
-        raise ConfError(conf.source, problems)
-    return found
 
 
 def select_clusters(conf: Conf, names: Iterator[str] | tuple[str, ...]) -> list[ClusterConf]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from provisioning.names import OFF, SEVERITIES
 
@@ -19,12 +19,16 @@ try:  # the loader's side only: a Spark worker unpickling a conf object never ne
     from pydantic.json_schema import SkipJsonSchema
 
     from provisioning.conf.keys import (
+        ArnText,
         Bootstrap,
         Count,
         EnvName,
+        HttpUrl,
         PerRequest,
         Positive,
+        Principal,
         ReadableFile,
+        SaslExtension,
         Severity,
         SparkValue,
         TableList,
@@ -35,7 +39,9 @@ except ImportError:  # pragma: no cover - a worker without pydantic
         raise
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM")
+# The mechanisms that log in with a user name and a password.
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # What every part of the file refuses: a key it does not know.
 STRICT: Any = {"extra": "forbid"}
 
@@ -76,16 +82,19 @@ class ClusterConf:
     security_protocol: Annotated[Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "SSL"],
                                  Field(description="How the job talks to the brokers.")
                                  ] = "PLAINTEXT"
-    sasl_mechanism: Annotated[Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None,
-                              Field(description="The SASL mechanism; required "
-                                    "with a SASL_* security_protocol, refused otherwise.")
-                              ] = None
+    sasl_mechanism: Annotated[
+        Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM"] | None,
+        Field(description="The SASL mechanism; required with a SASL_* security_protocol, "
+              "refused otherwise. OAUTHBEARER: tokens from an OIDC client-credentials "
+              "endpoint (KIP-768); AWS_MSK_IAM: tokens signed with the AWS credentials of "
+              "the default chain, sent over OAUTHBEARER (SASL_SSL only).")] = None
     sasl_username_env: Annotated[EnvName | None, Field(
         description="The NAME of the environment variable holding the SASL user (never the "
-                    "user itself); required with a SASL_* security_protocol.")] = None
+                    "user itself); PLAIN and SCRAM need it or sasl_username_file.")] = None
     sasl_password_env: Annotated[EnvName | None, Field(
         description="The NAME of the environment variable holding the SASL password (never "
-                    "the password itself); required with a SASL_* security_protocol.")] = None
+                    "the password itself); PLAIN and SCRAM need it or sasl_password_file."
+    )] = None
     ssl_cafile: Annotated[ReadableFile | None, Field(
         description="A readable PEM file of the CAs to trust (SSL and SASL_SSL only); "
                     "relative paths are taken from the directory the job runs in.")] = None
@@ -94,6 +103,61 @@ class ClusterConf:
                     "this address is refused.")] = None
     client_id: Annotated[Text, Field(description="The Kafka client id of the job's "
                                      "connections.")] = "topic-provisioning"
+    # Keys below: issue 51 (mTLS, OAUTHBEARER, MSK IAM, secrets from files). Every `*_file`
+    # key names a file holding the secret (a Kubernetes or Vault agent mount; its trailing
+    # newline stripped), read on the driver; exactly one of a `*_env` and its `*_file`.
+    sasl_username_file: Annotated[ReadableFile | None, Field(
+        description="A file holding the SASL user (instead of sasl_username_env).")] = None
+    sasl_password_file: Annotated[ReadableFile | None, Field(
+        description="A file holding the SASL password (instead of sasl_password_env)."
+    )] = None
+    ssl_certfile: Annotated[ReadableFile | None, Field(
+        description="The job's client certificate (PEM, with its chain) for brokers that "
+                    "require one (mTLS; SSL and SASL_SSL only); needs ssl_keyfile.")] = None
+    ssl_keyfile: Annotated[ReadableFile | None, Field(
+        description="The private key of ssl_certfile (PEM; encrypted: give "
+                    "ssl_key_password_env or ssl_key_password_file).")] = None
+    ssl_key_password_env: Annotated[EnvName | None, Field(
+        description="The NAME of the environment variable holding the password of an "
+                    "encrypted ssl_keyfile.")] = None
+    ssl_key_password_file: Annotated[ReadableFile | None, Field(
+        description="A file holding the password of an encrypted ssl_keyfile.")] = None
+    ssl_check_hostname: Annotated[bool, Field(
+        strict=True, description="Whether the broker's certificate must name the host the "
+        "job connects to (SSL and SASL_SSL).")] = True
+    sasl_oauthbearer_token_endpoint_url: Annotated[HttpUrl | None, Field(
+        description="The OIDC token endpoint the job asks for tokens with its client "
+                    "credentials (OAUTHBEARER only).")] = None
+    sasl_oauthbearer_client_id_env: Annotated[EnvName | None, Field(
+        description="The NAME of the environment variable holding the OAuth client id "
+                    "(OAUTHBEARER: it or sasl_oauthbearer_client_id_file).")] = None
+    sasl_oauthbearer_client_id_file: Annotated[ReadableFile | None, Field(
+        description="A file holding the OAuth client id.")] = None
+    sasl_oauthbearer_client_secret_env: Annotated[EnvName | None, Field(
+        description="The NAME of the environment variable holding the OAuth client secret "
+                    "(OAUTHBEARER: it or sasl_oauthbearer_client_secret_file).")] = None
+    sasl_oauthbearer_client_secret_file: Annotated[ReadableFile | None, Field(
+        description="A file holding the OAuth client secret.")] = None
+    sasl_oauthbearer_scope: Annotated[Text | None, Field(
+        description="The scope the job asks the token endpoint for (optional).")] = None
+    sasl_oauthbearer_extensions: Annotated[Mapping[str, SaslExtension], Field(
+        description="SASL extensions sent with the token (KIP-342), name -> value: e.g. "
+                    "Confluent Cloud's logicalCluster and identityPoolId.")
+                                           ] = field(default_factory=dict, hash=False)
+    aws_region: Annotated[Text | None, Field(
+        min_length=1, description="The AWS region of the MSK cluster (AWS_MSK_IAM: "
+        "required).")] = None
+    aws_role_arn: Annotated[ArnText | None, Field(
+        description="An IAM role the driver assumes (STS) to sign the tokens (AWS_MSK_IAM; "
+                    "left out: the default credentials chain).")] = None
+    aws_profile: Annotated[Text | None, Field(
+        min_length=1, description="A named profile of the AWS config files to sign the "
+        "tokens with (AWS_MSK_IAM; left out: the default credentials chain).")] = None
+    principal: Annotated[Principal | None, Field(
+        description="The job's principal as the brokers' authorizer names it (e.g. "
+                    "`User:CN=provisioning-job`), where the job cannot tell it itself "
+                    "(a client certificate, MSK IAM); used in messages about what it may "
+                    "do.")] = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +321,39 @@ class Conf:
 
 
 @dataclass(frozen=True)
+class TlsKeys:
+    """What a cluster's TLS files hold, read on the driver: it travels in memory to the
+    executors, which have none of the conf's files."""
+
+    ca: str | None = None            # PEM certificates to trust (ssl_cafile)
+    certificate: str | None = None   # the client certificate chain (ssl_certfile)
+    key: Secret | None = None        # its private key (ssl_keyfile)
+    key_password: Secret | None = None
+
+
+@dataclass(frozen=True)
+class OAuthClient:
+    """An OIDC client's credentials (OAUTHBEARER, KIP-768's client credentials grant)."""
+
+    client_id: Secret
+    client_secret: Secret
+
+
+class TokenSource(Protocol):
+    """Gives the bearer token a connection sends (OAUTHBEARER, AWS_MSK_IAM): the Kafka
+    room's token sources (`kafka.tokens`)."""
+
+    def token(self) -> str: ...
+
+
+@dataclass(frozen=True)
 class Credentials:
-    username: Secret
-    password: Secret
+    """What the driver read for one cluster (from the environment and the conf's files)
+    and every process that connects to it needs: the SASL user and password, the TLS
+    material, the OAuth client, and the source of its bearer tokens."""
+
+    username: Secret | None = None
+    password: Secret | None = None
+    tls: TlsKeys | None = None
+    oauth: OAuthClient | None = None
+    tokens: TokenSource | None = field(default=None, compare=False)

@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from provisioning.conf.connection import cluster_rules
 from provisioning.conf.model import (
     DELTA_SAFE_RETAIN_HOURS,
-    SECURITY_PROTOCOLS,
     ChecksConf,
     Conf,
     KafkaConf,
@@ -27,10 +27,12 @@ from provisioning.conf.model import (
 from provisioning.conf.policies import catalogue, cross_problems
 from provisioning.conf.section import Given, Section
 
+__all__ = ["assemble", "cluster_rules", "maintenance_rules", "policy_specs", "prepare",
+           "severity_rules"]
+
 # `${NAME}` or `${NAME:-default}`, allowed in bootstrap_servers only (ports of local brokers).
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$")
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-_SASL_KEYS = ("sasl_mechanism", "sasl_username_env", "sasl_password_env")
 
 
 def prepare(top: Mapping[str, Any], environ: Mapping[str, str], problems: list[str]
@@ -66,30 +68,6 @@ def _interpolate(where: str, value: Any, environ: Mapping[str, str], problems: l
         problems.append(f"{where}: environment variable {var} is not set and there is no "
                         "default")
     return default
-
-
-def cluster_rules(top: Mapping[str, Any]) -> list[str]:
-    """SASL settings exactly when the protocol is SASL_*, a CA file only with SSL."""
-    clusters = top.get("clusters")
-    problems: list[str] = []
-    for name, body in (clusters.items() if isinstance(clusters, Mapping) else ()):
-        if not isinstance(body, Mapping):
-            continue
-        key = f"clusters.{name}"
-        protocol = body.get("security_protocol", "PLAINTEXT")
-        if not isinstance(protocol, str) or protocol not in SECURITY_PROTOCOLS:
-            continue
-        for k in _SASL_KEYS:
-            if protocol.startswith("SASL") and body.get(k) is None:
-                problems.append(f"{key}.{k}: required when security_protocol is {protocol}")
-            # Credentials named for a cluster that never sends them are a mistake.
-            if not protocol.startswith("SASL") and body.get(k) is not None:
-                problems.append(f"{key}.{k}: only used when security_protocol is "
-                                f"SASL_PLAINTEXT or SASL_SSL, not {protocol}")
-        if body.get("ssl_cafile") is not None and protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
-            problems.append(f"{key}.ssl_cafile: only used when security_protocol is SSL or "
-                            f"SASL_SSL, not {protocol}")
-    return problems
 
 
 def maintenance_rules(top: Mapping[str, Any]) -> list[str]:

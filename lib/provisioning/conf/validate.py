@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from provisioning.conf.errors import INLINE_SECRET_KEYS, describe
+from provisioning.conf.errors import INLINE_SECRET_KEYS, SECRET_KEY_HINTS, describe
 from provisioning.conf.model import (
     ChecksConf,
     ClusterConf,
@@ -158,8 +158,10 @@ def read_file(top: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[Loc, s
 
 def describe_unknown(name: str, allowed: tuple[str, ...]) -> str:
     if name in INLINE_SECRET_KEYS:
+        hint = SECRET_KEY_HINTS.get(name, "sasl_username_env / sasl_password_env, or their "
+                                          "*_file keys")
         return ("secrets must not be written in the conf; name the environment variable "
-                "that holds it (sasl_username_env / sasl_password_env)")
+                f"or the file that holds it ({hint})")
     return f"unknown key (allowed: {', '.join(allowed)})"
 
 

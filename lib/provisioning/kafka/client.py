@@ -22,6 +22,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.codes import config_rows, error_name, topic_id_text
 from provisioning.kafka.sasl import sasl_login_error
+from provisioning.kafka.tls import ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -129,15 +130,35 @@ def client_settings(cluster: ClusterConf, credentials: Credentials | None,
         "bootstrap_timeout_ms": min(kafka.request_timeout_ms, 30000),
         "reconnect_backoff_max_ms": 2000,
     })
-    if cluster.ssl_cafile:
-        settings["ssl_cafile"] = cluster.ssl_cafile
+    if cluster.security_protocol in ("SSL", "SASL_SSL"):
+        if (credentials is not None and credentials.tls is not None) or cluster.ssl_certfile:
+            # The material the driver read, in memory (kafka.tls): executors have no files.
+            settings["ssl_context"] = ssl_context(cluster, credentials)
+        else:
+            settings["ssl_check_hostname"] = cluster.ssl_check_hostname
+            if cluster.ssl_cafile:
+                settings["ssl_cafile"] = cluster.ssl_cafile
     if cluster.security_protocol.startswith("SASL"):
-        if credentials is None:
+        if cluster.sasl_mechanism in ("OAUTHBEARER", "AWS_MSK_IAM"):
+            # MSK IAM is OAUTHBEARER with a token signed for kafka-cluster:Connect.
+            settings["sasl_mechanism"] = "OAUTHBEARER"
+            settings["sasl_oauth_token_provider"] = _token_source(cluster, credentials)
+            return settings
+        if credentials is None or credentials.username is None \
+                or credentials.password is None:
             raise ClusterUnreachable(f"cluster {cluster.name}: no SASL credentials were resolved")
         settings["sasl_mechanism"] = cluster.sasl_mechanism
         settings["sasl_plain_username"] = credentials.username.reveal()
         settings["sasl_plain_password"] = credentials.password.reveal()
     return settings
+
+
+def _token_source(cluster: ClusterConf, credentials: Credentials | None) -> Any:
+    source = credentials.tokens if credentials is not None else None
+    if source is None:
+        raise ClusterUnreachable(f"cluster {cluster.name}: no {cluster.sasl_mechanism} token "
+                                 "source was made for it (kafka.tokens.token_sources)")
+    return source
 
 
 class ClusterAdmin:
@@ -158,6 +179,11 @@ class ClusterAdmin:
         """Open the client (once); ClusterUnreachable says why it could not."""
         if self._client is not None:
             return self
+        source = self._credentials.tokens if self._credentials is not None else None
+        if source is not None and self.cluster.security_protocol.startswith("SASL"):
+            # Asked before the client: kafka-python would retry a failed token like a lost
+            # connection; the source keeps it for the client's own logins.
+            source.token()
         try:
             self._client = KafkaAdminClient(
                 **client_settings(self.cluster, self._credentials, self.kafka)
@@ -197,13 +223,21 @@ class ClusterAdmin:
 
     @property
     def principal(self) -> str | None:
-        """The job's principal on this cluster as Kafka's authorizer spells it:
-        `User:<SASL user name>` (PLAIN and SCRAM, with Kafka's default principal builder),
+        """The job's principal on this cluster as Kafka's authorizer spells it: the conf's
+        `principal` when it states one, else `User:<SASL user name>` (PLAIN and SCRAM, with
+        Kafka's default principal builder), `User:<sub>` of an OAUTHBEARER JWT,
         `User:ANONYMOUS` over PLAINTEXT; None when only the broker knows it (SSL: the
-        certificate's name)."""
+        certificate's name; MSK IAM: the IAM identity)."""
         protocol = self.cluster.security_protocol
-        if protocol.startswith("SASL") and self._credentials is not None:
-            return f"User:{self._credentials.username.reveal()}"
+        credentials = self._credentials
+        if self.cluster.principal is not None:
+            return self.cluster.principal
+        if protocol.startswith("SASL") and credentials is not None:
+            if credentials.username is not None:
+                return f"User:{credentials.username.reveal()}"
+            subject = getattr(credentials.tokens, "subject", None)
+            name = subject() if callable(subject) else None
+            return f"User:{name}" if name else None
         if protocol == "PLAINTEXT":
             return "User:ANONYMOUS"
         return None
