@@ -240,11 +240,10 @@ def mtls_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def oauth_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def oauth_kafka(tmp_path_factory: pytest.TempPathFactory, policy_jar: Path) -> Iterator[object]:
     """A broker whose OAUTH listener validates the JWTs of a loopback token endpoint with
     Kafka's own validator, whose IAM listener checks MSK IAM tokens (tests/java), with
     StandardAuthorizer and no ACL but its admin's, for the session."""
-    from tests.helpers import compile_policy_jar
     from tests.support.secured import SCRAM_PASSWORD, SCRAM_USER, TokenIssuer, start_oauth_broker
 
     _jars(KAFKA_JARS)
@@ -252,8 +251,7 @@ def oauth_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     issuer = TokenIssuer(base / "issuer")
     issuer.start()
     try:
-        broker = start_oauth_broker(base, issuer, compile_policy_jar(base / "java"),
-                                    {SCRAM_USER: SCRAM_PASSWORD})
+        broker = start_oauth_broker(base, issuer, policy_jar, {SCRAM_USER: SCRAM_PASSWORD})
         try:
             yield broker
         finally:

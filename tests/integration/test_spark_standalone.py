@@ -224,7 +224,7 @@ MTLS_KEY_PASSWORD = "standalone-key-pw-3c8d"
 
 
 def test_mtls_apply_with_executors_that_have_none_of_the_tls_files(
-        standalone: Standalone, mtls_kafka: Any, spark: Any, tmp_path: Path) -> None:
+        standalone: Any, mtls_kafka: Any, spark: Any, tmp_path: Path) -> None:
     """The client certificate, its encrypted key and the key's password reach the executors
     in memory: the conf names them by paths relative to the driver's directory, which no
     executor's directory has, and nothing of them is in Spark's event log."""
