@@ -271,10 +271,13 @@ class Run:
 
 def _planned_or_true(ctx: RunContext, state: RunState) -> bool:
     """Whether the failed run's plan had anything to change (true when that cannot be
-    told: what it recorded is kept whole)."""
+    told: what it recorded is kept whole, and the log says why)."""
     try:
         return ctx.changes_planned(state)
-    except Exception:
+    except Exception as exc:
+        # The run is failing already: its own error is the one raised.
+        log.warning("the run failed and whether its plan had anything to change cannot be "
+                    "told (%s: %s): every row it recorded is kept", type(exc).__name__, exc)
         return True
 
 
