@@ -256,6 +256,18 @@ def test_every_registered_kind_brings_its_part_of_each_room_that_loops_over_kind
             f"provisioning.{room}.{k}" for k in kinds.KINDS]
 
 
+def test_every_attribute_a_kind_interface_declares_is_read() -> None:
+    """What an interface of the kinds declares, every kind must give: an attribute no module
+    reads is weight each kind carries for nothing."""
+    code = "\n".join(line for path in MODULES.values()
+                     for line in path.read_text(encoding="utf-8").splitlines()
+                     if not line.lstrip().startswith(("from ", "import ")))
+    unread = [f"{name}.{attr}" for module, name in KIND_ROOMS.values()
+              for attr in getattr(importlib.import_module(module), name).__annotations__
+              if not re.search(rf"\.{attr}\b(?!\s*\()", code)]
+    assert unread == []
+
+
 def test_outside_a_kinds_own_modules_no_module_names_it() -> None:
     wrong = []
     for module, path in MODULES.items():

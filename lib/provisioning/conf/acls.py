@@ -166,10 +166,7 @@ class AclManifestRow:
 class AclsSection(Section):
     kind = "acls"
     key_models: ClassVar[Mapping[str, type]] = {"acls": AclsKeys}
-    keys = ("acls",)
     tables_model = AclTables
-    table_keys = ("acl_manifests", "acl_snapshots")
-    policy_keys = ("acl",)
     manifest_row = AclManifestRow
     policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {"acl": ACL_POLICY_MODELS}
 

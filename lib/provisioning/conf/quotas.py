@@ -159,10 +159,7 @@ class QuotaManifestRow:
 class QuotasSection(Section):
     kind = "quotas"
     key_models: ClassVar[Mapping[str, type]] = {"quotas": QuotasKeys}
-    keys = ("quotas",)
     tables_model = QuotaTables
-    table_keys = ("quota_manifests", "quota_snapshots")
-    policy_keys = ("quota",)
     policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
         "quota": QUOTA_POLICY_MODELS}
     check_rules = (UNMANAGED_QUOTA,)

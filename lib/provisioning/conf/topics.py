@@ -256,8 +256,6 @@ class TopicManifestRow:
 class TopicsSection(Section):
     kind = "topics"
     key_models: ClassVar[Mapping[str, type]] = {"deletes": DeletesConf, "alters": AltersConf}
-    keys = ("deletes", "alters")
-    policy_keys = ("create", "delete", "alter")
     check_rules = CHECK_RULES
     manifest_row = TopicManifestRow
     policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
