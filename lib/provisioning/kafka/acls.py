@@ -32,6 +32,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, throttled
 from provisioning.names import acls as acl_names
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,6 @@ _ANY = 1
 _MIN_VERSION = 1
 _SECURITY_DISABLED = Errors.SecurityDisabledError.errno
 _THROTTLED = Errors.ThrottlingQuotaExceededError.errno
-# How long a request may wait for a throttled connection to reopen before it fails.
-THROTTLE_PAUSE_LIMIT_S = 300.0
 
 
 # What a binding may name: Kafka's concrete values, never a filter's UNKNOWN, ANY or MATCH.
@@ -116,7 +115,7 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, bool]:
         except Errors.NodeNotReadyError as exc:
             # Never sent. A connection paused by a throttle (KIP-219) refuses sends until
             # the throttle ends; any other node is backing off after a lost connection.
-            if "throttle" not in str(exc):
+            if not throttled(admin):
                 lost_deadline = _lost(admin, exc, lost_deadline)
             elif time.monotonic() > throttle_deadline:
                 raise

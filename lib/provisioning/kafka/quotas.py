@@ -48,7 +48,7 @@ from provisioning.kafka.quotas_entities import (
     entity_of,
     entry_problems,
 )
-from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S
+from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, throttled
 from provisioning.names.quotas import (
     REMOVED,
     SET,
@@ -167,7 +167,7 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, int]:
         except Errors.NodeNotReadyError as exc:
             # Never sent. A connection paused by a throttle (KIP-219) refuses sends until
             # the throttle ends; any other node is backing off after a lost connection.
-            if "throttle" in str(exc):
+            if throttled(admin):
                 if time.monotonic() > throttle_deadline:
                     raise _Unanswered(lost or exc, sends) from exc
             else:

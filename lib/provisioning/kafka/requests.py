@@ -28,7 +28,7 @@ from provisioning.kafka.codes import (
     topic_id_text,
     topic_id_uuid,
 )
-from provisioning.kafka.compat import forget_controller, send_to_controller
+from provisioning.kafka.compat import forget_controller, send_to_controller, throttle_delay_ms
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +211,13 @@ def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T],
     return results
 
 
+def throttled(admin: ClusterAdmin) -> bool:
+    """Whether a broker's throttle keeps the admin's connections paused (KIP-219): a
+    NodeNotReadyError meanwhile is the throttle's (wait it out, up to
+    THROTTLE_PAUSE_LIMIT_S), not a lost connection's."""
+    return throttle_delay_ms(admin.client) > 0
+
+
 def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Iterable[int]],
                    resent: list[BaseException] | None = None) -> Any:
     """Send `request` to the controller; on a lost controller, ask the cluster again and
@@ -222,7 +229,7 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
     request made (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID); the error is appended to it.
     """
     # After a response carrying a throttle time, kafka-python pauses the connection and
-    # refuses sends with NodeNotReadyError until the throttle ends (KIP-219).
+    # refuses sends with NodeNotReadyError until the throttle ends (KIP-219): `throttled`.
     throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
     delay = 0.1
     while True:
@@ -231,7 +238,7 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
             admin.lost_deadline = None
             return response
         except Errors.NodeNotReadyError as exc:
-            if "throttle" in str(exc):
+            if throttled(admin):
                 if time.monotonic() > throttle_deadline:
                     raise
             else:
