@@ -24,6 +24,7 @@ from provisioning.transforms.acls.plan import binding_text, orphaned_bindings, u
 from provisioning.transforms.acls.validation import with_acl_row_errors
 from provisioning.transforms.scope import topics_matching
 from provisioning.views.kind import PlanSection, ViewKind
+from provisioning.views.plan_markdown import cell, code
 from provisioning.views.report import latest_snapshot, rows_of
 from schemas import ACL_DESIRED, ACL_MANIFEST
 
@@ -72,6 +73,26 @@ def acl_lines(acls: AclsSummary, run_id: str) -> list[str]:
                      "--allow-revokes")
     summary = ", ".join(f"{k}={v}" for k, v in sorted(acls.counts.items()))
     lines.append(f"  ACL outcomes: {summary or 'nothing to do'}")
+    return lines
+
+
+def acl_markdown(acls: AclsSummary, run_id: str) -> list[str]:
+    """The ACL part of `plan --format markdown`: a table of the bindings to look at (the
+    action, not a sign, says what the run does to each)."""
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(acls.counts.items()))
+    lines = ["#### ACL bindings", "", f"**Outcomes:** {counts or 'nothing to do'}", ""]
+    if acls.bindings:
+        lines += ["| cluster | change | verdict |", "|---|---|---|"]
+        lines += [f"| {code(b.get('cluster') or '-')} | "
+                  f"{cell(str(b.get('action')) + ' ' + str(b.get('binding')))} | "
+                  f"{cell(binding_line(b).split('  ', 1)[1])} |" for b in acls.bindings]
+        lines.append("")
+    if acls.bindings_not_listed:
+        lines += [f"… and {acls.bindings_not_listed} more binding(s): `report --run-id "
+                  f"{run_id}` lists every one.", ""]
+    if acls.revokes_not_allowed:
+        lines += [f"{acls.revokes_not_allowed} revoke(s) are made only by "
+                  "`apply --allow-revokes`.", ""]
     return lines
 
 
@@ -197,6 +218,10 @@ class AclsView(ViewKind):
     def text(self, result: RunResult, verbose: bool) -> list[str]:
         summary = result.summary(AclsSummary)
         return [] if summary is None else acl_lines(summary, result.run_id)
+
+    def markdown(self, result: RunResult, command: str) -> list[str]:
+        summary = result.summary(AclsSummary)
+        return [] if summary is None else acl_markdown(summary, result.run_id)
 
     def owns(self, row: Mapping[str, Any]) -> bool:
         return row.get("acl") is not None
