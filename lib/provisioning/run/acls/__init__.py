@@ -23,6 +23,7 @@ from provisioning.run.acls.phases import (
     AclValidate,
     AclVerify,
     acl_planned,
+    sent_actions,
 )
 from provisioning.run.acls.state import AclState
 from provisioning.run.acls.summary import summarize_acls
@@ -62,9 +63,10 @@ class AclsKind(RunKind):
         return (AclSnapshot(always_record=True), AclPlan())
 
     def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
-        # Grants are made by every apply; a revoke's flag is judged when it is sent (a
-        # deleted topic's bindings go with it under --allow-deletes).
-        return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0
+        # Grants are made by every apply, revokes only with --allow-revokes (a deleted
+        # topic's bindings go with it under --allow-deletes: the topics' deletions take
+        # the lock).
+        return acl_planned(state, *sent_actions(ctx)) > 0
 
     def plans_changes(self, state: RunState) -> bool:
         return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0

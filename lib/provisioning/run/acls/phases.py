@@ -79,6 +79,14 @@ def _clean(*actions: str) -> Column:
             & F.col("action").isin(*actions))
 
 
+def sent_actions(ctx: RunContext) -> tuple[str, ...]:
+    """The plan actions an apply sends whatever the topics do: GRANT, and REVOKE with
+    --allow-revokes."""
+    options = ctx.options
+    allowed = isinstance(options, ApplyOptions) and options.allows(REVOKES)
+    return (acl_names.GRANT, *((acl_names.REVOKE,) if allowed else ()))
+
+
 def acl_planned(state: RunState, *actions: str) -> int:
     """Clean ACL_PLAN rows (outcome planned) of `actions`."""
     return sum(n for (_, action, outcome), n in (state.of(AclState).counts or {}).items()
@@ -286,9 +294,15 @@ class AclApply(Phase):
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return (isinstance(ctx.options, ApplyOptions)
+        options = ctx.options
+        # Revokes of the bindings of topics this run deleted ride on --allow-deletes and
+        # the lock the deletions took (their verify ran).
+        with_deleted = (isinstance(options, ApplyOptions) and options.allows(DELETES)
+                        and state.of(TopicState).verified is not None
+                        and acl_planned(state, acl_names.REVOKE) > 0)
+        return (isinstance(options, ApplyOptions)
                 and state.of(AclState).validated is not None
-                and acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0)
+                and (acl_planned(state, *sent_actions(ctx)) > 0 or with_deleted))
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> tuple[DataFrame, DataFrame]:
