@@ -89,7 +89,7 @@ def _ctx(commits: Commits, stop: Stop | None = None, changes_planned: bool = Tru
     options: Any = type("Options", (), {"command": "apply"})()
     ctx = RunContext(spark=None, conf=None, clusters=(), credentials={},  # type: ignore[arg-type]
                      record=record, options=options, commits=commits, stop=stop or Stop())
-    ctx.changes_planned = lambda _state: changes_planned
+    ctx.plan_has_changes = lambda _state: changes_planned
     # The stand-in rows filter themselves (no Spark here).
     commits.findings = lambda rows: rows.where(None)
     return ctx
@@ -296,7 +296,7 @@ def test_a_failed_run_whose_plan_cannot_be_asked_keeps_its_rows_whole_and_says_w
     def unknowable(_state: RunState) -> bool:
         raise RuntimeError("the plan's counts are gone")
 
-    ctx.changes_planned = unknowable
+    ctx.plan_has_changes = unknowable
 
     class Breaks(Step):
         def run(self, ctx: RunContext, state: RunState) -> None:

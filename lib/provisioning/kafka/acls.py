@@ -324,7 +324,7 @@ def acl_authority(admin: ClusterAdmin) -> tuple[str, str] | None:
 
 
 @dataclass(frozen=True)
-class AclState:
+class ClusterAcls:
     """One cluster's ACLs as the run sees them before planning.
 
     bindings: every live binding (empty when the cluster has no authorizer or the job may
@@ -337,7 +337,7 @@ class AclState:
     problem: tuple[str, str] | None
 
 
-def acl_state(admin: ClusterAdmin) -> AclState:
+def acl_state(admin: ClusterAdmin) -> ClusterAcls:
     """The cluster's live bindings (DescribeAcls) and whether the job may change them
     (`acl_authority`'s answer, from the same DescribeAcls and DescribeCluster's authorized
     operations)."""
@@ -346,30 +346,30 @@ def acl_state(admin: ClusterAdmin) -> AclState:
     try:
         live = describe_acls(admin)
     except Errors.ClusterAuthorizationFailedError:
-        return AclState([], (names.CLUSTER_AUTHORIZATION_FAILED,
+        return ClusterAcls([], (names.CLUSTER_AUTHORIZATION_FAILED,
                              f"{who} may not describe ACLs on cluster {cluster} (DescribeAcls "
                              "needs DESCRIBE on the cluster resource), so its ACLs can be "
                              "neither compared nor changed"))
     if live is None:
-        return AclState([], (acl_names.SECURITY_DISABLED,
+        return ClusterAcls([], (acl_names.SECURITY_DISABLED,
                              f"cluster {cluster} has no authorizer (authorizer.class.name is "
                              "not set), so it has no ACL to grant or revoke"))
     operations = authorized_operations(admin)
     if operations is not None and "ALTER" not in operations:
         held = ", ".join(sorted(operations)) or "none"
-        return AclState(live, (
+        return ClusterAcls(live, (
             names.CLUSTER_AUTHORIZATION_FAILED,
             f"{who} may not change ACLs on cluster {cluster}: CreateAcls and DeleteAcls need "
             f"ALTER on the cluster resource (kafka-cluster), and it holds {held}; grant it "
             "ALTER on the cluster, or leave this cluster's ACLs to another principal"))
-    return AclState(live, None)
+    return ClusterAcls(live, None)
 
 
 def acl_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
-               kafka: KafkaConf) -> dict[str, AclState]:
+               kafka: KafkaConf) -> dict[str, ClusterAcls]:
     """Every cluster's `acl_state`, asked from the driver (one DescribeAcls and one
     DescribeCluster per cluster)."""
-    states: dict[str, AclState] = {}
+    states: dict[str, ClusterAcls] = {}
     for cluster in clusters:
         with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
             states[cluster.name] = acl_state(admin)

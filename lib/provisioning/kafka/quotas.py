@@ -355,7 +355,7 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
 
 
 @dataclass(frozen=True)
-class QuotaState:
+class ClusterQuotas:
     """A cluster's live quotas (entity -> {key: value}), or why they could not be read
     (error name, message): its quotas are unknown then, never "none"."""
 
@@ -364,15 +364,15 @@ class QuotaState:
 
 
 def quota_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
-                 kafka: KafkaConf) -> dict[str, QuotaState]:
+                 kafka: KafkaConf) -> dict[str, ClusterQuotas]:
     """Every cluster's live quotas (one DescribeClientQuotas each, from the driver); a
     cluster whose quotas cannot be read (the principal lacks DESCRIBE_CONFIGS on it, a
     broker older than 2.6) has its problem instead, and the others are still read."""
-    found: dict[str, QuotaState] = {}
+    found: dict[str, ClusterQuotas] = {}
     for cluster in clusters:
         with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
             try:
-                found[cluster.name] = QuotaState(describe_client_quotas(admin))
+                found[cluster.name] = ClusterQuotas(describe_client_quotas(admin))
             except QuotasUnreadable as exc:
-                found[cluster.name] = QuotaState({}, (exc.error_name, str(exc)))
+                found[cluster.name] = ClusterQuotas({}, (exc.error_name, str(exc)))
     return found

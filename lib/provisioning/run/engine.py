@@ -113,7 +113,7 @@ class RunContext:
     # Whether the run's plan has anything to change, whatever the flags allow
     # (`run.commands`: every kind asked); a run that changed nothing and has nothing
     # planned records its findings only.
-    changes_planned: Callable[[RunState], bool] = lambda _state: True
+    plan_has_changes: Callable[[RunState], bool] = lambda _state: True
 
     @property
     def run_id(self) -> str:
@@ -232,7 +232,7 @@ class Run:
                 ctx.phases_done()
             if while_committing is not None:
                 while_committing(state)
-            ctx.commits.finish(ctx.changes_planned(state))
+            ctx.commits.finish(ctx.plan_has_changes(state))
         except BaseException:
             ctx.commits.abandon(_planned_or_true(ctx, state))
             raise
@@ -273,7 +273,7 @@ def _planned_or_true(ctx: RunContext, state: RunState) -> bool:
     """Whether the failed run's plan had anything to change (true when that cannot be
     told: what it recorded is kept whole, and the log says why)."""
     try:
-        return ctx.changes_planned(state)
+        return ctx.plan_has_changes(state)
     except Exception as exc:
         # The run is failing already: its own error is the one raised.
         log.warning("the run failed and whether its plan had anything to change cannot be "

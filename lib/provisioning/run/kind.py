@@ -92,7 +92,7 @@ class RunKind(ABC):
     # The kind whose rows this one extends (its `layer` plans on them), or None.
     extends: ClassVar[str | None] = None
     layer: PlanLayer | None = None
-    # The state `changes_planned` reads (the re-plan under the lock declares it).
+    # The state `sends_changes` reads (the re-plan under the lock declares it).
     planned_reads: ClassVar[tuple[str, ...]] = ()
     # An extending kind: the audit columns of its rows the extended kind's listing of a
     # run shows.
@@ -106,12 +106,12 @@ class RunKind(ABC):
         """What the kind reads again and plans again under an apply's lock."""
         return ()
 
-    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         """Whether an apply with the run's options sends this kind anything (or has a
         change under way to settle): what takes the run's lock."""
         return False
 
-    def plans_changes(self, state: RunState) -> bool:
+    def plan_has_changes(self, state: RunState) -> bool:
         """Whether the kind's plan has anything to change, whatever the flags allow: a run
         whose kinds plan nothing records only its findings (`run.commits`). `state` is
         unguarded."""

@@ -25,7 +25,7 @@ from provisioning.run.acls.phases import (
     acl_planned,
     sent_actions,
 )
-from provisioning.run.acls.state import AclState
+from provisioning.run.acls.state import AclSlice
 from provisioning.run.acls.summary import summarize_acls
 from provisioning.run.engine import Phase, RunContext
 from provisioning.run.kind import (
@@ -45,7 +45,7 @@ from schemas import ACL_SNAPSHOT
 
 class AclsKind(RunKind):
     name = NAME
-    State = AclState
+    State = AclSlice
     planned_reads = ("acls.counts",)
 
     def phases(self, step: str) -> Sequence[Phase]:
@@ -62,17 +62,17 @@ class AclsKind(RunKind):
         # The view the run changes Kafka on is recorded, changed or not.
         return (AclSnapshot(always_record=True), AclPlan())
 
-    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         # Grants are made by every apply, revokes only with --allow-revokes (a deleted
         # topic's bindings go with it under --allow-deletes: the topics' deletions take
         # the lock).
         return acl_planned(state, *sent_actions(ctx)) > 0
 
-    def plans_changes(self, state: RunState) -> bool:
+    def plan_has_changes(self, state: RunState) -> bool:
         return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0
 
     def plan_counts(self, state: RunState) -> PlanCounts:
-        return state.of(AclState).counts or {}
+        return state.of(AclSlice).counts or {}
 
     def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
         acls = conf.section(AclsConf)
@@ -81,7 +81,7 @@ class AclsKind(RunKind):
         return (JobTable(acls.snapshots, ACL_SNAPSHOT),)
 
     def summary(self, ctx: RunContext, state: RunState) -> AclsSummary | None:
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         if acls.plan is None:
             return None
         options = ctx.options
@@ -94,12 +94,12 @@ class AclsKind(RunKind):
         return summary
 
     def complete(self, state: RunState, summary: Any) -> None:
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         summary.unmanaged = dict(sorted((acls.unmanaged or {}).items()))
         summary.orphaned = dict(sorted((acls.orphaned or {}).items()))
 
     def imported(self, state: RunState) -> Any:
-        return state.of(AclState).imported
+        return state.of(AclSlice).imported
 
 
 KIND = AclsKind()

@@ -11,7 +11,7 @@ from provisioning.conf.acls import AclsConf
 from provisioning.delta.manifests import write_manifest_frame
 from provisioning.delta.tables import TableRef, table_exists
 from provisioning.run.acls.phases import NAME, live_bindings, validated_rows
-from provisioning.run.acls.state import AclState
+from provisioning.run.acls.state import AclSlice
 from provisioning.run.engine import Phase, RunContext
 from provisioning.run.options import ImportOptions
 from provisioning.run.state import RunState
@@ -34,7 +34,7 @@ class Import(Phase):
         options = ctx.options
         if not isinstance(options, ImportOptions):
             raise TypeError("the import phase needs ImportOptions")
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         table, mode = options.table, options.mode
         with job_label(ctx.spark, "import: read live ACLs"):
             found, live = live_bindings(ctx)

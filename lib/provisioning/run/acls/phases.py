@@ -27,13 +27,12 @@ from provisioning.conf.acls import AclsConf
 from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.delta.snapshots import marked_view, record_view
 from provisioning.delta.tables import Commit, TableRef, Transaction
-from provisioning.kafka.acls import AclState as AclStateOf
-from provisioning.kafka.acls import acl_states
+from provisioning.kafka.acls import ClusterAcls, acl_states
 from provisioning.kafka.tasks.acls import AUTHORITY, GRANT, REVOKE, VERIFY
 from provisioning.names import acls as acl_names
 from provisioning.results import utc_now
 from provisioning.run.acls.executors import send_acls
-from provisioning.run.acls.state import AclState
+from provisioning.run.acls.state import AclSlice
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
 from provisioning.run.executors import answered
 from provisioning.run.manifest_cache import manifest_rows
@@ -89,7 +88,7 @@ def sent_actions(ctx: RunContext) -> tuple[str, ...]:
 
 def acl_planned(state: RunState, *actions: str) -> int:
     """Clean ACL_PLAN rows (outcome planned) of `actions`."""
-    return sum(n for (_, action, outcome), n in (state.of(AclState).counts or {}).items()
+    return sum(n for (_, action, outcome), n in (state.of(AclSlice).counts or {}).items()
                if action in actions and outcome == names.PLANNED)
 
 
@@ -104,7 +103,7 @@ def validated_rows(ctx: RunContext, tables: Sequence[str],
                           ).transform(with_acl_row_errors(tuple(ctx.conf.clusters)))
 
 
-def live_bindings(ctx: RunContext) -> tuple[Mapping[str, AclStateOf], DataFrame]:
+def live_bindings(ctx: RunContext) -> tuple[Mapping[str, ClusterAcls], DataFrame]:
     """Every live binding of the run's clusters (DescribeAcls, from the driver), as each
     cluster's state and as ACL_BINDING rows (materialized)."""
     found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
@@ -142,7 +141,7 @@ class AclManifests(Phase):
                 return rows.where(selected).localCheckpoint(eager=True)
 
             # Validated rows of every cluster: runs of other clusters share them.
-            state.of(AclState).desired = manifest_rows(ctx.spark, kind, commits, known,
+            state.of(AclSlice).desired = manifest_rows(ctx.spark, kind, commits, known,
                                                        validated, finish)
         ctx.steps.done("ACL manifest read")
 
@@ -162,11 +161,11 @@ class AclSnapshot(Phase):
         self.always_record = always_record
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(AclState).desired is not None
+        return state.of(AclSlice).desired is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         with job_label(ctx.spark, f"{ctx.command}: snapshot live ACLs"):
             found, live = live_bindings(ctx)
             recorded = marked_view(live, list(found), ACL_BINDING, column_names(ACL_SNAPSHOT),
@@ -195,11 +194,11 @@ class AclPlan(Phase):
     plans = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(AclState).live is not None
+        return state.of(AclSlice).live is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        acls, topics = state.of(AclState), state.of(TopicState)
+        acls, topics = state.of(AclSlice), state.of(TopicState)
         desired, live = require(acls.desired, "acls.desired"), require(acls.live, "acls.live")
         conf = ctx.conf.section(AclsConf)
         with job_label(ctx.spark, f"{ctx.command}: ACL plan, policies"):
@@ -266,7 +265,7 @@ class AclValidate(Phase):
         return acl_planned(state, acl_names.GRANT, acl_names.REVOKE) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         plan = require(acls.plan, "acls.plan")
         requests = plan.where(_clean(acl_names.GRANT, acl_names.REVOKE)).select(*KEY)
         with job_label(ctx.spark, f"{ctx.command}: ACL authority check"):
@@ -301,13 +300,13 @@ class AclApply(Phase):
                         and state.of(TopicState).verified is not None
                         and acl_planned(state, acl_names.REVOKE) > 0)
         return (isinstance(options, ApplyOptions)
-                and state.of(AclState).validated is not None
+                and state.of(AclSlice).validated is not None
                 and (acl_planned(state, *sent_actions(ctx)) > 0 or with_deleted))
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> tuple[DataFrame, DataFrame]:
         """The grants and the revokes this apply sends (ACL_PLAN rows)."""
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         plan = require(acls.plan, "acls.plan")
         options = ctx.options
         assert isinstance(options, ApplyOptions)
@@ -339,11 +338,11 @@ class AclApply(Phase):
         every = grants.unionByName(revokes)
         return acl_result_audit(
             acl_without_answer(every, names.APPLY, names.FAILED, error_name, reason),
-            require(state.of(AclState).plan, "acls.plan"), ctx.run_id, utc_now())
+            require(state.of(AclSlice).plan, "acls.plan"), ctx.run_id, utc_now())
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         plan = require(acls.plan, "acls.plan")
         grants, revokes = self._requests(ctx, state)
         size, kafka = ctx.conf.section(AclsConf).batch_size, ctx.conf.kafka
@@ -375,10 +374,10 @@ class AclVerify(Phase):
     settles = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(AclState).applied is not None
+        return state.of(AclSlice).applied is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        acls = state.of(AclState)
+        acls = state.of(AclSlice)
         plan = require(acls.plan, "acls.plan")
         applied = require(acls.applied, "acls.applied")
         requests = (applied.where(F.col("outcome").isin(acl_names.GRANTED, acl_names.REVOKED,

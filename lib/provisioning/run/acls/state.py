@@ -12,7 +12,7 @@ from provisioning.run.state import KindState
 
 
 @dataclass
-class AclState(KindState):
+class AclSlice(KindState):
     """What the ACL phases hand each other; a field is None until a phase writes it."""
 
     desired: DataFrame | None = None                    # ACL_DESIRED rows, validated

@@ -37,7 +37,7 @@ from provisioning.run.quotas.phases import (
     QuotaVerify,
     quotas_planned,
 )
-from provisioning.run.quotas.state import QuotaState
+from provisioning.run.quotas.state import QuotaSlice
 from provisioning.run.quotas.summary import summarize_quotas
 from provisioning.run.state import RunState
 from schemas.quotas import QUOTA_SNAPSHOT
@@ -45,7 +45,7 @@ from schemas.quotas import QUOTA_SNAPSHOT
 
 class QuotasKind(RunKind):
     name = NAME
-    State = QuotaState
+    State = QuotaSlice
     planned_reads = ("quotas.counts",)
     findings_field = "quotas.violations"
 
@@ -65,16 +65,16 @@ class QuotasKind(RunKind):
         # The view the run changes Kafka on is recorded, changed or not.
         return (QuotaSnapshot(always_record=True), QuotaPlan())
 
-    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         removals = isinstance(ctx.options, ApplyOptions) and ctx.options.allows(REMOVALS)
         return quotas_planned(state, quota_names.SET_ACTION,
                               *((quota_names.REMOVE,) if removals else ())) > 0
 
-    def plans_changes(self, state: RunState) -> bool:
+    def plan_has_changes(self, state: RunState) -> bool:
         return quotas_planned(state, quota_names.SET_ACTION, quota_names.REMOVE) > 0
 
     def plan_counts(self, state: RunState) -> PlanCounts:
-        return state.of(QuotaState).counts or {}
+        return state.of(QuotaSlice).counts or {}
 
     def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
         quotas = conf.section(QuotasConf)
@@ -83,7 +83,7 @@ class QuotasKind(RunKind):
         return (JobTable(quotas.snapshots, QUOTA_SNAPSHOT),)
 
     def summary(self, ctx: RunContext, state: RunState) -> QuotasSummary | None:
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         if quotas.plan is None:
             return None
         options = ctx.options
@@ -96,10 +96,10 @@ class QuotasKind(RunKind):
         return summary
 
     def complete(self, state: RunState, summary: Any) -> None:
-        summary.unmanaged = dict(sorted((state.of(QuotaState).unmanaged or {}).items()))
+        summary.unmanaged = dict(sorted((state.of(QuotaSlice).unmanaged or {}).items()))
 
     def imported(self, state: RunState) -> Any:
-        return state.of(QuotaState).imported
+        return state.of(QuotaSlice).imported
 
 
 KIND = QuotasKind()

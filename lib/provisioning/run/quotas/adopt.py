@@ -16,7 +16,7 @@ from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, require
 from provisioning.run.options import ImportOptions
 from provisioning.run.quotas.phases import NAME, live_quotas, same_quota, validated_rows
-from provisioning.run.quotas.state import QuotaState
+from provisioning.run.quotas.state import QuotaSlice
 from provisioning.run.state import RunState
 from provisioning.session import job_label
 from provisioning.transforms.quotas.plan import entity_text, quota_manifest_rows, unmanaged_quotas
@@ -39,7 +39,7 @@ class Import(Phase):
         options = ctx.options
         if not isinstance(options, ImportOptions):
             raise TypeError("the import phase needs ImportOptions")
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         table, mode = options.table, options.mode
         with job_label(ctx.spark, "import: read live quotas"):
             found, live = live_quotas(ctx)
@@ -86,10 +86,10 @@ class QuotaCheck(Phase):
     writes = ("quotas.violations",)
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(QuotaState).live is not None
+        return state.of(QuotaSlice).live is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         severity = ctx.conf.checks.severity.get(quota_names.UNMANAGED_QUOTA, names.INFO)
         if severity == names.OFF:
             return

@@ -26,8 +26,7 @@ from provisioning.conf.quotas import QuotasConf
 from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.delta.snapshots import marked_view, record_view
 from provisioning.delta.tables import Commit, TableRef, Transaction
-from provisioning.kafka.quotas import QuotaState as ClusterQuotas
-from provisioning.kafka.quotas import quota_states
+from provisioning.kafka.quotas import ClusterQuotas, quota_states
 from provisioning.kafka.tasks.quotas import APPLY, VALIDATE, VERIFY
 from provisioning.names import quotas as quota_names
 from provisioning.results import utc_now
@@ -36,7 +35,7 @@ from provisioning.run.executors import answered
 from provisioning.run.manifest_cache import manifest_rows
 from provisioning.run.options import ApplyOptions
 from provisioning.run.quotas.executors import send_quotas
-from provisioning.run.quotas.state import QuotaState
+from provisioning.run.quotas.state import QuotaSlice
 from provisioning.run.state import RunState
 from provisioning.run.topics.planning import cut
 from provisioning.session import job_label
@@ -95,7 +94,7 @@ def clean(*actions: str) -> Column:
 
 def quotas_planned(state: RunState, *actions: str) -> int:
     """Clean QUOTA_PLAN rows (outcome planned) of `actions`."""
-    return sum(n for (_, action, outcome), n in (state.of(QuotaState).counts or {}).items()
+    return sum(n for (_, action, outcome), n in (state.of(QuotaSlice).counts or {}).items()
                if action in actions and outcome == names.PLANNED)
 
 
@@ -149,7 +148,7 @@ class QuotaManifests(Phase):
                 return rows.where(selected).localCheckpoint(eager=True)
 
             # Validated rows of every cluster: runs of other clusters share them.
-            state.of(QuotaState).desired = manifest_rows(ctx.spark, _MANIFEST_KIND, commits,
+            state.of(QuotaSlice).desired = manifest_rows(ctx.spark, _MANIFEST_KIND, commits,
                                                          known, validated, finish)
         ctx.steps.done("quota manifest read")
 
@@ -168,11 +167,11 @@ class QuotaSnapshot(Phase):
         self.always_record = always_record
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(QuotaState).desired is not None
+        return state.of(QuotaSlice).desired is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         with job_label(ctx.spark, f"{ctx.command}: snapshot live quotas"):
             found, live = live_quotas(ctx)
             rows = marked_view(live, list(found), QUOTA_LIVE,
@@ -201,11 +200,11 @@ class QuotaPlan(Phase):
     plans = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(QuotaState).live is not None
+        return state.of(QuotaSlice).live is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         desired, live = require(quotas.desired, "desired"), require(quotas.live, "live")
         conf = ctx.conf.section(QuotasConf)
         with job_label(ctx.spark, f"{ctx.command}: quota plan, policies"):
@@ -253,7 +252,7 @@ class QuotaValidate(Phase):
         return quotas_planned(state, quota_names.SET_ACTION, quota_names.REMOVE) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         plan = require(quotas.plan, "plan")
         requests = plan.where(clean(quota_names.SET_ACTION, quota_names.REMOVE))
         with job_label(ctx.spark, f"{ctx.command}: validateOnly AlterClientQuotas"):
@@ -280,13 +279,13 @@ class QuotaApply(Phase):
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return (isinstance(ctx.options, ApplyOptions)
-                and state.of(QuotaState).validated is not None
+                and state.of(QuotaSlice).validated is not None
                 and quotas_planned(state, *_sent_actions(ctx)) > 0)
 
     @staticmethod
     def _requests(ctx: RunContext, state: RunState) -> DataFrame:
         """The plan rows this apply sends: validated, of the actions its flags allow."""
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         plan = require(quotas.plan, "plan").alias("p")
         passed = require(quotas.validated, "validated").where(
             F.col("outcome") == names.VALIDATED).alias("v")
@@ -298,11 +297,11 @@ class QuotaApply(Phase):
         return quota_result_audit(
             quota_without_answer(self._requests(ctx, state), names.APPLY, names.FAILED,
                                  error_name, reason),
-            require(state.of(QuotaState).plan, "plan"), ctx.run_id, utc_now())
+            require(state.of(QuotaSlice).plan, "plan"), ctx.run_id, utc_now())
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         plan = require(quotas.plan, "plan")
         requests = self._requests(ctx, state)
         with job_label(ctx.spark, "apply: AlterClientQuotas"):
@@ -337,10 +336,10 @@ class QuotaVerify(Phase):
     settles = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return state.of(QuotaState).applied is not None
+        return state.of(QuotaSlice).applied is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        quotas = state.of(QuotaState)
+        quotas = state.of(QuotaSlice)
         plan = require(quotas.plan, "plan").alias("p")
         applied = require(quotas.applied, "applied").where(F.col("outcome").isin(
             quota_names.SET, quota_names.REMOVED, names.UNKNOWN)).alias("a")

@@ -12,7 +12,7 @@ from provisioning.run.state import KindState
 
 
 @dataclass
-class QuotaState(KindState):
+class QuotaSlice(KindState):
     """What the quota phases hand each other; a field is None until a phase writes it."""
 
     desired: DataFrame | None = None                    # QUOTA_DESIRED rows, validated
