@@ -32,7 +32,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
-from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, throttled
+from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, pause_for_throttle, throttled
 from provisioning.names import acls as acl_names
 
 log = logging.getLogger(__name__)
@@ -209,10 +209,7 @@ def _throttled_batches(admin: ClusterAdmin, bindings: Sequence[Binding], batch_s
                     continue
                 results[index] = result
             if throttled:
-                delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-                log.info("cluster %s: %d ACL binding(s) throttled, retrying in %d ms",
-                         admin.cluster.name, len(throttled), delay)
-                time.sleep(delay / 1000)
+                pause_for_throttle(admin, response, len(throttled), "ACL binding(s)")
             pending = throttled
     return [r if r is not None else _unanswered(0) for r in results]
 

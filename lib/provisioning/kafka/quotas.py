@@ -48,7 +48,7 @@ from provisioning.kafka.quotas_entities import (
     entity_of,
     entry_problems,
 )
-from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, throttled
+from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, pause_for_throttle, throttled
 from provisioning.names.quotas import (
     REMOVED,
     SET,
@@ -343,10 +343,7 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
                 continue
             results[i] = _result(code, item.error_message, attempts[i])
         if throttled:
-            delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-            log.info("cluster %s: %d client-quota entit(ies) throttled, retrying in %d ms",
-                     admin.cluster.name, len(throttled), delay)
-            time.sleep(delay / 1000)
+            pause_for_throttle(admin, response, len(throttled), "client-quota entit(ies)")
         pending = throttled
     return [r if r is not None else _unanswered(0) for r in results], gone
 

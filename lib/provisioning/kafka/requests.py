@@ -204,10 +204,7 @@ def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T],
                 results.setdefault(key(item), _missing_result(key(item), attempts))
             break
         pending = [item for item in pending if key(item) in throttled]
-        delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-        log.info("cluster %s: %d topic(s) throttled, retrying in %d ms",
-                 admin.cluster.name, len(throttled), delay)
-        time.sleep(delay / 1000)
+        pause_for_throttle(admin, response, len(throttled), "topic(s)")
     return results
 
 
@@ -216,6 +213,15 @@ def throttled(admin: ClusterAdmin) -> bool:
     NodeNotReadyError meanwhile is the throttle's (wait it out, up to
     THROTTLE_PAUSE_LIMIT_S), not a lost connection's."""
     return throttle_delay_ms(admin.client) > 0
+
+
+def pause_for_throttle(admin: ClusterAdmin, response: Any, throttled: int, what: str) -> None:
+    """Wait the throttle time of `response` (KIP-599; at least 100 ms) before `throttled`
+    items (`what`: "topic(s)", ...) the broker throttled are sent again."""
+    delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
+    log.info("cluster %s: %d %s throttled, retrying in %d ms", admin.cluster.name,
+             throttled, what, delay)
+    time.sleep(delay / 1000)
 
 
 def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Iterable[int]],
