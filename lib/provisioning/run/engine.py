@@ -139,9 +139,10 @@ class Phase:
     """One unit of a run. `reads` and `writes` name state fields (`run.state`); `kind` is
     the kind whose phase it is (its slice's `rows` it may always append to)."""
 
-    name: ClassVar[str]
-    kind: ClassVar[str | None] = None
-    # Plain attributes: a phase whose declarations depend on its kind's layers sets its own.
+    # Plain attributes: a phase of a kind on a shared base (`run.entity`) is named after
+    # its kind, and one whose declarations depend on its kind's layers sets its own.
+    name: str
+    kind: str | None = None
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     changes_kafka: ClassVar[bool] = False
