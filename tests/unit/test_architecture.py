@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -325,3 +327,22 @@ def test_no_fault_injection_ships_with_the_job() -> None:
     assert [m for m, path in MODULES.items()
             if "PROVISIONING_FAULT" in path.read_text(encoding="utf-8")] == []
     assert sorted(p.name for p in PACKAGE.rglob("fault*")) == []
+
+
+def test_a_kinds_audit_column_comes_from_its_own_schema_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit table has a column per kind that brings one (`schemas.<kind>.AUDIT_COLUMN`):
+    a new kind adds its own without an edit to the shared schemas."""
+    import types
+
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    import schemas
+
+    widgets: Any = types.ModuleType("schemas.widgets")
+    widgets.AUDIT_COLUMN = StructField("widget", StructType([StructField("name", StringType())]))
+    monkeypatch.setitem(sys.modules, "schemas.widgets", widgets)
+    shared = schemas.tables.AUDIT
+    assert schemas.with_kind_columns(shared, ("topics", "acls", "widgets", "quotas")) == \
+        StructType([*shared.fields, widgets.AUDIT_COLUMN])
+    assert schemas.with_kind_columns(shared) == schemas.AUDIT
