@@ -4,6 +4,7 @@ declaring the kind's own fields as `<name>.<field>`."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import DataFrame
@@ -52,6 +53,19 @@ class _Step(Phase):
 
     def own(self, state: RunState) -> EntitySlice:
         return self.part.slice(state)
+
+    def answers(self, ctx: RunContext, state: RunState, requests: DataFrame,
+                send: Callable[[RunContext, DataFrame], DataFrame], phase: str, lost: str,
+                label: str) -> DataFrame:
+        """What `send` (one of the kind's requests) got for `requests` (plan rows), the
+        rows of a lost job `lost` (`run.executors.answered`), recorded as AUDIT rows of
+        `phase` with their plan rows' action, owner and source."""
+        own, model = self.own(state), self.model
+        with job_label(ctx.spark, label):
+            got = answered(send(ctx, requests), requests, phase, lost, model.without_answer)
+            recorded(ctx, own, phase, model.result_audit(
+                got, require(own.plan, "plan"), ctx.run_id, utc_now()))
+        return got
 
 
 class Manifests(_Step):
@@ -174,15 +188,11 @@ class Validate(_Step):
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         own, model = self.own(state), self.model
-        plan = require(own.plan, "plan")
-        requests = plan.where(model.clean(*model.changes))
-        with job_label(ctx.spark, f"{ctx.command}: {self.part.requests_named[0]}"):
-            validated = answered(self.part.validate(ctx, requests), requests, names.VALIDATE,
-                                 names.FAILED, model.without_answer)
-            recorded(ctx, own, names.VALIDATE,
-                     model.result_audit(validated, plan, ctx.run_id, utc_now()))
+        requests = require(own.plan, "plan").where(model.clean(*model.changes))
+        own.validated = self.answers(
+            ctx, state, requests, self.part.validate, names.VALIDATE, names.FAILED,
+            f"{ctx.command}: {self.part.requests_named[0]}")
         ctx.steps.done(f"{self.nouns.noun} validate")
-        own.validated = validated
 
 
 class Apply(_Step):
@@ -224,14 +234,10 @@ class Apply(_Step):
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        own, model = self.own(state), self.model
-        plan = require(own.plan, "plan")
-        requests = self.requests(ctx, state)
-        with job_label(ctx.spark, f"apply: {self.part.requests_named[1]}"):
-            applied = answered(self.part.change(ctx, requests), requests, names.APPLY,
-                               names.UNKNOWN, model.without_answer)
-            recorded(ctx, own, names.APPLY,
-                     model.result_audit(applied, plan, ctx.run_id, utc_now()))
+        own = self.own(state)
+        applied = self.answers(ctx, state, self.requests(ctx, state), self.part.change,
+                               names.APPLY, names.UNKNOWN,
+                               f"apply: {self.part.requests_named[1]}")
         own.applied = applied
         ctx.commits.side(f"{self.nouns.prefix}-apply-count", lambda: log_counts(
             self.name, started, {r["outcome"]: int(r["n"]) for r in applied.groupBy(
@@ -257,11 +263,8 @@ class Verify(_Step):
             model.added, model.removed, names.UNKNOWN))
         requests = plan.alias("p").join(applied.alias("a"), on=model.same("p", "a"),
                                         how="left_semi")
-        with job_label(ctx.spark, f"apply: {self.part.requests_named[2]}"):
-            verified = answered(self.part.read_back(ctx, requests), requests, names.VERIFY,
-                                names.UNKNOWN, model.without_answer)
-            recorded(ctx, own, names.VERIFY,
-                     model.result_audit(verified, plan, ctx.run_id, utc_now()))
+        self.answers(ctx, state, requests, self.part.read_back, names.VERIFY, names.UNKNOWN,
+                     f"apply: {self.part.requests_named[2]}")
         ctx.steps.done(f"{self.nouns.noun} verify")
 
 

@@ -40,19 +40,10 @@ from provisioning.transforms.quotas.validation import (
     with_duplicate_entity_errors,
     with_quota_row_errors,
 )
-from schemas.quotas import (
-    ENTITY_COLUMNS,
-    QUOTA_DESIRED,
-    QUOTA_KEY,
-    QUOTA_LIVE,
-    QUOTA_MANIFEST,
-    QUOTA_PLAN,
-    QUOTA_RESULT,
-    QUOTA_SNAPSHOT,
-)
+from schemas import quotas as tables
 
 # What tells one quota from another in the audit: the `quota` struct's entity and key.
-_IDENTITY = (*ENTITY_COLUMNS, "key")
+_IDENTITY = (*tables.ENTITY_COLUMNS, "key")
 
 
 def quota_struct(prefix: str, value: Column, found: Column) -> Column:
@@ -64,9 +55,9 @@ def quota_struct(prefix: str, value: Column, found: Column) -> Column:
 
 class QuotaModel(EntityModel):
     nouns = quota_names.NOUNS
-    manifest, desired, live = QUOTA_MANIFEST, QUOTA_DESIRED, QUOTA_LIVE
-    snapshot, plan_schema, result = QUOTA_SNAPSHOT, QUOTA_PLAN, QUOTA_RESULT
-    manifest_keys, key, marker = ("cluster",), QUOTA_KEY, "key"
+    manifest, desired, live = tables.QUOTA_MANIFEST, tables.QUOTA_DESIRED, tables.QUOTA_LIVE
+    snapshot, plan_schema = tables.QUOTA_SNAPSHOT, tables.QUOTA_PLAN
+    result, manifest_keys, key, marker = tables.QUOTA_RESULT, ("cluster",), tables.QUOTA_KEY, "key"
     adds, removes = quota_names.SET_ACTION, quota_names.REMOVE
     added, removed = quota_names.SET, quota_names.REMOVED
     column, identity = "quota", _IDENTITY
