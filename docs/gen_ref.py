@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import re
@@ -396,18 +397,24 @@ OUTCOME_MEANINGS = {
 
 
 def kinds_vocabulary() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
-    """Per kind: (name, plan actions, outcomes)."""
-    from provisioning import names
-    from provisioning.names import acls, quotas, reassign
+    """Per kind: (name, plan actions, outcomes); every registered entity kind's from its
+    vocabulary (`names.<kind>`: NOUNS, ACTIONS, OUTCOMES)."""
+    from provisioning import kinds, names
+    from provisioning.names import reassign
 
-    return [
+    found = [
         ("topics", names.ACTIONS, names.OUTCOMES),
         ("replica moves", (reassign.REASSIGN,),
          (reassign.REASSIGNING, reassign.REASSIGNED, names.REJECTED, names.FAILED,
           names.UNKNOWN)),
-        ("ACL bindings", acls.ACTIONS, acls.OUTCOMES),
-        ("client quotas", quotas.ACTIONS, quotas.OUTCOMES),
     ]
+    for kind in kinds.KINDS:
+        module = importlib.import_module(f"provisioning.names.{kind}") \
+            if importlib.util.find_spec(f"provisioning.names.{kind}") else None
+        nouns = getattr(module, "NOUNS", None)
+        if nouns is not None:
+            found.append((nouns.title, module.ACTIONS, module.OUTCOMES))
+    return found
 
 
 def exit_codes() -> list[tuple[int, str]]:

@@ -1,11 +1,21 @@
 """Every table schema of the project: manifests, snapshots, plan, audit, runs, locks,
 `check`'s violations and usage (`schemas.usage`), and the same for ACL bindings (`schemas.acls`).
 
+The audit table holds every kind's rows: its shared columns (`schemas.tables.AUDIT`), and
+each registered kind's own column (`AUDIT_COLUMN` of `schemas.<kind>`: the struct its rows
+fill), those not among them appended in registry order (`with_kind_columns`).
+
 Readers, writers, transforms and test builders import these. A module that shows or
 sends a few columns of a table (a view, a request) names the ones it uses; none
 defines a table of its own.
 """
 
+import importlib
+from collections.abc import Sequence
+
+from pyspark.sql.types import StructType
+
+from schemas import tables
 from schemas.acls import (
     ACL_BINDING,
     ACL_DESIRED,
@@ -18,7 +28,6 @@ from schemas.acls import (
 from schemas.check import VIOLATIONS
 from schemas.tables import (
     ACL_BINDING_STRUCT,
-    AUDIT,
     CLUSTER_STATE,
     CONFIG_ENTRY,
     CONFIG_OP,
@@ -40,6 +49,32 @@ from schemas.tables import (
     column_names,
 )
 from schemas.usage import DISKS, GROUP_LAG, INVENTORY, LAST_WRITE, USAGE_READ
+
+
+def with_kind_columns(audit: StructType, kinds: Sequence[str] | None = None) -> StructType:
+    """`audit` with the column each kind of `kinds` (None: the registered ones,
+    `provisioning.kinds`) declares in its schema module (`schemas.<kind>.AUDIT_COLUMN`, a
+    StructField) and `audit` lacks, in that order."""
+    if kinds is None:
+        from provisioning.kinds import KINDS
+
+        kinds = KINDS
+    columns = list(audit.fields)
+    for kind in kinds:
+        try:
+            module = importlib.import_module(f"schemas.{kind}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"schemas.{kind}":
+                raise
+            continue
+        column = getattr(module, "AUDIT_COLUMN", None)
+        if column is not None and column.name not in {c.name for c in columns}:
+            columns.append(column)
+    return StructType(columns)
+
+
+# One row per subject (a topic, or another kind's) per phase per run.
+AUDIT = with_kind_columns(tables.AUDIT)
 
 __all__ = [
     "ACL_BINDING",
@@ -76,4 +111,5 @@ __all__ = [
     "USAGE_READ",
     "VIOLATIONS",
     "column_names",
+    "with_kind_columns",
 ]

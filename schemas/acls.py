@@ -105,3 +105,6 @@ ACL_RESULT = _fields(
 
 # The columns that say which binding a row is about (join keys between the tables above).
 BINDING_KEY = ("cluster", *(name for name, _ in _BINDING_COLUMNS))
+
+# The audit's column of ACL rows (`schemas.with_kind_columns`): the binding (topic null).
+AUDIT_COLUMN = StructField("acl", ACL_BINDING_STRUCT, True)

@@ -25,8 +25,8 @@ from pyspark.sql.types import (
 # The audit's `quota` column (schemas.tables, beside the other kinds' audit columns).
 from schemas.tables import POLICY_VIOLATION, QUOTA_STRUCT
 
-__all__ = ["ENTITY_COLUMNS", "QUOTA_DESIRED", "QUOTA_KEY", "QUOTA_LIVE", "QUOTA_MANIFEST",
-           "QUOTA_PLAN", "QUOTA_RESULT", "QUOTA_SNAPSHOT", "QUOTA_STRUCT"]
+__all__ = ["AUDIT_COLUMN", "ENTITY_COLUMNS", "QUOTA_DESIRED", "QUOTA_KEY", "QUOTA_LIVE",
+           "QUOTA_MANIFEST", "QUOTA_PLAN", "QUOTA_RESULT", "QUOTA_SNAPSHOT", "QUOTA_STRUCT"]
 
 
 def _fields(*cols: tuple[str, object]) -> StructType:
@@ -110,3 +110,6 @@ QUOTA_RESULT = _fields(
     # The value read back (verify; null: the key is not set).
     ("result_value", DoubleType()),
 )
+
+# The audit's column of quota rows (`schemas.with_kind_columns`): the quota (topic null).
+AUDIT_COLUMN = StructField("quota", QUOTA_STRUCT, True)

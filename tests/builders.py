@@ -13,9 +13,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from schemas import AUDIT
 from schemas.acls import ACL_BINDING, ACL_DESIRED, ACL_PLAN
 from schemas.check import VIOLATIONS
-from schemas.tables import AUDIT, CLUSTER_STATE, DESIRED, PLAN, RUNS, SNAPSHOT
+from schemas.tables import CLUSTER_STATE, DESIRED, PLAN, RUNS, SNAPSHOT
 
 
 def rows_df(spark: SparkSession, schema: StructType, rows: Sequence[Mapping[str, Any]],

@@ -13,20 +13,23 @@ from pyspark.sql import DataFrame, SparkSession
 from provisioning.conf import PolicySpec
 from provisioning.conf.acls import ACL_POLICY_MODELS
 from provisioning.errors import PolicyError
+from provisioning.transforms.acls import MODEL
 from provisioning.transforms.acls.policies import (
     ACL_POLICIES,
     AclPolicyContext,
     cluster_principals,
     custom,
-    max_changes_per_cluster,
     no_all_operation,
     owner_scope,
     principal_pattern,
     topic_absent,
     wildcard_principal,
-    with_acl_policies,
 )
 from tests.builders import acl_plan_df, desired_df, snapshot_df, violation
+
+# The policy chain and the per-cluster cap, on the entity base.
+with_acl_policies = MODEL.judged
+max_changes_per_cluster = MODEL.cap_policy
 
 EXAMPLE = "tests.unit.custom_acl_policy_example"
 FORCE = "or set `force: true` on its ACL manifest row"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -256,6 +258,18 @@ def test_every_registered_kind_brings_its_part_of_each_room_that_loops_over_kind
             f"provisioning.{room}.{k}" for k in kinds.KINDS]
 
 
+def test_every_attribute_a_kind_interface_declares_is_read() -> None:
+    """What an interface of the kinds declares, every kind must give: an attribute no module
+    reads is weight each kind carries for nothing."""
+    code = "\n".join(line for path in MODULES.values()
+                     for line in path.read_text(encoding="utf-8").splitlines()
+                     if not line.lstrip().startswith(("from ", "import ")))
+    unread = [f"{name}.{attr}" for module, name in KIND_ROOMS.values()
+              for attr in getattr(importlib.import_module(module), name).__annotations__
+              if not re.search(rf"\.{attr}\b(?!\s*\()", code)]
+    assert unread == []
+
+
 def test_outside_a_kinds_own_modules_no_module_names_it() -> None:
     wrong = []
     for module, path in MODULES.items():
@@ -313,3 +327,22 @@ def test_no_fault_injection_ships_with_the_job() -> None:
     assert [m for m, path in MODULES.items()
             if "PROVISIONING_FAULT" in path.read_text(encoding="utf-8")] == []
     assert sorted(p.name for p in PACKAGE.rglob("fault*")) == []
+
+
+def test_a_kinds_audit_column_comes_from_its_own_schema_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit table has a column per kind that brings one (`schemas.<kind>.AUDIT_COLUMN`):
+    a new kind adds its own without an edit to the shared schemas."""
+    import types
+
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    import schemas
+
+    widgets: Any = types.ModuleType("schemas.widgets")
+    widgets.AUDIT_COLUMN = StructField("widget", StructType([StructField("name", StringType())]))
+    monkeypatch.setitem(sys.modules, "schemas.widgets", widgets)
+    shared = schemas.tables.AUDIT
+    assert schemas.with_kind_columns(shared, ("topics", "acls", "widgets", "quotas")) == \
+        StructType([*shared.fields, widgets.AUDIT_COLUMN])
+    assert schemas.with_kind_columns(shared) == schemas.AUDIT

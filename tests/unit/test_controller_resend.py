@@ -13,12 +13,14 @@ from provisioning.kafka import requests
 
 
 class FakeAdmin:
-    """What `_to_controller` reads of a ClusterAdmin: the conf, the client, the deadline."""
+    """What `_to_controller` reads of a ClusterAdmin: the conf, the client (its connections:
+    none throttled), the deadline."""
 
     def __init__(self, request_timeout_ms: int = 2000) -> None:
         self.kafka = KafkaConf(request_timeout_ms=request_timeout_ms)
         self.cluster = type("Cluster", (), {"name": "local"})()
-        self.client = type("Client", (), {"_controller_id": 2})()
+        manager = type("Manager", (), {"_conns": {}})()
+        self.client = type("Client", (), {"_controller_id": 2, "_manager": manager})()
         self.lost_deadline: float | None = None
 
 

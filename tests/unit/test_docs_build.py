@@ -102,3 +102,28 @@ def test_the_readme_links_the_first_tasks_to_their_pages() -> None:
 
     assert {"docs/how-to/add-and-change-topics.md", "docs/how-to/read-the-audit.md",
             "docs/how-to/delete-topics.md", "docs/how-to/check-a-cluster.md"} <= targets
+
+
+def _tests_by_module() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in (REPO / "tests").rglob("test_*.py"):
+        found[path.name] = set(re.findall(r"^(?:async )?def (test_\w+)",
+                                          path.read_text(encoding="utf-8"), re.MULTILINE))
+    return found
+
+
+def test_every_test_the_docs_name_as_their_proof_exists() -> None:
+    """A claim that names the test proving it (RELIABILITY.md's table, the benchmarks, the
+    docs) names a test of the tree: `module.py::test_name`, or a bare test name."""
+    tests = _tests_by_module()
+    every = set().union(*tests.values())
+    missing = []
+    for doc in [REPO / d for d in SITE_SOURCES[2:]] + sorted((REPO / "docs").rglob("*.md")):
+        text = doc.read_text(encoding="utf-8")
+        for module, name in re.findall(r"(test_\w+\.py)::(test_\w+)", text):
+            if name not in tests.get(module, set()):
+                missing.append(f"{doc.name}: {module}::{name}")
+        for name in re.findall(r"`(test_\w+)`", text):
+            if name not in every:
+                missing.append(f"{doc.name}: {name}")
+    assert missing == []

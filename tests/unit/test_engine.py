@@ -89,7 +89,7 @@ def _ctx(commits: Commits, stop: Stop | None = None, changes_planned: bool = Tru
     options: Any = type("Options", (), {"command": "apply"})()
     ctx = RunContext(spark=None, conf=None, clusters=(), credentials={},  # type: ignore[arg-type]
                      record=record, options=options, commits=commits, stop=stop or Stop())
-    ctx.changes_planned = lambda _state: changes_planned
+    ctx.plan_has_changes = lambda _state: changes_planned
     # The stand-in rows filter themselves (no Spark here).
     commits.findings = lambda rows: rows.where(None)
     return ctx
@@ -284,6 +284,33 @@ def test_after_kafka_changed_the_results_are_written_before_a_failure_is_raised(
         _run(Step("plan", view=True), Step("apply", changes=True), Breaks("verify")).execute(
             _ctx(Commits(log)))  # type: ignore[arg-type]
     assert log.written == ["plan: plan rows", "apply+verify: apply rows+verify rows"]
+
+
+def test_a_failed_run_whose_plan_cannot_be_asked_keeps_its_rows_whole_and_says_why(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="provisioning.run.engine")
+    Step.ran = []
+    log = Log()
+    ctx = _ctx(Commits(log))  # type: ignore[arg-type]
+
+    def unknowable(_state: RunState) -> bool:
+        raise RuntimeError("the plan's counts are gone")
+
+    ctx.plan_has_changes = unknowable
+
+    class Breaks(Step):
+        def run(self, ctx: RunContext, state: RunState) -> None:
+            super().run(ctx, state)
+            raise RuntimeError("validate broke")
+
+    with pytest.raises(RuntimeError, match="validate broke"):
+        _run(Step("plan", view=True), Breaks("validate")).execute(ctx)
+    # Whether the plan had changes cannot be told: every row is kept, and the log says why.
+    assert log.written == ["plan+validate: plan rows+validate rows"]
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "the run failed and whether its plan had anything to change cannot be "
+                    "told (RuntimeError: the plan's counts are gone): every row it recorded "
+                    "is kept")]
 
 
 def test_a_signal_stops_the_run_at_the_next_safe_point_recording_what_was_never_sent() -> None:

@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 import yaml
 
-from provisioning.cli.acls import load_acl_manifest_file
-from provisioning.cli.quotas import load_quota_manifest_file
+from provisioning.cli.acls import KIND as ACLS
+from provisioning.cli.quotas import KIND as QUOTAS
 from provisioning.cli.topics import load_manifest_file
 from provisioning.conf.acls import AclManifestRow
 from provisioning.conf.manifests import manifest_schema
@@ -28,6 +28,16 @@ from schemas.quotas import QUOTA_MANIFEST
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = REPO / "schemas" / "manifest.schema.json"
 BAD_ROWS = REPO / "tests" / "data" / "bad_manifest_rows.yaml"
+
+
+def load_acl_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
+    return list(ACLS.manifest_rows(Path(path))[0])
+
+
+def load_quota_manifest_file(path: str | Path) -> list[tuple[Any, ...]]:
+    return list(QUOTAS.manifest_rows(Path(path))[0])
+
+
 LOADERS = {"topics": load_manifest_file, "acls": load_acl_manifest_file,
            "quotas": load_quota_manifest_file}
 

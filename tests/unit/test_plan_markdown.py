@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from pyspark.sql import SparkSession
+
 from provisioning.results import RunResult
 from provisioning.results.topics import TopicsSummary
+from provisioning.run.kind import run_kinds, slices
+from provisioning.run.options import ApplyOptions
+from provisioning.run.state import RunState
 from provisioning.views.plan_markdown import render_markdown
 from provisioning.views.topics.markdown import topics_markdown
+from tests.builders import audit_df
 from tests.unit.test_render import topic
 
 
@@ -173,4 +181,42 @@ def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
         "",
         "… and 3 more topic(s): `report --run-id r9` lists every one.",
         "",
+    ]
+
+
+def test_a_plans_acl_changes_have_their_own_section(spark: SparkSession) -> None:
+    """ACL bindings in the Markdown, from a run's audit rows as an apply without
+    --allow-revokes leaves them: a grant made, a revoke validated and not made."""
+    kind = next(k for k in run_kinds() if k.name == "acls")
+    state = RunState({name: cls() for name, cls in slices().items()})
+    own: Any = state.slice("acls")
+
+    def rows(principal: str, action: str, *ends: tuple[str, str]) -> list[dict[str, Any]]:
+        acl = {"principal": principal, "host": "*", "resource_type": "TOPIC",
+               "resource_name": "orders", "pattern_type": "LITERAL", "operation": "READ",
+               "permission": "ALLOW"}
+        return [{"run_id": "r1", "cluster": "local", "action": action, "phase": phase,
+                 "outcome": outcome, "acl": acl} for phase, outcome in ends]
+
+    own.rows.append(audit_df(spark, [
+        *rows("User:app", "GRANT", ("plan", "planned"), ("validate", "validated"),
+              ("apply", "granted"), ("verify", "granted")),
+        *rows("User:old", "REVOKE", ("plan", "planned"), ("validate", "validated"))]))
+    own.plan = own.rows[0]
+    ctx: Any = type("Context", (), {"options": ApplyOptions()})()
+    result = RunResult(run_id="r1", summaries={"acls": kind.summary(ctx, state)})
+    lines = render_markdown(result, "apply")
+    heading = "#### ACL bindings"
+    assert (lines[lines.index(heading):] if heading in lines else []) == [
+        "#### ACL bindings",
+        "",
+        "**Outcomes:** granted 1, validated 1",
+        "",
+        "| cluster | change | verdict |",
+        "|---|---|---|",
+        "| `local` | GRANT ALLOW User:app READ TOPIC orders (LITERAL) host * | granted |",
+        "| `local` | REVOKE ALLOW User:old READ TOPIC orders (LITERAL) host * | validated: made "
+        "only by apply --allow-revokes |",
+        "",
+        "1 revoke(s) are made only by `apply --allow-revokes`.",
     ]

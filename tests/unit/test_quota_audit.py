@@ -9,17 +9,15 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.transforms.quotas.audit import (
-    is_quota_row,
-    quota_final_rows,
-    quota_plan_audit,
-    quota_result_audit,
-    quota_without_answer,
-)
+from provisioning.transforms.quotas import MODEL
 from provisioning.transforms.quotas.plan import UNLISTED_KEPT, UNLISTED_REMOVED
 from tests.builders import audit_df, violation
 from tests.quota_builders import quota, quota_plan_df, quota_result_df
 
+# The audit rows of quotas, on the entity base.
+quota_plan_audit, quota_result_audit = MODEL.plan_audit, MODEL.result_audit
+quota_final_rows, is_quota_row = MODEL.final_rows, MODEL.is_row
+quota_without_answer = MODEL.without_answer
 AT = dt.datetime(2026, 11, 22, 3, 0, 0)
 APP = {"entity_user": "app"}
 PAIR = {"entity_user": "<default>", "entity_client_id": "c1"}

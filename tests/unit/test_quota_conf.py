@@ -3,6 +3,7 @@ unmanaged_quota check rule, every problem named at once."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,7 +41,10 @@ def _problems(data: dict[str, Any]) -> list[str]:
 
 def test_the_section_declares_its_keys_tables_policies_and_rule() -> None:
     assert isinstance(KIND, QuotasSection)
-    assert (KIND.kind, KIND.keys, KIND.table_keys, KIND.policy_keys, KIND.check_rules) == (
+    assert KIND.tables_model is not None
+    assert (KIND.kind, tuple(KIND.key_models),
+            tuple(f.name for f in dataclasses.fields(KIND.tables_model)),
+            tuple(KIND.policy_models), KIND.check_rules) == (
         "quotas", ("quotas",), ("quota_manifests", "quota_snapshots"), ("quota",),
         ("unmanaged_quota",))
     assert {k: sorted(v) for k, v in KIND.policy_models.items()} == {

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from provisioning.views.quotas import quota_line
+from provisioning.views.quotas import KIND
+
+quota_line = KIND.line
 
 
 def _row(**kw: Any) -> dict[str, Any]:

@@ -15,18 +15,20 @@ from provisioning.conf import PolicySpec
 from provisioning.conf.quotas import KIND
 from provisioning.errors import PolicyError
 from provisioning.transforms.policies.base import with_violation
+from provisioning.transforms.quotas import MODEL
 from provisioning.transforms.quotas.policies import (
     QUOTA_POLICIES,
     QuotaPolicyContext,
     custom,
     is_change,
-    max_quota_changes_per_cluster,
     quota_range,
-    with_quota_policies,
 )
 from tests.builders import violation
 from tests.quota_builders import quota_plan_df
 
+# The policy chain and the per-cluster cap, on the entity base.
+with_quota_policies = MODEL.judged
+max_quota_changes_per_cluster = MODEL.cap_policy
 HERE = "tests.unit.test_quota_policies"
 FORCE = "or set `force: true` on its quota manifest row"
 

@@ -205,7 +205,9 @@ class _Admin:
     def __init__(self) -> None:
         self.cluster = ClusterConf("scripted", "127.0.0.1:1")
         self.kafka = KAFKA
-        self.client = object()
+        # A client whose connections no broker throttles (kafka.compat.throttle_delay_ms).
+        manager = type("Manager", (), {"_conns": {}})()
+        self.client = type("Client", (), {"_manager": manager})()
         self.lost_deadline: float | None = None
 
 

@@ -7,8 +7,10 @@ import datetime as dt
 import re
 from pathlib import Path
 
+import pytest
+
 from provisioning.views.site import render_site, write_files
-from provisioning.views.site.charts import bar_chart, line_chart
+from provisioning.views.site.charts import bar_chart, line_chart, nice_top
 from provisioning.views.site.data import SiteData, TableRead
 from provisioning.views.site.html import run_file, slug, topic_file
 from provisioning.views.site.runs import run_groups
@@ -103,3 +105,19 @@ def test_pages_no_longer_written_are_removed_from_the_sites_own_folders(
     assert write_files(tmp_path, {"site.css": "", "runs/index.html": "y"}) == 1
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
                   if p.is_file()) == ["notes.txt", "runs/index.html", "site.css"]
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), -3.0, 0.0])
+def test_an_axis_top_is_made_for_any_value_the_data_may_hold(value: float) -> None:
+    # No round top lies at or above NaN or infinity: the smallest one is taken.
+    assert nice_top(value) == 4.0
+
+
+@pytest.mark.timeout(10)
+def test_a_point_that_is_no_finite_number_is_a_gap_in_its_line() -> None:
+    svg = line_chart("c", [("d1", 3), ("d2", float("nan")), ("d3", float("inf")), ("d4", 5)])
+    assert re.findall(r'data-x="([^"]+)" data-y="([^"]+)"', svg) == [("d1", "3"), ("d4", "5")]
+    assert svg.count("<polyline") == 2
+    assert line_chart("c", [("d1", float("nan"))]) == (
+        '<p class="muted">c: no data in the window.</p>')

@@ -5,20 +5,20 @@ parameter blocks; and the row of an ACL manifest file."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from provisioning.conf.entity import EntityConf, EntitySection
 from provisioning.conf.model import STRICT, PolicySpec
 from provisioning.conf.policies import Custom
-from provisioning.conf.section import Given, Section
-from provisioning.names.acls import PRINCIPAL_FORMAT
+from provisioning.conf.section import Given
+from provisioning.names.acls import NOUNS, PRINCIPAL_FORMAT
 
 try:  # the loader's side only (conf.model says why)
     from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
-    from provisioning.conf.keys import Count, Flag, Positive, TableList, Text, as_string_list
-    from provisioning.conf.manifests import Force
+    from provisioning.conf.keys import Count, Flag, Positive, as_string_list
+    from provisioning.conf.manifests import ForceColumn
     from provisioning.conf.manifests import Text as Cell
     from provisioning.conf.policies import Regex, RegexMap
     from provisioning.conf.policies import StringList as PolicyStrings
@@ -41,6 +41,8 @@ if "Field" in globals():  # the loader's side (conf.model says why)
                         "items": {"type": "string", "pattern": PRINCIPAL_FORMAT}})]
 
 
+# The entity kinds' keys (`conf.entity.EntityKeys`) and the ACL bindings' own, in an order of
+# their own, which the conf's messages show.
 @dataclass(frozen=True)
 class AclsKeys:
     """The `acls` mapping: how ACL bindings are planned and sent."""
@@ -66,28 +68,9 @@ class AclsKeys:
 
 
 @dataclass(frozen=True)
-class AclTables:
-    """The ACL keys of `tables`."""
-
-    __pydantic_config__ = STRICT
-    acl_manifests: Annotated[TableList | None, Field(
-        description="The ACL manifest tables; left out: the run manages no ACL at all (an "
-                    "empty list is refused: every live binding would be unlisted).")] = None
-    acl_snapshots: Annotated[Text | None, Field(
-        description="Where the live bindings of each run are recorded (left out: "
-                    "`<tables.snapshots>_acls`).")] = None
-
-
-@dataclass(frozen=True)
-class AclsConf(AclsKeys):
-    # The ACL manifests (`tables.acl_manifests`); None (the key left out): the run manages
-    # no ACL at all.
-    manifests: tuple[str, ...] | None = None
-    # Where the live bindings of each run are recorded (`tables.acl_snapshots`).
-    snapshots: str = ""
-    # `policies.acl`, in conf order (with `owner_scope` appended when `owner_scope` turns it
-    # on).
-    policies: tuple[PolicySpec, ...] = ()
+class AclsConf(AclsKeys, EntityConf):
+    """The ACL bindings' section as built; `policies` has `owner_scope` appended when
+    `acls.owner_scope` turns it on."""
 
 
 @dataclass(frozen=True)
@@ -159,32 +142,7 @@ class AclManifestRow:
     state: Annotated[Cell, Field(description="`present` (left out: present) or `absent` "
                                  "(revoked with revokes allowed).")] = None
     owner: Annotated[Cell, Field(description="The team that owns the binding.")] = None
-    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
-                                  "row.")] = None
-
-
-class AclsSection(Section):
-    kind = "acls"
-    key_models: ClassVar[Mapping[str, type]] = {"acls": AclsKeys}
-    keys = ("acls",)
-    tables_model = AclTables
-    table_keys = ("acl_manifests", "acl_snapshots")
-    policy_keys = ("acl",)
-    manifest_row = AclManifestRow
-    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {"acl": ACL_POLICY_MODELS}
-
-    def build(self, given: Given) -> AclsConf:
-        tables: AclTables = given.tables
-        acls: AclsKeys = given.top.get("acls", AclsKeys())
-        return AclsConf(
-            **{f.name: getattr(acls, f.name) for f in fields(AclsKeys)},
-            manifests=tables.acl_manifests,
-            snapshots=tables.acl_snapshots or f"{given.shared_tables.snapshots}_acls",
-            policies=_with_owner_scope(given, acls, given.policies.get("acl", ())),
-        )
-
-    def default(self) -> AclsConf:
-        return AclsConf()
+    force: ForceColumn = None
 
 
 def _with_owner_scope(given: Given, acls: AclsKeys, specs: tuple[PolicySpec, ...]
@@ -199,6 +157,15 @@ def _with_owner_scope(given: Given, acls: AclsKeys, specs: tuple[PolicySpec, ...
                       f"{', '.join(listed)}; keep one of the two")
         return specs
     return (*specs, PolicySpec(name="owner_scope", params={}, key="acls.owner_scope"))
+
+
+class AclsSection(EntitySection):
+    nouns, conf_class, keys_class = NOUNS, AclsConf, AclsKeys
+    manifest_row = AclManifestRow
+    policy_catalogue = ACL_POLICY_MODELS
+
+    def policies(self, given: Given, keys: Any) -> tuple[PolicySpec, ...]:
+        return _with_owner_scope(given, keys, given.policies.get("acl", ()))
 
 
 KIND = AclsSection()

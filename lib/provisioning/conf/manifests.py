@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError, WithJsonSchema
 
 from provisioning.conf.schema import DIALECT
 
@@ -47,6 +47,9 @@ Integer = Annotated[int | None, BeforeValidator(_integer),
 # A row's `force`: true, false or absent.
 Force = Annotated[bool | None, BeforeValidator(_flag),
                   WithJsonSchema({"type": ["boolean", "null"]})]
+# The `force` column of every kind's manifest rows.
+ForceColumn = Annotated[Force, Field(description="Lift the policies that allow it for this "
+                                                 "row.")]
 
 
 def read_rows(data: list[Any], model: type, label: Callable[[Mapping[str, Any]], str]

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from provisioning.conf.model import STRICT, PolicySpec
+from provisioning.conf.entity import EntityConf, EntityKeys, EntitySection
+from provisioning.conf.model import STRICT
 from provisioning.conf.policies import Custom, optional, required, type_name
-from provisioning.conf.section import Given, Section
-from provisioning.names.quotas import KEYS, UNMANAGED_QUOTA
+from provisioning.names.quotas import KEYS, NOUNS, UNMANAGED_QUOTA
 
 try:  # the loader's side only (conf.model says why)
     from pydantic import BeforeValidator, Field, WithJsonSchema
 
-    from provisioning.conf.keys import Count, Flag, Positive, TableList, Text
-    from provisioning.conf.manifests import Force
+    from provisioning.conf.keys import Positive
+    from provisioning.conf.manifests import ForceColumn
     from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
@@ -26,42 +26,17 @@ except ImportError:  # pragma: no cover
 
 
 @dataclass(frozen=True)
-class QuotasKeys:
+class QuotasKeys(EntityKeys):
     """The `quotas` mapping: how client quotas are planned and sent."""
 
     __pydantic_config__ = STRICT
-    remove_unlisted: Annotated[Flag, Field(
-        description="Plan the live quotas no quota manifest lists as REMOVE (else they are "
-                    "left alone).")] = False
-    max_changes_per_cluster: Annotated[Count, Field(
-        description="Over this many SET and REMOVE on one cluster in one run, none of that "
-                    "cluster's is made (never lifted by `force`).")] = 200
     batch_size: Annotated[Positive, Field(
         description="Entities per AlterClientQuotas request.")] = 200
 
 
 @dataclass(frozen=True)
-class QuotaTables:
-    """The quota keys of `tables`."""
-
-    __pydantic_config__ = STRICT
-    quota_manifests: Annotated[TableList | None, Field(
-        description="The quota manifest tables; left out: the run manages no quota at all "
-                    "(an empty list is refused: every live quota would be unlisted).")] = None
-    quota_snapshots: Annotated[Text | None, Field(
-        description="Where the live quotas of each run are recorded (left out: "
-                    "`<tables.snapshots>_quotas`).")] = None
-
-
-@dataclass(frozen=True)
-class QuotasConf(QuotasKeys):
-    # The quota manifests (`tables.quota_manifests`); None (the key left out): the run
-    # manages no quota at all.
-    manifests: tuple[str, ...] | None = None
-    # Where the live quotas of each run are recorded (`tables.quota_snapshots`).
-    snapshots: str = ""
-    # `policies.quota`, in conf order.
-    policies: tuple[PolicySpec, ...] = ()
+class QuotasConf(QuotasKeys, EntityConf):
+    """The client quotas' section as built."""
 
 
 def _quota_key(v: Any) -> str:
@@ -152,34 +127,14 @@ class QuotaManifestRow:
                                  "removes the keys it lists, or every key when it lists "
                                  "none.")] = None
     owner: Annotated[Cell, Field(description="The team that owns the quotas.")] = None
-    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
-                                  "row.")] = None
+    force: ForceColumn = None
 
 
-class QuotasSection(Section):
-    kind = "quotas"
-    key_models: ClassVar[Mapping[str, type]] = {"quotas": QuotasKeys}
-    keys = ("quotas",)
-    tables_model = QuotaTables
-    table_keys = ("quota_manifests", "quota_snapshots")
-    policy_keys = ("quota",)
-    policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
-        "quota": QUOTA_POLICY_MODELS}
+class QuotasSection(EntitySection):
+    nouns, conf_class, keys_class = NOUNS, QuotasConf, QuotasKeys
+    policy_catalogue = QUOTA_POLICY_MODELS
     check_rules = (UNMANAGED_QUOTA,)
     manifest_row = QuotaManifestRow
-
-    def build(self, given: Given) -> QuotasConf:
-        tables: QuotaTables = given.tables
-        quotas: QuotasKeys = given.top.get("quotas", QuotasKeys())
-        return QuotasConf(
-            **{f.name: getattr(quotas, f.name) for f in fields(QuotasKeys)},
-            manifests=tables.quota_manifests,
-            snapshots=tables.quota_snapshots or f"{given.shared_tables.snapshots}_quotas",
-            policies=given.policies.get("quota", ()),
-        )
-
-    def default(self) -> QuotasConf:
-        return QuotasConf()
 
 
 KIND = QuotasSection()

@@ -47,8 +47,6 @@ class ReassignConf(ReassignKeys):
 class ReassignSection(Section):
     kind = "reassign"
     key_models: ClassVar[Mapping[str, type]] = {"reassign": ReassignKeys}
-    keys = ("reassign",)
-    policy_keys = ("reassign",)
     # The always-on reassign policies take no conf; a team adds its own with custom.
     policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {
         "reassign": {"custom": Custom}}

@@ -44,11 +44,8 @@ class Section(ABC):
     kind: ClassVar[str]
     # Top-level keys of the file it reads, each with the data class of its mapping.
     key_models: ClassVar[Mapping[str, type]] = {}
-    keys: ClassVar[tuple[str, ...]] = ()
     # A data class whose fields are its keys of `tables` (None: it has none).
     tables_model: ClassVar[type | None] = None
-    table_keys: ClassVar[tuple[str, ...]] = ()
-    policy_keys: ClassVar[tuple[str, ...]] = ()
     # policy key -> policy name -> the data class of its parameter block
     # (`conf.policies`).
     policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {}

@@ -17,7 +17,7 @@ try:  # the loader's side only (conf.model says why)
     from pydantic import BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, StringList
-    from provisioning.conf.manifests import Force, Integer, Text
+    from provisioning.conf.manifests import ForceColumn, Integer, Text
     from provisioning.conf.policies import AtLeast0, AtLeast1, Regex, RegexMap, RequiredStringList
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
@@ -249,15 +249,12 @@ class TopicManifestRow:
     configs: Annotated[Configs, Field(description="Topic configs (name -> value; a number "
                                       "or a boolean is read as its text).")] = None
     owner: Annotated[Text, Field(description="The team that owns the topic.")] = None
-    force: Annotated[Force, Field(description="Lift the policies that allow it for this "
-                                  "row.")] = None
+    force: ForceColumn = None
 
 
 class TopicsSection(Section):
     kind = "topics"
     key_models: ClassVar[Mapping[str, type]] = {"deletes": DeletesConf, "alters": AltersConf}
-    keys = ("deletes", "alters")
-    policy_keys = ("create", "delete", "alter")
     check_rules = CHECK_RULES
     manifest_row = TopicManifestRow
     policy_models: ClassVar[Mapping[str, Mapping[str, type]]] = {

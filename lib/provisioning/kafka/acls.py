@@ -32,6 +32,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, pause_for_throttle, throttled
 from provisioning.names import acls as acl_names
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,6 @@ _ANY = 1
 _MIN_VERSION = 1
 _SECURITY_DISABLED = Errors.SecurityDisabledError.errno
 _THROTTLED = Errors.ThrottlingQuotaExceededError.errno
-# How long a request may wait for a throttled connection to reopen before it fails.
-THROTTLE_PAUSE_LIMIT_S = 300.0
 
 
 # What a binding may name: Kafka's concrete values, never a filter's UNKNOWN, ANY or MATCH.
@@ -116,7 +115,7 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, bool]:
         except Errors.NodeNotReadyError as exc:
             # Never sent. A connection paused by a throttle (KIP-219) refuses sends until
             # the throttle ends; any other node is backing off after a lost connection.
-            if "throttle" not in str(exc):
+            if not throttled(admin):
                 lost_deadline = _lost(admin, exc, lost_deadline)
             elif time.monotonic() > throttle_deadline:
                 raise
@@ -210,10 +209,7 @@ def _throttled_batches(admin: ClusterAdmin, bindings: Sequence[Binding], batch_s
                     continue
                 results[index] = result
             if throttled:
-                delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-                log.info("cluster %s: %d ACL binding(s) throttled, retrying in %d ms",
-                         admin.cluster.name, len(throttled), delay)
-                time.sleep(delay / 1000)
+                pause_for_throttle(admin, response, len(throttled), "ACL binding(s)")
             pending = throttled
     return [r if r is not None else _unanswered(0) for r in results]
 
@@ -325,7 +321,7 @@ def acl_authority(admin: ClusterAdmin) -> tuple[str, str] | None:
 
 
 @dataclass(frozen=True)
-class AclState:
+class ClusterAcls:
     """One cluster's ACLs as the run sees them before planning.
 
     bindings: every live binding (empty when the cluster has no authorizer or the job may
@@ -338,7 +334,7 @@ class AclState:
     problem: tuple[str, str] | None
 
 
-def acl_state(admin: ClusterAdmin) -> AclState:
+def acl_state(admin: ClusterAdmin) -> ClusterAcls:
     """The cluster's live bindings (DescribeAcls) and whether the job may change them
     (`acl_authority`'s answer, from the same DescribeAcls and DescribeCluster's authorized
     operations)."""
@@ -347,30 +343,30 @@ def acl_state(admin: ClusterAdmin) -> AclState:
     try:
         live = describe_acls(admin)
     except Errors.ClusterAuthorizationFailedError:
-        return AclState([], (names.CLUSTER_AUTHORIZATION_FAILED,
+        return ClusterAcls([], (names.CLUSTER_AUTHORIZATION_FAILED,
                              f"{who} may not describe ACLs on cluster {cluster} (DescribeAcls "
                              "needs DESCRIBE on the cluster resource), so its ACLs can be "
                              "neither compared nor changed"))
     if live is None:
-        return AclState([], (acl_names.SECURITY_DISABLED,
+        return ClusterAcls([], (acl_names.SECURITY_DISABLED,
                              f"cluster {cluster} has no authorizer (authorizer.class.name is "
                              "not set), so it has no ACL to grant or revoke"))
     operations = authorized_operations(admin)
     if operations is not None and "ALTER" not in operations:
         held = ", ".join(sorted(operations)) or "none"
-        return AclState(live, (
+        return ClusterAcls(live, (
             names.CLUSTER_AUTHORIZATION_FAILED,
             f"{who} may not change ACLs on cluster {cluster}: CreateAcls and DeleteAcls need "
             f"ALTER on the cluster resource (kafka-cluster), and it holds {held}; grant it "
             "ALTER on the cluster, or leave this cluster's ACLs to another principal"))
-    return AclState(live, None)
+    return ClusterAcls(live, None)
 
 
 def acl_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
-               kafka: KafkaConf) -> dict[str, AclState]:
+               kafka: KafkaConf) -> dict[str, ClusterAcls]:
     """Every cluster's `acl_state`, asked from the driver (one DescribeAcls and one
     DescribeCluster per cluster)."""
-    states: dict[str, AclState] = {}
+    states: dict[str, ClusterAcls] = {}
     for cluster in clusters:
         with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
             states[cluster.name] = acl_state(admin)

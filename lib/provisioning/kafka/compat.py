@@ -15,7 +15,8 @@ that moved them fails with a message saying so instead of an AttributeError mid-
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import kafka
@@ -94,6 +95,29 @@ def forget_controller(client: KafkaAdminClient) -> None:
     if not hasattr(client, "_controller_id"):
         raise _moved("KafkaAdminClient()._controller_id")
     client._controller_id = None
+
+
+_THROTTLE_USE = "requests to a broker that throttles them, waiting out its throttle"
+
+
+def throttle_delay_ms(client: KafkaAdminClient) -> float:
+    """How much longer a broker's throttle keeps one of the client's connections paused, in
+    ms (0: none is). A response carrying a throttle time (KIP-219) pauses the connection it
+    came on until then, and kafka-python refuses sends on it meanwhile with a
+    NodeNotReadyError that carries no code: this is what tells that error apart from a node
+    backing off after a lost connection (kafka-python's own `throttle_delay`, for every
+    connection)."""
+    conns = getattr(getattr(client, "_manager", None), "_conns", None)
+    if not isinstance(conns, Mapping):
+        raise _moved("KafkaAdminClient()._manager._conns", _THROTTLE_USE)
+    now = time.monotonic()
+    delays = [0.0]
+    for conn in list(conns.values()):
+        until = getattr(conn, "_throttle_time", None)
+        if not isinstance(until, int | float):
+            raise _moved("a connection's _throttle_time", _THROTTLE_USE)
+        delays.append(max(0.0, until - now) * 1000)
+    return max(delays)
 
 
 _NODE_USE = "admin requests to one broker with a result per item"

@@ -48,7 +48,7 @@ from provisioning.kafka.quotas_entities import (
     entity_of,
     entry_problems,
 )
-from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S
+from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, pause_for_throttle, throttled
 from provisioning.names.quotas import (
     REMOVED,
     SET,
@@ -167,7 +167,7 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, int]:
         except Errors.NodeNotReadyError as exc:
             # Never sent. A connection paused by a throttle (KIP-219) refuses sends until
             # the throttle ends; any other node is backing off after a lost connection.
-            if "throttle" in str(exc):
+            if throttled(admin):
                 if time.monotonic() > throttle_deadline:
                     raise _Unanswered(lost or exc, sends) from exc
             else:
@@ -343,10 +343,7 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
                 continue
             results[i] = _result(code, item.error_message, attempts[i])
         if throttled:
-            delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-            log.info("cluster %s: %d client-quota entit(ies) throttled, retrying in %d ms",
-                     admin.cluster.name, len(throttled), delay)
-            time.sleep(delay / 1000)
+            pause_for_throttle(admin, response, len(throttled), "client-quota entit(ies)")
         pending = throttled
     return [r if r is not None else _unanswered(0) for r in results], gone
 
@@ -355,7 +352,7 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
 
 
 @dataclass(frozen=True)
-class QuotaState:
+class ClusterQuotas:
     """A cluster's live quotas (entity -> {key: value}), or why they could not be read
     (error name, message): its quotas are unknown then, never "none"."""
 
@@ -364,15 +361,15 @@ class QuotaState:
 
 
 def quota_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
-                 kafka: KafkaConf) -> dict[str, QuotaState]:
+                 kafka: KafkaConf) -> dict[str, ClusterQuotas]:
     """Every cluster's live quotas (one DescribeClientQuotas each, from the driver); a
     cluster whose quotas cannot be read (the principal lacks DESCRIBE_CONFIGS on it, a
     broker older than 2.6) has its problem instead, and the others are still read."""
-    found: dict[str, QuotaState] = {}
+    found: dict[str, ClusterQuotas] = {}
     for cluster in clusters:
         with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
             try:
-                found[cluster.name] = QuotaState(describe_client_quotas(admin))
+                found[cluster.name] = ClusterQuotas(describe_client_quotas(admin))
             except QuotasUnreadable as exc:
-                found[cluster.name] = QuotaState({}, (exc.error_name, str(exc)))
+                found[cluster.name] = ClusterQuotas({}, (exc.error_name, str(exc)))
     return found

@@ -28,7 +28,7 @@ from provisioning.kafka.codes import (
     topic_id_text,
     topic_id_uuid,
 )
-from provisioning.kafka.compat import forget_controller, send_to_controller
+from provisioning.kafka.compat import forget_controller, send_to_controller, throttle_delay_ms
 
 log = logging.getLogger(__name__)
 
@@ -204,11 +204,24 @@ def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T],
                 results.setdefault(key(item), _missing_result(key(item), attempts))
             break
         pending = [item for item in pending if key(item) in throttled]
-        delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-        log.info("cluster %s: %d topic(s) throttled, retrying in %d ms",
-                 admin.cluster.name, len(throttled), delay)
-        time.sleep(delay / 1000)
+        pause_for_throttle(admin, response, len(throttled), "topic(s)")
     return results
+
+
+def throttled(admin: ClusterAdmin) -> bool:
+    """Whether a broker's throttle keeps the admin's connections paused (KIP-219): a
+    NodeNotReadyError meanwhile is the throttle's (wait it out, up to
+    THROTTLE_PAUSE_LIMIT_S), not a lost connection's."""
+    return throttle_delay_ms(admin.client) > 0
+
+
+def pause_for_throttle(admin: ClusterAdmin, response: Any, throttled: int, what: str) -> None:
+    """Wait the throttle time of `response` (KIP-599; at least 100 ms) before `throttled`
+    items (`what`: "topic(s)", ...) the broker throttled are sent again."""
+    delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
+    log.info("cluster %s: %d %s throttled, retrying in %d ms", admin.cluster.name,
+             throttled, what, delay)
+    time.sleep(delay / 1000)
 
 
 def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Iterable[int]],
@@ -222,7 +235,7 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
     request made (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID); the error is appended to it.
     """
     # After a response carrying a throttle time, kafka-python pauses the connection and
-    # refuses sends with NodeNotReadyError until the throttle ends (KIP-219).
+    # refuses sends with NodeNotReadyError until the throttle ends (KIP-219): `throttled`.
     throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
     delay = 0.1
     while True:
@@ -231,7 +244,7 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
             admin.lost_deadline = None
             return response
         except Errors.NodeNotReadyError as exc:
-            if "throttle" in str(exc):
+            if throttled(admin):
                 if time.monotonic() > throttle_deadline:
                     raise
             else:

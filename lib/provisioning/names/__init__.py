@@ -8,6 +8,8 @@ package (`names.<kind>`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # -- phases: one audit row per topic per phase, in this order ---------------------------
 PLAN = "plan"
 VALIDATE = "validate"
@@ -38,6 +40,15 @@ FAILED = "failed"
 UNKNOWN = "unknown"
 OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, CREATED, DELETED, ALTERED,
             ALREADY_PRESENT, ALREADY_ABSENT, DRIFTED, FAILED, UNKNOWN)
+
+
+def entity_outcomes(made: str, removed: str) -> tuple[str, ...]:
+    """The outcomes of an entity kind's rows: the shared ones, with the kind's own words for
+    a change made (`made`) and a removal made (`removed`)."""
+    return (PLANNED, BLOCKED, VALIDATED, REJECTED, made, removed, ALREADY_PRESENT,
+            ALREADY_ABSENT, FAILED, UNKNOWN)
+
+
 # Final outcomes that make a run exit 1: somebody has to look at these topics.
 ATTENTION = (REJECTED, BLOCKED, FAILED, UNKNOWN)
 # Final outcomes that mean "nothing to do": left out of the topic listing of a run.
@@ -135,6 +146,29 @@ BROKER_OVERRIDES = ("STATIC_BROKER_CONFIG", "DYNAMIC_BROKER_CONFIG",
 # Topics no deletion may ever touch, whatever the conf says: Kafka's internal topics,
 # the schema registry's and Kafka Connect's.
 ALWAYS_PROTECTED = ("__*", "_schemas", "connect-*")
+
+
+@dataclass(frozen=True)
+class Nouns:
+    """How the job names an entity kind (`transforms.entity`) in its phases, tables, conf,
+    logs and output.
+
+    name: the kind's registered name: its conf mapping, its JSON key, its `--<name>` import.
+    prefix: its phases (`<prefix> plan`), its tables' conf keys (`tables.<prefix>_manifests`),
+      its policies (`policies.<prefix>`), its saved-plan section (`<prefix>_changes`).
+    noun: its manifests and snapshots in prose ("the <noun> snapshot").
+    one, many: one of its entities, and several, as output and payloads name them.
+    title: its entities in headings (plural, lower case but for names).
+    flag: the change `apply --allow-<flag>` allows: its removals, made only with it.
+    """
+
+    name: str
+    prefix: str
+    noun: str
+    one: str
+    many: str
+    title: str
+    flag: str
 
 
 def phase_index(phase: str) -> int:

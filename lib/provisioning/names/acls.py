@@ -3,17 +3,12 @@ binding's parts (KIP-4's ACL admin requests)."""
 
 from __future__ import annotations
 
-from provisioning.names import (
-    ALREADY_ABSENT,
-    ALREADY_PRESENT,
-    BLOCKED,
-    FAILED,
-    NOOP,
-    PLANNED,
-    REJECTED,
-    UNKNOWN,
-    VALIDATED,
-)
+from provisioning.names import NOOP, Nouns, entity_outcomes
+
+# How the job names ACL bindings (`names.Nouns`): phases `acl plan`, conf `acls`,
+# `tables.acl_manifests`, `policies.acl`.
+NOUNS = Nouns(name="acls", prefix="acl", noun="ACL", one="binding", many="bindings",
+              title="ACL bindings", flag="revokes")
 
 # -- plan actions: GRANT (wanted, missing), REVOKE (`state: absent`, or unlisted with
 # `acls.remove_unlisted`, and present), NOOP ----------------------------------------------
@@ -25,8 +20,7 @@ ACTIONS = (GRANT, REVOKE, NOOP)
 # DescribeAcls); already_absent is a revoke whose binding was gone ---------------------------
 GRANTED = "granted"
 REVOKED = "revoked"
-OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, GRANTED, REVOKED, ALREADY_PRESENT,
-            ALREADY_ABSENT, FAILED, UNKNOWN)
+OUTCOMES = entity_outcomes(GRANTED, REVOKED)
 
 # A cluster without an authorizer (DescribeAcls' answer): it has no ACL to manage.
 SECURITY_DISABLED = "SECURITY_DISABLED"

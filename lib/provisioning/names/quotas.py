@@ -3,17 +3,12 @@ default entity, the quota keys and which entity each fits, the plan actions and 
 
 from __future__ import annotations
 
-from provisioning.names import (
-    ALREADY_ABSENT,
-    ALREADY_PRESENT,
-    BLOCKED,
-    FAILED,
-    NOOP,
-    PLANNED,
-    REJECTED,
-    UNKNOWN,
-    VALIDATED,
-)
+from provisioning.names import NOOP, Nouns, entity_outcomes
+
+# How the job names client quotas (`names.Nouns`): phases `quota plan`, conf `quotas`,
+# `tables.quota_manifests`, `policies.quota`.
+NOUNS = Nouns(name="quotas", prefix="quota", noun="quota", one="quota", many="quotas",
+              title="client quotas", flag="quota-removals")
 
 USER = "user"
 CLIENT_ID = "client-id"
@@ -33,8 +28,7 @@ IP_KEYS = ("connection_creation_rate",)
 # vocabulary every kind shares.
 SET = "set"
 REMOVED = "removed"
-OUTCOMES = (PLANNED, BLOCKED, VALIDATED, REJECTED, SET, REMOVED, ALREADY_PRESENT,
-            ALREADY_ABSENT, FAILED, UNKNOWN)
+OUTCOMES = entity_outcomes(SET, REMOVED)
 
 # Plan actions: SET (wanted, and missing or another value), REMOVE (the row is `absent`, or
 # an unlisted quota with `quotas.remove_unlisted`), NOOP.

@@ -121,3 +121,36 @@ class TableMaintenance(Plain):
     # Columns whose collated string types were rewritten as plain ones (tables written
     # through Spark Connect by earlier releases).
     retyped_columns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EntitySummary:
+    """A run's entities of one entity kind (`run.entity`): final outcome counts, entities per
+    cluster and action, the first listed ones that did not simply stay as they were (each
+    with its one-line text), removals not made for want of the kind's flag, and per cluster
+    the live entities left alone (`unmanaged`, and the kind's other counts of them:
+    `loose`) and why the job could not read or change a cluster's (`problems`).
+
+    kind, many, removals_key, problems_key: the document's keys (`as_json`): the kind's
+      name, its entities in the plural, and its words for the last two counts.
+    """
+
+    kind: str
+    many: str
+    removals_key: str
+    problems_key: str
+    counts: dict[str, int] = field(default_factory=dict)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    listed: list[dict[str, Any]] = field(default_factory=list)
+    not_listed: int = 0
+    removals_not_allowed: int = 0
+    unmanaged: dict[str, int] = field(default_factory=dict)
+    loose: dict[str, dict[str, int]] = field(default_factory=dict)
+    problems: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {self.kind: {
+            "counts": self.counts, "actions": self.actions, self.many: self.listed,
+            f"{self.many}_not_listed": self.not_listed,
+            self.removals_key: self.removals_not_allowed, "unmanaged": self.unmanaged,
+            **self.loose, self.problems_key: self.problems}}

@@ -173,7 +173,7 @@ def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     ctx = RunContext(spark, conf, clusters, credentials, record, options,
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id)),
                      stop=stop or Stop())
-    ctx.changes_planned = lambda state: any(k.plans_changes(state) for k in kinds)
+    ctx.plan_has_changes = lambda state: any(k.plan_has_changes(state) for k in kinds)
     ctx.steps.done("start")
     with job_label(spark, f"{ctx.command}: check the executors"):
         checking = helper(spark, "executor-check",

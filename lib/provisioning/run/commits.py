@@ -128,7 +128,7 @@ class Commits:
             task.result()
         self.kafka_changed = True
 
-    def _commit_rows(self, changes_planned: bool) -> None:
+    def _commit_rows(self, plan_has_changes: bool) -> None:
         """The run's last audit commit: its results, or (nothing changed Kafka) its intent,
         whole when the plan has something to do, else its findings only."""
         if self._committed:
@@ -144,22 +144,22 @@ class Commits:
         if not kept:
             return
         rows = _union(kept)
-        if not changes_planned:
+        if not plan_has_changes:
             rows = self.findings(rows)
             if rows.isEmpty():
                 return
         self.audit_log.write("+".join(dict.fromkeys(p for p, _ in kept)), rows)
 
-    def finish(self, changes_planned: bool) -> None:
+    def finish(self, plan_has_changes: bool) -> None:
         """The run ended normally: its last audit commit lands, every other commit and
         side query has landed, or the first error among them is raised.
 
-        changes_planned: whether the run's plan has anything to change (else a run that
+        plan_has_changes: whether the run's plan has anything to change (else a run that
         changed nothing records only its findings).
         """
         failures: list[BaseException | None] = []
         try:
-            self._commit_rows(changes_planned)
+            self._commit_rows(plan_has_changes)
         except Exception as exc:
             failures.append(exc)
         failures += [t.exception() for t in [*self._others, *self._side]]
@@ -168,11 +168,11 @@ class Commits:
         if failure is not None:
             raise failure
 
-    def abandon(self, changes_planned: bool) -> None:
+    def abandon(self, plan_has_changes: bool) -> None:
         """The run failed: what it recorded still lands; wait for commits and side queries
         without raising their errors."""
         try:
-            self._commit_rows(changes_planned)
+            self._commit_rows(plan_has_changes)
         except Exception as exc:
             log.error("the run's audit rows could not be written: %s: %s",
                       type(exc).__name__, exc)

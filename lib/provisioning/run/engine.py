@@ -113,7 +113,7 @@ class RunContext:
     # Whether the run's plan has anything to change, whatever the flags allow
     # (`run.commands`: every kind asked); a run that changed nothing and has nothing
     # planned records its findings only.
-    changes_planned: Callable[[RunState], bool] = lambda _state: True
+    plan_has_changes: Callable[[RunState], bool] = lambda _state: True
 
     @property
     def run_id(self) -> str:
@@ -139,9 +139,10 @@ class Phase:
     """One unit of a run. `reads` and `writes` name state fields (`run.state`); `kind` is
     the kind whose phase it is (its slice's `rows` it may always append to)."""
 
-    name: ClassVar[str]
-    kind: ClassVar[str | None] = None
-    # Plain attributes: a phase whose declarations depend on its kind's layers sets its own.
+    # Plain attributes: a phase of a kind on a shared base (`run.entity`) is named after
+    # its kind, and one whose declarations depend on its kind's layers sets its own.
+    name: str
+    kind: str | None = None
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     changes_kafka: ClassVar[bool] = False
@@ -232,7 +233,7 @@ class Run:
                 ctx.phases_done()
             if while_committing is not None:
                 while_committing(state)
-            ctx.commits.finish(ctx.changes_planned(state))
+            ctx.commits.finish(ctx.plan_has_changes(state))
         except BaseException:
             ctx.commits.abandon(_planned_or_true(ctx, state))
             raise
@@ -271,10 +272,13 @@ class Run:
 
 def _planned_or_true(ctx: RunContext, state: RunState) -> bool:
     """Whether the failed run's plan had anything to change (true when that cannot be
-    told: what it recorded is kept whole)."""
+    told: what it recorded is kept whole, and the log says why)."""
     try:
-        return ctx.changes_planned(state)
-    except Exception:
+        return ctx.plan_has_changes(state)
+    except Exception as exc:
+        # The run is failing already: its own error is the one raised.
+        log.warning("the run failed and whether its plan had anything to change cannot be "
+                    "told (%s: %s): every row it recorded is kept", type(exc).__name__, exc)
         return True
 
 

@@ -92,8 +92,8 @@ class RunKind(ABC):
     # The kind whose rows this one extends (its `layer` plans on them), or None.
     extends: ClassVar[str | None] = None
     layer: PlanLayer | None = None
-    # The state `changes_planned` reads (the re-plan under the lock declares it).
-    planned_reads: ClassVar[tuple[str, ...]] = ()
+    # The state `sends_changes` reads (the re-plan under the lock declares it).
+    planned_reads: tuple[str, ...] = ()
     # An extending kind: the audit columns of its rows the extended kind's listing of a
     # run shows.
     listed_columns: ClassVar[tuple[str, ...]] = ()
@@ -106,12 +106,13 @@ class RunKind(ABC):
         """What the kind reads again and plans again under an apply's lock."""
         return ()
 
-    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
-        """Whether an apply with the run's options sends this kind anything (or has a
-        change under way to settle): what takes the run's lock."""
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
+        """Whether an apply with this run's flags sends this kind anything (or has a change
+        under way to settle): what takes the run's lock. A change the flags do not allow
+        is not sent, and takes no lock."""
         return False
 
-    def plans_changes(self, state: RunState) -> bool:
+    def plan_has_changes(self, state: RunState) -> bool:
         """Whether the kind's plan has anything to change, whatever the flags allow: a run
         whose kinds plan nothing records only its findings (`run.commits`). `state` is
         unguarded."""
@@ -136,7 +137,7 @@ class RunKind(ABC):
         return None
 
     # The state field that holds the kind's `check` findings (VIOLATIONS rows), if any.
-    findings_field: ClassVar[str | None] = None
+    findings_field: str | None = None
 
     def findings(self, state: RunState) -> DataFrame | None:
         """The VIOLATIONS rows of the kind's `check` phases (None: it judged nothing)."""

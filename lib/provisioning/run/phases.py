@@ -1,18 +1,54 @@
 """The phases every command shares (see engine.py): the preflight, before any kind's; the
-record of `check`'s findings, after every kind's."""
+record of `check`'s findings, after every kind's. And what every kind's plan phase shares:
+the cut of a long policy chain (`cut`), and its tail (`record_plan`)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 
+from provisioning import names
 from provisioning.delta.tables import TableRef, Transaction, append
-from provisioning.run.engine import Phase, RunContext
+from provisioning.run.engine import Phase, RunContext, log_counts, recorded
 from provisioning.run.kind import RunKind
 from provisioning.run.state import RunState
 from provisioning.session import job_label
+
+
+def cut(df: DataFrame) -> DataFrame:
+    """`df` with its plan cut short (a lazy local checkpoint: no Spark job of its own).
+
+    Spark Connect sends a DataFrame's whole plan as nested protobuf, and its client
+    refuses one deeper than 100 levels: the plan and policy chain would be. Classic Spark
+    runs the same code (one code path).
+    """
+    return df.localCheckpoint(eager=False)
+
+
+def record_plan(ctx: RunContext, kind: str, state: Any, plan: DataFrame,
+                counts: Mapping[tuple[str, str, str], int], audit: DataFrame, started: float,
+                logged: str, label: str,
+                side: tuple[str, Callable[[], None]] | None = None) -> None:
+    """The tail of kind `kind`'s plan phase: the plan's audit rows recorded, its counts
+    logged (as phase `logged`), what it leaves alone counted off the run's path (`side`:
+    its name and query), the plan and its counts kept in the kind's slice (`state`: its
+    `plan` and `counts`), and the saved-plan hook given the plan (under job label `label`).
+    """
+    by_outcome: dict[str, int] = {}
+    for (_, _, outcome), n in counts.items():
+        by_outcome[outcome] = by_outcome.get(outcome, 0) + n
+    log_counts(logged, started, by_outcome)
+    recorded(ctx, state, names.PLAN, audit)
+    if side is not None:
+        ctx.commits.side(*side)
+    state.plan, state.counts = plan, counts
+    hook = getattr(ctx.options, "hook", lambda _kind: None)(kind)
+    if hook is not None:
+        with job_label(ctx.spark, label):
+            hook(plan)
 
 
 class Preflight(Phase):

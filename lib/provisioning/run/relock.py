@@ -1,7 +1,7 @@
 """The lock of an `apply`, taken only when its plan has something to change.
 
 An apply reads the manifests, snapshots its clusters and plans without its lock. When that
-plan gives no phase anything to send (no kind plans a change: `RunKind.changes_planned`), the
+plan gives no phase anything to send (no kind plans a change: `RunKind.sends_changes`), the
 run ends there: it never writes the lock table, and its plan is its record. Otherwise
 `Relock` takes the lock of every cluster of the run (LockHeld, exit 4, when another run
 holds one; nothing of the first plan is recorded then) and, holding it, has every kind read
@@ -51,7 +51,7 @@ class Relock(Phase):
              *(f for _, phases in self._phases for p in phases for f in p.writes)]))
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return any(k.changes_planned(ctx, state) for k in self._kinds)
+        return any(k.sends_changes(ctx, state) for k in self._kinds)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         # The first pass's rows are gone with its records (the engine dropped them).

@@ -38,16 +38,17 @@ class PlanSection(ABC):
     rows, how two entries are told apart, and how a difference reads."""
 
     # The document's key of the section, and whether it stays when empty (a section
-    # left out when empty keeps the digest of plans that have none).
-    key: ClassVar[str]
+    # left out when empty keeps the digest of plans that have none). Plain attributes: a
+    # section on a shared base (`views.entity`) is made from its kind's names.
+    key: str
     required: ClassVar[bool] = False
     # The fields of one entry, in the order a difference is reported; those an entry may
     # lack (read as null, left out when null).
-    fields: ClassVar[tuple[str, ...]]
+    fields: tuple[str, ...]
     optional: ClassVar[tuple[str, ...]] = ()
     # The prefix of the section's keys in the JSON of a difference (`added`, `removed`,
     # `changed`).
-    diff_prefix: ClassVar[str] = ""
+    diff_prefix: str = ""
 
     @abstractmethod
     def collect(self, plan: DataFrame) -> list[dict[str, Any]]:
@@ -83,9 +84,10 @@ class PlanSection(ABC):
 class ViewKind(ABC):
     """One kind's part of the views room."""
 
-    name: ClassVar[str]
+    # Plain attributes: a kind on a shared base (`views.entity`) takes them from its model.
+    name: str
     # How pages and headings name the kind's subjects, in the plural.
-    title: ClassVar[str] = ""
+    title: str = ""
     # The kind whose rows this one extends (its rows show in that kind's listing).
     extends: ClassVar[str | None] = None
     # The plan actions of its rows, and how each shows; an extending kind's outcomes and
@@ -98,7 +100,7 @@ class ViewKind(ABC):
     # An extending kind: the fields its rows add to the extended kind's saved entries.
     entry_fields: ClassVar[tuple[str, ...]] = ()
     # The AUDIT columns of its rows the report shows, beside the shared ones.
-    report_columns: ClassVar[tuple[str, ...]] = ()
+    report_columns: tuple[str, ...] = ()
 
     def json(self, summary: Any) -> dict[str, Any]:
         """What the kind adds to the JSON document of `plan` and `apply` (its summary may

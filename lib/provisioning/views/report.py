@@ -103,7 +103,8 @@ BASE_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "ou
 
 def report_columns() -> tuple[str, ...]:
     """The audit columns the report shows: the shared ones and every kind's."""
-    return (*BASE_COLUMNS, *(c for k in view_kinds() for c in k.report_columns))
+    return tuple(dict.fromkeys((*BASE_COLUMNS, *(c for k in view_kinds()
+                                                 for c in k.report_columns))))
 
 
 def byte_size(value: int | None, none: str = "-") -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 import kafka.errors as Errors
 
@@ -26,7 +25,7 @@ from provisioning.kafka.acls import (
     describe_acls,
 )
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.tasks.common import Result, Row, Sent, Shape, for_each_cluster
+from provisioning.kafka.tasks.common import KeyedResults, Result, Row, Sent
 from provisioning.names import acls as acl_names
 from schemas import ACL_RESULT, BINDING_KEY, column_names
 
@@ -40,8 +39,7 @@ KINDS = (AUTHORITY, GRANT, REVOKE, VERIFY)
 _PHASES = {AUTHORITY: names.VALIDATE, GRANT: names.APPLY, REVOKE: names.APPLY,
            VERIFY: names.VERIFY}
 
-_RESULT_COLUMNS = column_names(ACL_RESULT)
-_KEY_AT = [_RESULT_COLUMNS.index(c) for c in BINDING_KEY]
+_RESULTS = KeyedResults(tuple(column_names(ACL_RESULT)), BINDING_KEY)
 
 # Per-binding errors that mean "Kafka refused the binding as asked": no retry helps.
 REJECTIONS = frozenset({
@@ -57,24 +55,10 @@ UNCERTAIN = frozenset({"REQUEST_TIMED_OUT", "NOT_CONTROLLER", "NETWORK_EXCEPTION
                        "UNKNOWN_SERVER_ERROR"})
 
 
-def binding_key(row: Row) -> tuple[Any, ...]:
-    """The binding a row (or an ACL_BINDING / ACL_PLAN row) is about, as a tuple."""
-    return tuple(row[c] for c in BINDING_KEY)
-
-
-def acl_result(row: Row, phase: str, outcome: str, **fields: Any) -> Result:
-    """One ACL_RESULT row for the binding of `row`; columns not given are null."""
-    values: dict[str, Any] = dict.fromkeys(_RESULT_COLUMNS)
-    values.update({c: row[c] for c in BINDING_KEY})
-    values.update(phase=phase, outcome=outcome, **fields)
-    return tuple(values[c] for c in _RESULT_COLUMNS)
-
-
-BINDINGS = Shape(
-    key=binding_key,
-    result_key=lambda produced: tuple(produced[i] for i in _KEY_AT),
-    result=lambda row, phase, outcome, fields: acl_result(row, phase, outcome, **fields),
-)
+# The binding a row (or an ACL_BINDING / ACL_PLAN row) is about; one ACL_RESULT row for it.
+binding_key = _RESULTS.key_of
+acl_result = _RESULTS.result
+BINDINGS = _RESULTS.shape
 
 
 def acl_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
@@ -92,10 +76,10 @@ def acl_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
         AUTHORITY: _authority_work(),
         GRANT: lambda admin, part, sent: grant_part(admin, part, sent, batch_size),
         REVOKE: lambda admin, part, sent: revoke_part(admin, part, sent, batch_size, attempt),
-        VERIFY: _verify_work(kafka),
+        VERIFY: _RESULTS.until_deadline(kafka, verify_part),
     }
-    return for_each_cluster(rows, clusters, credentials, kafka, works[kind], _PHASES[kind],
-                            kind in (GRANT, REVOKE), batch_size, BINDINGS)
+    return _RESULTS.for_each_cluster(rows, clusters, credentials, kafka, works[kind],
+                                     _PHASES[kind], kind in (GRANT, REVOKE), batch_size)
 
 
 def _authority_work() -> Callable[[ClusterAdmin, list[Row], Sent], Iterator[Result]]:
@@ -182,18 +166,6 @@ def revoke_part(admin: ClusterAdmin, part: list[Row], sent: Sent, batch_size: in
             else:
                 outcome = names.ALREADY_ABSENT
         yield acl_result(row, names.APPLY, outcome, **res)
-
-
-def _verify_work(kafka: KafkaConf) -> Callable[[ClusterAdmin, list[Row], Sent], Iterator[Result]]:
-    # One deadline per cluster for all its chunks.
-    deadlines: dict[str, float] = {}
-
-    def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
-        deadline = deadlines.setdefault(
-            admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
-        return verify_part(admin, part, deadline)
-
-    return work
 
 
 def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterator[Result]:

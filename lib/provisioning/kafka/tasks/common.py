@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -86,6 +87,58 @@ TOPICS = Shape(
     result=lambda row, phase, outcome, fields: result(row["cluster"], row["topic"], phase,
                                                       outcome, **fields),
 )
+
+
+@dataclass(frozen=True)
+class KeyedResults:
+    """The result rows of a kind whose items are named by `key` columns (another kind's
+    result table, its `columns` in order): `result` makes one, `shape` is what
+    `for_each_cluster` takes."""
+
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+
+    def key_of(self, row: Row) -> tuple[Any, ...]:
+        """The item a row (request or result, by column name) is about, as a tuple."""
+        return tuple(row[c] for c in self.key)
+
+    def result(self, row: Row, phase: str, outcome: str, **fields: Any) -> Result:
+        """One result row for the item of `row`; columns not given are null."""
+        values: dict[str, Any] = dict.fromkeys(self.columns)
+        values.update({c: row[c] for c in self.key})
+        values.update(phase=phase, outcome=outcome, **fields)
+        return tuple(values[c] for c in self.columns)
+
+    @property
+    def shape(self) -> Shape:
+        at = [self.columns.index(c) for c in self.key]
+        return Shape(key=self.key_of,
+                     result_key=lambda produced: tuple(produced[i] for i in at),
+                     result=lambda row, phase, outcome, fields: self.result(
+                         row, phase, outcome, **fields))
+
+    def for_each_cluster(self, rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
+                         credentials: Mapping[str, Credentials], kafka: KafkaConf,
+                         work: ClusterWork, phase: str, changes_kafka: bool,
+                         chunk: int) -> Iterator[Result]:
+        """`for_each_cluster` over rows of this kind: one of its result rows per row."""
+        return for_each_cluster(rows, clusters, credentials, kafka, work, phase,
+                                changes_kafka, chunk, self.shape)
+
+    @staticmethod
+    def until_deadline(kafka: KafkaConf,
+                       verify: Callable[[ClusterAdmin, list[Row], float], Iterator[Result]]
+                       ) -> Callable[[ClusterAdmin, list[Row], Sent], Iterator[Result]]:
+        """`verify(admin, part, deadline)` over each chunk, with one deadline per cluster
+        for all its chunks: `kafka.verify_timeout_ms` from its first."""
+        deadlines: dict[str, float] = {}
+
+        def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
+            deadline = deadlines.setdefault(
+                admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
+            return verify(admin, part, deadline)
+
+        return work
 
 
 def for_each_cluster(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
 
 from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
@@ -27,7 +26,7 @@ from provisioning.kafka.quotas import (
     quota_outcome,
 )
 from provisioning.kafka.quotas_entities import Entity
-from provisioning.kafka.tasks.common import Result, Row, Sent, Shape, for_each_cluster
+from provisioning.kafka.tasks.common import KeyedResults, Result, Row, Sent
 from provisioning.names import quotas as quota_names
 from schemas.quotas import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_RESULT
 
@@ -37,29 +36,12 @@ VALIDATE, APPLY, VERIFY = "validate", "apply", "verify"
 KINDS = (VALIDATE, APPLY, VERIFY)
 _PHASES = {VALIDATE: names.VALIDATE, APPLY: names.APPLY, VERIFY: names.VERIFY}
 
-_RESULT_COLUMNS = [f.name for f in QUOTA_RESULT.fields]
-_KEY_AT = [_RESULT_COLUMNS.index(c) for c in QUOTA_KEY]
+_RESULTS = KeyedResults(tuple(f.name for f in QUOTA_RESULT.fields), QUOTA_KEY)
 _TYPES = dict(zip(ENTITY_COLUMNS, quota_names.ENTITY_TYPES, strict=True))
-
-
-def quota_key(row: Row) -> tuple[Any, ...]:
-    """The quota a row is about (cluster, entity columns, key), as a tuple."""
-    return tuple(row[c] for c in QUOTA_KEY)
-
-
-def quota_result(row: Row, phase: str, outcome: str, **fields: Any) -> Result:
-    """One QUOTA_RESULT row for the quota of `row`; columns not given are null."""
-    values: dict[str, Any] = dict.fromkeys(_RESULT_COLUMNS)
-    values.update({c: row[c] for c in QUOTA_KEY})
-    values.update(phase=phase, outcome=outcome, **fields)
-    return tuple(values[c] for c in _RESULT_COLUMNS)
-
-
-QUOTAS = Shape(
-    key=quota_key,
-    result_key=lambda produced: tuple(produced[i] for i in _KEY_AT),
-    result=lambda row, phase, outcome, fields: quota_result(row, phase, outcome, **fields),
-)
+# The quota a row is about (cluster, entity columns, key); one QUOTA_RESULT row for it.
+quota_key = _RESULTS.key_of
+quota_result = _RESULTS.result
+QUOTAS = _RESULTS.shape
 
 
 def entity_of(row: Row) -> Entity:
@@ -82,10 +64,11 @@ def quota_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
     def change(admin: ClusterAdmin, part: list[Row], sent: Sent) -> Iterator[Result]:
         return change_part(admin, part, sent, kind == VALIDATE, batch_size)
 
-    work = _verify_work(kafka) if kind == VERIFY else change
+    work = _RESULTS.until_deadline(kafka, verify_part) if kind == VERIFY else change
     # A chunk holds whole entities of a few requests' worth (its rows are keys).
-    return for_each_cluster(rows, clusters, credentials, kafka, work, _PHASES[kind],
-                            kind == APPLY, batch_size * len(quota_names.KEYS), QUOTAS)
+    return _RESULTS.for_each_cluster(rows, clusters, credentials, kafka, work,
+                                     _PHASES[kind], kind == APPLY,
+                                     batch_size * len(quota_names.KEYS))
 
 
 def _entities(part: list[Row]) -> list[tuple[Entity, list[Row]]]:
@@ -119,18 +102,6 @@ def change_part(admin: ClusterAdmin, part: list[Row], sent: Sent, validate_only:
             else:
                 outcome_of_key = outcome
             yield quota_result(row, phase, outcome_of_key, **answer)
-
-
-def _verify_work(kafka: KafkaConf) -> Callable[[ClusterAdmin, list[Row], Sent], Iterator[Result]]:
-    # One deadline per cluster for all its chunks.
-    deadlines: dict[str, float] = {}
-
-    def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
-        deadline = deadlines.setdefault(
-            admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
-        return verify_part(admin, part, deadline)
-
-    return work
 
 
 def _held(row: Row, value: float | None) -> bool:

@@ -48,12 +48,12 @@ class ReassignKind(RunKind):
             APPLY: (ReassignApply(), ReassignVerify()),
         }.get(step, ())
 
-    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         # A move already under way counts: an apply with --allow-reassign finishes it.
         return (isinstance(ctx.options, ApplyOptions) and ctx.options.allows(ALLOW)
                 and moves_count(state) > 0)
 
-    def plans_changes(self, state: RunState) -> bool:
+    def plan_has_changes(self, state: RunState) -> bool:
         return moves_count(state) > 0
 
     def summary(self, ctx: RunContext, state: RunState) -> ReassignSummary | None:

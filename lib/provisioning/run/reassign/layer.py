@@ -26,10 +26,10 @@ from provisioning.names.reassign import REASSIGN, REASSIGNING
 from provisioning.run.engine import RunContext, require
 from provisioning.run.executors import cluster_states_frame
 from provisioning.run.kind import PlanCounts, PlanLayer
+from provisioning.run.phases import cut
 from provisioning.run.reassign.state import ReassignState
 from provisioning.run.state import RunState
 from provisioning.run.topics.phases import in_run
-from provisioning.run.topics.planning import cut
 from provisioning.session import job_label
 from provisioning.transforms.audit import plan_outcome
 from provisioning.transforms.reassign.plan import moves_planned, with_reassignments

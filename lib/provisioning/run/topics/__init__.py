@@ -60,10 +60,10 @@ class TopicsKind(RunKind):
     def relock_phases(self) -> Sequence[Phase]:
         return (TopicsRelock(),)
 
-    def changes_planned(self, ctx: RunContext, state: RunState) -> bool:
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         return _planned(state, apply_actions(ctx))
 
-    def plans_changes(self, state: RunState) -> bool:
+    def plan_has_changes(self, state: RunState) -> bool:
         return _planned(state, (names.CREATE, names.DELETE, names.ALTER))
 
     def plan_counts(self, state: RunState) -> PlanCounts:

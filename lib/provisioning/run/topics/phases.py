@@ -24,13 +24,13 @@ from provisioning.results import utc_now
 from provisioning.run.engine import (
     Phase,
     RunContext,
-    log_counts,
     log_phase,
     recorded,
     require,
 )
 from provisioning.run.executors import answered
 from provisioning.run.kind import PlanLayer, layer_declarations, layers_of
+from provisioning.run.phases import record_plan
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import (
     read_last_writes,
@@ -213,14 +213,7 @@ class Plan(Phase):
         """The plan's audit rows recorded, its unmanaged topics (of `scoped`, unless None)
         counted off the run's path, the saved-plan hook given it; `state` holds it."""
         topics = state.of(TopicState)
-        with job_label(ctx.spark, f"{ctx.command}: audit plan"):
-            audit = plan_audit(plan, ctx.run_id, utc_now())
-            by_outcome: dict[str, int] = {}
-            for (_, _, outcome), n in counts.items():
-                by_outcome[outcome] = by_outcome.get(outcome, 0) + n
-            log_counts(names.PLAN, started, by_outcome)
-            recorded(ctx, topics, names.PLAN, audit)
-
+        side = None
         if scoped is not None:
             scope: DataFrame = scoped
 
@@ -230,12 +223,11 @@ class Plan(Phase):
                         r["cluster"]: int(r["n"]) for r in unmanaged(scope, plan)
                         .groupBy("cluster").agg(F.count(F.lit(1)).alias("n")).collect()}
 
-            ctx.commits.side("unmanaged", count_unmanaged)
-        topics.plan, topics.counts = plan, counts
-        hook = getattr(ctx.options, "hook", lambda _kind: None)(NAME)
-        if hook is not None:
-            with job_label(ctx.spark, f"{ctx.command}: saved plan"):
-                hook(plan)
+            side = ("unmanaged", count_unmanaged)
+        with job_label(ctx.spark, f"{ctx.command}: audit plan"):
+            record_plan(ctx, NAME, topics, plan, counts,
+                        plan_audit(plan, ctx.run_id, utc_now()), started, names.PLAN,
+                        f"{ctx.command}: saved plan", side)
 
 
 def bound(ctx: RunContext, state: RunState, layer: PlanLayer, live: DataFrame

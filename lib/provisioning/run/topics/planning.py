@@ -23,6 +23,7 @@ from provisioning.results import utc_now
 from provisioning.run.executors import cluster_states_frame
 from provisioning.run.kind import PlanLayer
 from provisioning.run.manifest_cache import manifest_rows
+from provisioning.run.phases import cut
 from provisioning.transforms.audit import plan_outcome_counts
 from provisioning.transforms.check.usage import online_partitions
 from provisioning.transforms.plan import build_plan, prune_candidates
@@ -85,16 +86,6 @@ def plan_rows(desired: DataFrame, live: DataFrame, created_by_job: DataFrame | N
     if created_by_job is not None:
         plan = plan.unionByName(prune_candidates(live, desired, created_by_job))
     return plan
-
-
-def cut(df: DataFrame) -> DataFrame:
-    """`df` with its plan cut short (a lazy local checkpoint: no Spark job of its own).
-
-    Spark Connect sends a DataFrame's whole plan as nested protobuf, and its client
-    refuses one deeper than 100 levels: the plan and policy chain would be. Classic Spark
-    runs the same code (one code path).
-    """
-    return df.localCheckpoint(eager=False)
 
 
 def judge_plan(plan: DataFrame, conf: Conf, context: PolicyContext,

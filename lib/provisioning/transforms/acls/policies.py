@@ -26,60 +26,57 @@ Configurable (conf `policies.acl: [{name: ..., <params>}]`):
   it returns the same rows with exactly the ACL_PLAN columns, having appended violations
   with `with_violation` to GRANT / REVOKE rows; no Spark action.
 
-Always last: max_changes_per_cluster (`acls.max_changes_per_cluster`): over the cap, none of
-the cluster's grants and revokes is made (never lifted); it counts only the changes every
-other policy let through.
+Always last: max_changes_per_cluster (`acls.max_changes_per_cluster`), the entity base's cap
+(`transforms.entity`): over the cap, none of the cluster's grants and revokes is made (never
+lifted); it counts only the changes every other policy let through.
 
-Policies judge valid rows (the caller leaves rows with `row_errors` out, as for topics).
+Policies judge valid rows: the chain (`transforms.entity.EntityModel.judged`) leaves rows
+with `row_errors` out and puts them back unjudged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.conf import PolicySpec
-from provisioning.conf.policies import check_custom, require_valid, resolve_callable
-from provisioning.errors import PolicyError
+from provisioning.conf.policies import require_valid
 from provisioning.names import ABSENT
 from provisioning.names.acls import (
     CLUSTER_RESOURCE,
     GRANT,
     LITERAL,
+    NOUNS,
     PREFIXED,
     REVOKE,
     TOPIC_RESOURCE,
 )
 from provisioning.transforms.acls.plan import binding_text
-from provisioning.transforms.policies import POLICIES_PER_CUT, Cut
-from provisioning.transforms.policies.base import Transform, check_plan_schema, with_violation
-from provisioning.transforms.policies.columns import full_match, no_violations_yet
+from provisioning.transforms.entity import EntityPolicyContext, Factory, force_hint
+from provisioning.transforms.policies.base import Transform, with_violation
+from provisioning.transforms.policies.columns import forced, full_match
+from provisioning.transforms.policies.custom import make_custom
 from schemas import ACL_PLAN, column_names
 
 
-@dataclass(frozen=True)
-class AclPolicyContext:
-    """What the ACL policies may read beside the plan.
+@dataclass(frozen=True, kw_only=True)
+class AclPolicyContext(EntityPolicyContext):
+    """What the ACL policies may read beside the plan: the cap's (`EntityPolicyContext`), and
 
     topics: the topic manifests' DESIRED rows of the run (cluster, topic, state, owner).
     live_topics: SNAPSHOT rows, every live topic of the run's clusters.
     cluster_principals: `acls.cluster_principals`.
-    max_changes_per_cluster: `acls.max_changes_per_cluster`.
     """
 
     topics: DataFrame
     live_topics: DataFrame
     cluster_principals: tuple[str, ...] = ()
-    max_changes_per_cluster: int = 200
 
 
-AclPolicyFactory = Callable[[Mapping[str, Any], AclPolicyContext], Transform]
-
-_FORCE_HINT = "or set `force: true` on its ACL manifest row"
+_FORCE_HINT = force_hint(NOUNS)
 
 
 def is_grant() -> Column:
@@ -88,10 +85,6 @@ def is_grant() -> Column:
 
 def is_change() -> Column:
     return F.col("action").isin(GRANT, REVOKE)
-
-
-def _forced() -> Column:
-    return F.coalesce(F.col("force"), F.lit(False))
 
 
 def _topic() -> Column:
@@ -118,7 +111,7 @@ def wildcard_principal(params: Mapping[str, Any], context: AclPolicyContext) -> 
     def transform(df: DataFrame) -> DataFrame:
         wildcard = F.col("principal").rlike(r"^[^:]+:\*$")
         refused = (is_grant() & wildcard & (F.col("operation") != F.lit("DESCRIBE"))
-                   & ~_forced())
+                   & ~forced())
         message = _message(
             f"%s is every principal of cluster %s, and only DESCRIBE may be granted to all "
             f"of them; name the principals that need %s, {_FORCE_HINT}",
@@ -132,7 +125,7 @@ def no_all_operation(params: Mapping[str, Any], context: AclPolicyContext) -> Tr
     """ALL is every operation on the resource, including ones later Kafka releases add."""
 
     def transform(df: DataFrame) -> DataFrame:
-        refused = is_grant() & (F.col("operation") == F.lit("ALL")) & ~_forced()
+        refused = is_grant() & (F.col("operation") == F.lit("ALL")) & ~forced()
         message = _message(f"ALL is every operation on the resource, present and future; list "
                            f"the operations needed, {_FORCE_HINT}")
         return as_acl_plan(with_violation(df, "no_all_operation", refused, message))
@@ -148,7 +141,7 @@ def cluster_principals(params: Mapping[str, Any], context: AclPolicyContext) -> 
     def transform(df: DataFrame) -> DataFrame:
         listed = F.col("principal").isin(*allowed) if allowed else F.lit(False)
         refused = (is_grant() & (F.col("resource_type") == F.lit(CLUSTER_RESOURCE))
-                   & ~listed & ~_forced())
+                   & ~listed & ~forced())
         message = _message(
             f"CLUSTER bindings go only to the principals listed in acls.cluster_principals "
             f"(%s); add %s there, {_FORCE_HINT}",
@@ -181,32 +174,12 @@ def topic_absent(params: Mapping[str, Any], context: AclPolicyContext) -> Transf
     return transform
 
 
-ALWAYS_ON: tuple[tuple[str, AclPolicyFactory], ...] = (
+ALWAYS_ON: tuple[tuple[str, Factory], ...] = (
     ("wildcard_principal", wildcard_principal),
     ("no_all_operation", no_all_operation),
     ("cluster_principals", cluster_principals),
     ("topic_absent", topic_absent),
 )
-
-
-def max_changes_per_cluster(params: Mapping[str, Any], context: AclPolicyContext
-                            ) -> Transform:
-    """Over the per-run cap, no grant or revoke at all is made on that cluster: a mass
-    change of access is far more likely a broken manifest than an intent."""
-    cap = context.max_changes_per_cluster
-
-    def transform(df: DataFrame) -> DataFrame:
-        valid = F.coalesce(F.size("row_errors") == 0, F.lit(True))
-        candidate = is_change() & valid & no_violations_yet()
-        planned = F.count(F.when(candidate, F.lit(1))).over(Window.partitionBy("cluster"))
-        over_cap = candidate & (planned > cap)
-        message = F.format_string(
-            "%d ACL changes planned on cluster %s exceed the per-run cap of %d; no grant or "
-            "revoke is made on this cluster (split the change or raise "
-            "acls.max_changes_per_cluster)", planned, F.col("cluster"), F.lit(cap))
-        return as_acl_plan(with_violation(df, "max_changes_per_cluster", over_cap, message))
-
-    return transform
 
 
 # --- configurable ------------------------------------------------------------------------
@@ -328,63 +301,14 @@ def principal_pattern(params: Mapping[str, Any], context: AclPolicyContext) -> T
     return transform
 
 
-def custom(params: Mapping[str, Any], context: AclPolicyContext) -> Transform:
-    """A team's own ACL policy, named in conf (see the module docstring for its contract)."""
-    problems = check_custom(params)
-    if problems:
-        raise PolicyError(f"custom acl policy: {'; '.join(problems)}")
-    target = str(params["callable"])
-    fn = resolve_callable(target)
-    passed = {k: v for k, v in params.items() if k != "callable"}
-    who = f"custom acl policy {target!r}"
-
-    def transform(df: DataFrame) -> DataFrame:
-        out = fn(df, context, passed)
-        if not isinstance(out, DataFrame):
-            raise PolicyError(f"{who} must return a DataFrame, got {type(out).__name__}")
-        check_plan_schema(out, f"the DataFrame {who} returned", ACL_PLAN, "ACL_PLAN")
-        return out
-
-    return transform
+# A team's own ACL policy, named in conf (see the module docstring for its contract).
+custom = make_custom("acl", ACL_PLAN, "ACL_PLAN")
 
 
 # The policies `policies.acl` may name (their parameter checks:
 # provisioning.conf.acls.ACL_POLICY_MODELS, kept equal by a unit test).
-ACL_POLICIES: dict[str, AclPolicyFactory] = {
+ACL_POLICIES: dict[str, Factory] = {
     "owner_scope": owner_scope,
     "principal_pattern": principal_pattern,
     "custom": custom,
 }
-CAP: tuple[str, AclPolicyFactory] = ("max_changes_per_cluster", max_changes_per_cluster)
-
-
-def with_acl_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: AclPolicyContext,
-                      cut: Cut | None = None) -> DataFrame:
-    """Append the violations of the always-on, the configured (`policies.acl`, in order) and
-    the cap policy to ACL_PLAN rows.
-
-    cut: applied to the rows after every POLICIES_PER_CUT policies but the last ones (a plan
-      too deep for Spark Connect, see `transforms.policies.Cut`).
-    """
-    check_plan_schema(plan, "the plan given to the ACL policies", ACL_PLAN, "ACL_PLAN")
-    steps: list[tuple[str, Transform]] = [
-        (f"always-on acl policy {name}", make({}, context)) for name, make in ALWAYS_ON]
-    for spec in specs:
-        make = ACL_POLICIES.get(spec.name)
-        if make is None:
-            raise PolicyError(f"{spec.key}.name: unknown acl policy {spec.name!r}")
-        where = f"{spec.key} ({spec.name})"
-        try:
-            steps.append((where, make(spec.params, context)))
-        except PolicyError as exc:
-            raise PolicyError(f"{where}: {exc}") from exc
-    steps.append((f"always-on acl policy {CAP[0]}", CAP[1]({}, context)))
-    df = plan
-    for done, (where, step) in enumerate(steps, start=1):
-        try:
-            df = df.transform(step)
-        except PolicyError as exc:
-            raise PolicyError(f"{where}: {exc}") from exc
-        if cut is not None and done % POLICIES_PER_CUT == 0 and done < len(steps):
-            df = cut(df)
-    return df

@@ -10,8 +10,10 @@ its `policy_violations` stays empty.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 from provisioning.conf import PolicySpec
 from provisioning.errors import PolicyError
@@ -22,6 +24,7 @@ from provisioning.transforms.policies.base import (
     check_plan_schema,
 )
 from provisioning.transforms.policies.registry import ALWAYS_ON, POLICIES
+from schemas import PLAN
 
 __all__ = [
     "Cut",
@@ -74,20 +77,26 @@ def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
     return with_policies(plan, specs, context, "alter", cut)
 
 
-def with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyContext,
+def with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: Any,
                   kind: str, cut: Cut | None = None,
                   always_on: Sequence[tuple[str, PolicyFactory]] | None = None,
                   only: Collection[str] | None = None,
-                  registry: Mapping[str, PolicyFactory] | None = None) -> DataFrame:
+                  registry: Mapping[str, PolicyFactory] | None = None,
+                  last: Sequence[tuple[str, PolicyFactory]] = (),
+                  schema: StructType = PLAN, table: str = "PLAN",
+                  who: str | None = None) -> DataFrame:
     """Append the violations of `kind`'s always-on policies (`always_on`, else the
     registry's), then of the configured ones (`specs`, named in `registry`, else in
-    `registry.POLICIES[kind]`).
+    `registry.POLICIES[kind]`), then of the always-on ones that judge what the others let
+    through (`last`).
 
     cut: as for `with_create_policies`.
     only: the always-on policies to run, by name (None: all of them).
     registry: the policies `specs` may name (another kind's own registry).
+    schema, table, who: the plan's columns, its name, and how a message names the rows
+      given (another kind's plan).
     """
-    check_plan_schema(plan, f"the plan given to the {kind} policies")
+    check_plan_schema(plan, who or f"the plan given to the {kind} policies", schema, table)
     registry = POLICIES[kind] if registry is None else registry
     fixed = ALWAYS_ON.get(kind, ()) if always_on is None else always_on
     # (where it comes from, transform); `where` prefixes any PolicyError it raises.
@@ -103,6 +112,7 @@ def with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: PolicyC
             steps.append((where, make(spec.params, context)))
         except PolicyError as exc:
             raise PolicyError(f"{where}: {exc}") from exc
+    steps += [(f"always-on {kind} policy {name}", make({}, context)) for name, make in last]
     df = plan
     for done, (where, step) in enumerate(steps, start=1):
         try:

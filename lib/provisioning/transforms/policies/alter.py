@@ -39,7 +39,7 @@ from provisioning.transforms.policies.base import (
     as_plan,
     with_violation,
 )
-from provisioning.transforms.policies.columns import no_violations_yet
+from provisioning.transforms.policies.columns import forced, no_violations_yet
 from schemas import PLAN, column_names
 
 RETENTION_CONFIGS = ("retention.ms", "retention.bytes")
@@ -49,10 +49,6 @@ _FORCE_HINT = "set `force: true` on its manifest row to make this change anyway"
 def is_alter() -> Column:
     """Rows an alter policy judges."""
     return F.col("action") == F.lit(ALTER)
-
-
-def _forced() -> Column:
-    return F.coalesce(F.col("force"), F.lit(False))
 
 
 # Kafka's built-in defaults of the configs the always-on policies judge. The snapshot keeps
@@ -86,7 +82,7 @@ def retention_decrease(params: Mapping[str, Any], context: PolicyContext) -> Tra
         lowered = (op["op"] == SET) & (
             ((live == -1) & (new != -1)) | ((live != -1) & (new != -1) & (new < live)))
         removed = op["op"] == DELETE_CONFIG
-        violated = is_alter() & ~_forced() & (lowered | removed)
+        violated = is_alter() & ~forced() & (lowered | removed)
         message = F.when(removed, F.format_string(
             "removing the %s override of topic %s (now %s) returns it to the broker default, "
             "which may delete data; %s", F.lit(name), F.col("topic"), live_value(name),
@@ -117,7 +113,7 @@ def cleanup_policy_change(params: Mapping[str, Any], context: PolicyContext) -> 
         live = live_value("cleanup.policy")
         changed = ((op["op"] == SET) & (_policy_set(op["value"]) != _policy_set(live))) | (
             op["op"] == DELETE_CONFIG)
-        violated = is_alter() & ~_forced() & changed
+        violated = is_alter() & ~forced() & changed
         message = F.format_string(
             "changing cleanup.policy of topic %s from %s to %s changes how its log is "
             "cleaned (compaction keeps one value per key, deletion drops old segments); %s",
@@ -137,7 +133,7 @@ def partitions_on_compacted(params: Mapping[str, Any], context: PolicyContext) -
 
     def transform(df: DataFrame) -> DataFrame:
         compacted = F.array_contains(_policy_set(live_value("cleanup.policy")), "compact")
-        violated = is_alter() & ~_forced() & _adds_partitions() & compacted
+        violated = is_alter() & ~forced() & _adds_partitions() & compacted
         message = F.format_string(
             "adding partitions to compacted topic %s (%d -> %d) moves keys to other "
             "partitions: consumers and compaction would see two values of a key; %s",

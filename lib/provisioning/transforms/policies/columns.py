@@ -23,6 +23,11 @@ def full_match(value: Column, pattern: Column) -> Column:
     return F.regexp_like(value, anchored)
 
 
+def forced() -> Column:
+    """Rows whose manifest row lifts the policies that allow it (`force: true`)."""
+    return F.coalesce(F.col("force"), F.lit(False))
+
+
 def no_violations_yet() -> Column:
     """Rows no earlier policy has refused."""
     return F.col("policy_violations").isNull() | (F.size("policy_violations") == 0)

@@ -49,17 +49,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 from provisioning.conf.policies import check_custom, resolve_callable
 from provisioning.errors import PolicyError
-from provisioning.transforms.policies.base import PolicyContext, Transform, check_plan_schema
+from provisioning.transforms.policies.base import Transform, check_plan_schema
+from schemas import PLAN
 
 
-def make_custom(kind: str) -> Callable[[Mapping[str, Any], PolicyContext], Transform]:
+def make_custom(kind: str, schema: StructType = PLAN, table: str = "PLAN"
+                ) -> Callable[[Mapping[str, Any], Any], Transform]:
     """The factory of `custom` for `kind`'s policies ("create", "delete", "alter", or
-    another kind's `policies.<key>`)."""
+    another kind's `policies.<key>`, whose plan rows are `schema`, named `table`)."""
 
-    def make(params: Mapping[str, Any], context: PolicyContext) -> Transform:
+    def make(params: Mapping[str, Any], context: Any) -> Transform:
         """The conf's own policy: `callable` (`package.module:function`) judges the rows."""
         problems = check_custom(params)
         if problems:
@@ -74,7 +77,7 @@ def make_custom(kind: str) -> Callable[[Mapping[str, Any], PolicyContext], Trans
             if not isinstance(out, DataFrame):
                 raise PolicyError(f"{who} must return a DataFrame, "
                                   f"got {type(out).__name__}")
-            check_plan_schema(out, f"the DataFrame {who} returned")
+            check_plan_schema(out, f"the DataFrame {who} returned", schema, table)
             return out
 
         return transform

@@ -230,6 +230,14 @@ def unmanaged_quotas(live: DataFrame, desired: DataFrame) -> DataFrame:
     return _uncovered(live, _key_rows(desired.where(_valid()), live))
 
 
+def unnamed_entities(live: DataFrame, desired: DataFrame) -> DataFrame:
+    """The QUOTA_LIVE rows of the entities no valid QUOTA_DESIRED row names (what `import
+    --quotas` writes: an entity a manifest names already is left out whole)."""
+    named = desired.where(_valid()).select(*ENTITY).alias("n")
+    return live.alias("l").join(named, on=_same("l", "n", ENTITY), how="left_anti").select(
+        *column_names(QUOTA_LIVE))
+
+
 def quota_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:
     """QUOTA_MANIFEST rows for QUOTA_LIVE rows (`import --quotas`): one present row per
     entity with all its keys. A plan over them plans every key NOOP."""

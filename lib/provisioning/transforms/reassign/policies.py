@@ -40,6 +40,7 @@ from provisioning.transforms.policies.base import (
     with_violation,
 )
 from provisioning.transforms.policies.columns import (
+    forced,
     live_broker_count,
     no_violations_yet,
     with_cluster_facts,
@@ -64,10 +65,6 @@ REASSIGN_POLICIES: dict[str, PolicyFactory] = {"custom": make_custom("reassign")
 
 _FORCE_HINT = "set `force: true` on its manifest row to make this change anyway"
 _MIN_INSYNC = "min.insync.replicas"
-
-
-def _forced() -> Column:
-    return F.coalesce(F.col("force"), F.lit(False))
 
 
 def _sizes(side: str) -> Column:
@@ -129,7 +126,7 @@ def replication_factor_below_min_insync(params: Mapping[str, Any], context: Poli
     """Fewer replicas than min.insync.replicas: no acks=all producer could write."""
 
     def transform(df: DataFrame) -> DataFrame:
-        below = moves_planned() & ~_forced() & (replicas_after_min() < min_insync_after())
+        below = moves_planned() & ~forced() & (replicas_after_min() < min_insync_after())
         message = F.format_string(
             "replication factor %d of topic %s would be below its min.insync.replicas %d: "
             "producers with acks=all could no longer write to it; lower min.insync.replicas "
@@ -146,7 +143,7 @@ def replication_factor_to_one(params: Mapping[str, Any], context: PolicyContext
     """Down to one replica from more: one broker lost would lose the data."""
 
     def transform(df: DataFrame) -> DataFrame:
-        to_one = (moves_planned() & ~_forced() & (replicas_after_min() == 1)
+        to_one = (moves_planned() & ~forced() & (replicas_after_min() == 1)
                   & (replicas_before_max() > 1))
         message = F.format_string(
             "lowering topic %s from %d replicas to 1 leaves a single copy of its data, lost "

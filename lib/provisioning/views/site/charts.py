@@ -6,6 +6,7 @@ label and value as `data-x` and `data-y`, with a `<title>` a pointer shows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from provisioning.views.site.html import esc
@@ -16,7 +17,10 @@ LEFT, RIGHT, TOP, BOTTOM = 70, 16, 14, 30
 
 def nice_top(value: float) -> float:
     """The axis' top: four steps of 1, 2 or 5 times a power of ten, at or above `value`, so
-    every tick is a round, whole number."""
+    every tick is a round, whole number; the smallest one, 4, for a value no top can be at
+    or above (NaN, infinity: a chart leaves such points out)."""
+    if not math.isfinite(value):
+        return 4.0
     power = 1.0
     while True:
         for factor in (1, 2, 5):
@@ -25,13 +29,20 @@ def nice_top(value: float) -> float:
         power *= 10
 
 
+def _known(value: float | None) -> bool:
+    """A value a chart can place: a finite number."""
+    return value is not None and math.isfinite(value)
+
+
 def _ticks(top: float) -> list[float]:
     return [top * n / 4 for n in range(5)]
 
 
-def line_chart(name: str, points: Sequence[tuple[str, int | None]],
+def line_chart(name: str, points: Sequence[tuple[str, float | None]],
                label: Callable[[float], str] = lambda v: f"{v:,.0f}") -> str:
-    """A line over `points` (x label, value; a None value is a gap: no point)."""
+    """A line over `points` (x label, value; a None value, or one that is no finite number,
+    is a gap: no point)."""
+    points = [(x, v if _known(v) else None) for x, v in points]
     known = [v for _, v in points if v is not None]
     if not known:
         return f'<p class="muted">{esc(name)}: no data in the window.</p>'

@@ -153,7 +153,7 @@ def _stable(row: dict[str, Any]) -> str:
 
 def _audit(audit: DataFrame, runs: DataFrame, clusters: Sequence[str]) -> list[dict[str, Any]]:
     extra = [c for k in view_kinds() for c in k.report_columns]
-    wanted = [c for c in (*AUDIT_COLUMNS, *extra) if c in audit.columns]
+    wanted = [c for c in dict.fromkeys((*AUDIT_COLUMNS, *extra)) if c in audit.columns]
     return rows(_of_clusters(audit, clusters)
                 .join(runs.select("run_id"), on="run_id", how="left_semi")
                 .select(*wanted))

@@ -1,0 +1,316 @@
+"""An entity kind's part of the run room, written once (see `transforms.entity`): its slice
+of the state, its phases per step, what it reads again under the lock, whether its plan
+changes anything, its summary, its `import` and its finding in `check`.
+
+    <prefix> manifests -> <prefix> snapshot -> <prefix> plan -> <prefix> validate
+      -> <prefix> apply -> <prefix> verify
+
+A kind (`EntityRunKind`) brings its model and its requests: read the live entities (from
+the driver), validate (the broker's validateOnly where the API has one, else the kind's own
+check), change, read back (Spark tasks through `run.executors`). Its phases run only when
+the conf names its manifests (`tables.<prefix>_manifests`) and the run is not narrowed to
+some topics (`--topics`). Its AUDIT rows carry the entity in its audit column (topic null).
+Additions are made by every apply; removals only with the kind's `--allow-*` flag
+(`names.Nouns.flag`): a plan whose only changes are removals the flags do not
+allow sends nothing and takes no lock.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.conf import Conf, Credentials
+from provisioning.conf.entity import EntityConf
+from provisioning.delta.manifests import read_manifests
+from provisioning.delta.tables import Commit, JobTable
+from provisioning.results import EntitySummary
+from provisioning.run.engine import Phase, RunContext
+from provisioning.run.entity.phases import (
+    Apply,
+    Check,
+    Import,
+    Manifests,
+    Plan,
+    Snapshot,
+    Validate,
+    Verify,
+)
+from provisioning.run.executors import by_name, on_executors
+from provisioning.run.kind import (
+    APPLY,
+    CHECK,
+    IMPORT,
+    MANIFESTS,
+    PLAN,
+    SNAPSHOT,
+    VALIDATE,
+    PlanCounts,
+    RunKind,
+)
+from provisioning.run.options import ApplyOptions
+from provisioning.run.state import KindState, RunState
+from provisioning.transforms.entity import EntityModel
+
+# The columns of a listed entity (beside its audit struct's fields and its text).
+LISTED_COLUMNS = ("cluster", "action", "phase", "outcome", "error_name", "error_message",
+                  "policy_violations", "note", "owner", "source_table", "source_version")
+
+
+@dataclass
+class EntitySlice(KindState):
+    """What an entity kind's phases hand each other (each kind's slice is a subclass of its
+    own); a field is None until a phase writes it."""
+
+    desired: DataFrame | None = None        # manifest rows, validated
+    live: DataFrame | None = None           # live rows
+    plan: DataFrame | None = None           # judged plan rows
+    # Plan rows per (cluster, action, plan outcome).
+    counts: Mapping[tuple[str, str, str], int] | None = None
+    validated: DataFrame | None = None      # validate's result rows
+    applied: DataFrame | None = None        # apply's result rows
+    # Live entities no manifest row names, per cluster.
+    unmanaged: Mapping[str, int] | None = None
+    # Why the job may not read or change a cluster's entities (error name, message).
+    problems: Mapping[str, tuple[str, str]] | None = None
+    imported: Mapping[str, Any] | None = None       # what `import` wrote
+    violations: DataFrame | None = None             # `check`'s findings
+
+
+@dataclass(frozen=True)
+class ClusterRead:
+    """What a kind read of one cluster: its live entities, and why the job may not read
+    or change them there (error name, message), if so."""
+
+    entities: int
+    problem: tuple[str, str] | None
+
+
+# A kind's work on one cluster's rows inside a Spark task: (rows, clusters by name,
+# credentials by cluster) -> result rows.
+TaskWork = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any], Mapping[str, Credentials]],
+                    Iterator[tuple[Any, ...]]]
+
+
+class EntityRunKind(RunKind):
+    """An entity kind's part of the run room (see the module docstring)."""
+
+    model: ClassVar[EntityModel]
+    conf_class: ClassVar[type[EntityConf]]
+    # The job labels of its requests: validate's, apply's, verify's.
+    requests_named: ClassVar[tuple[str, str, str]]
+    # The state of other kinds its plan reads (its own plan rows read theirs), what else of
+    # its own its plan writes, and what of others its apply reads.
+    plan_reads: ClassVar[tuple[str, ...]] = ()
+    plan_writes: ClassVar[tuple[str, ...]] = ()
+    apply_reads: ClassVar[tuple[str, ...]] = ()
+    # The summary's words (its JSON keys) for the removals the flags did not allow, and for
+    # why a cluster's entities could not be read or changed.
+    summary_keys: ClassVar[tuple[str, str]]
+    # Its rule in `check` (the live entities no manifest row names), or None: `check` does
+    # not judge it.
+    check_rule: ClassVar[str | None] = None
+
+    def __init__(self) -> None:
+        self.planned_reads = (f"{self.name}.counts",)
+        self.findings_field = f"{self.name}.violations" if self.check_rule else None
+
+    # -- what the kind declares ---------------------------------------------------------
+
+    @abstractmethod
+    def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
+        """Every live entity of the run's clusters (from the driver), as what was read of
+        each cluster and as live rows (materialized)."""
+
+    @abstractmethod
+    def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        """The validate phase's result rows for the clean changes (plan rows)."""
+
+    @abstractmethod
+    def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        """The apply phase's result rows for the changes to make (plan rows)."""
+
+    @abstractmethod
+    def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        """The verify phase's result rows for the changes made (plan rows)."""
+
+    def planned_rows(self, ctx: RunContext, state: RunState, desired: DataFrame,
+                     live: DataFrame) -> DataFrame:
+        """The plan rows before the policies."""
+        return self.model.plan(desired, live, self.conf(ctx).remove_unlisted)
+
+    @abstractmethod
+    def policy_context(self, ctx: RunContext, state: RunState) -> Any:
+        """What the kind's policies may read beside the plan."""
+
+    def count_loose(self, ctx: RunContext, state: RunState, live: DataFrame) -> None:
+        """Count, off the run's path, what else of the live entities the run leaves alone
+        (into the fields of `plan_writes`)."""
+
+    def removals_sent(self, ctx: RunContext, state: RunState, removals: DataFrame
+                      ) -> DataFrame:
+        """The validated removals this apply sends: all with the kind's flag, else none."""
+        allowed = self.allows(ctx, self.model.nouns.flag)
+        return removals if allowed else removals.limit(0)
+
+    def rides_along(self, ctx: RunContext, state: RunState) -> bool:
+        """Whether this apply may send removals the kind's own flag does not cover (made
+        with another kind's change, under that kind's flag and lock)."""
+        return False
+
+    def finding(self) -> Column:
+        """The `detail` of a `check` finding about a live row no manifest row names."""
+        raise NotImplementedError
+
+    # -- written once --------------------------------------------------------------------
+
+    def slice(self, state: RunState) -> EntitySlice:
+        return cast(EntitySlice, state.slice(self.name))
+
+    def conf(self, ctx: RunContext) -> EntityConf:
+        return ctx.conf.section(self.conf_class)
+
+    @staticmethod
+    def allows(ctx: RunContext, change: str) -> bool:
+        return isinstance(ctx.options, ApplyOptions) and ctx.options.allows(change)
+
+    def managed(self, ctx: RunContext) -> bool:
+        """Whether this run manages the kind: the conf names its manifests and the run is
+        not narrowed to some topics."""
+        scope = getattr(ctx.options, "scope", None)
+        return (self.conf(ctx).manifests is not None and scope is not None
+                and scope.topics_glob is None)
+
+    def planned(self, state: RunState, *actions: str) -> int:
+        """Clean plan rows (outcome planned) of `actions`."""
+        return sum(n for (_, action, outcome), n in (self.slice(state).counts or {}).items()
+                   if action in actions and outcome == names.PLANNED)
+
+    def sent_actions(self, ctx: RunContext) -> tuple[str, ...]:
+        """The plan actions an apply sends: additions, and removals with the kind's flag."""
+        model = self.model
+        allowed = self.allows(ctx, model.nouns.flag)
+        return (model.adds, *((model.removes,) if allowed else ()))
+
+    def validated_rows(self, ctx: RunContext, tables: Sequence[str],
+                       commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
+        """The kind's manifest rows, validated as data (`row_errors`)."""
+        model = self.model
+        return read_manifests(ctx.spark, tables, model.manifest, model.desired,
+                              model.manifest_keys, f"{model.nouns.noun} manifest", commits
+                              ).transform(model.validation(tuple(ctx.conf.clusters)))
+
+    def tasks(self, ctx: RunContext, rows: DataFrame, work: TaskWork) -> DataFrame:
+        """`work` over `rows` as Spark tasks, one per cluster: one result row per row."""
+        named, creds = by_name(ctx.clusters), dict(ctx.credentials)
+
+        def task(batch: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+            return work(batch, named, creds)
+
+        return on_executors(rows, task, ctx.clusters, self.model.result,
+                            order=self.model.key)
+
+    def phases(self, step: str) -> Sequence[Phase]:
+        checks = ((Manifests(self), Snapshot(self, always_record=True), Check(self))
+                  if self.check_rule else ())
+        return {
+            MANIFESTS: (Manifests(self),),
+            SNAPSHOT: (Snapshot(self),),
+            PLAN: (Plan(self),),
+            VALIDATE: (Validate(self),),
+            APPLY: (Apply(self), Verify(self)),
+            IMPORT: (Import(self),),
+            # The view `check` judges is recorded, as its topics' is.
+            CHECK: checks,
+        }.get(step, ())
+
+    def relock_phases(self) -> Sequence[Phase]:
+        # The view the run changes Kafka on is recorded, changed or not.
+        return (Snapshot(self, always_record=True), Plan(self))
+
+    def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
+        return self.planned(state, *self.sent_actions(ctx)) > 0
+
+    def plan_has_changes(self, state: RunState) -> bool:
+        return self.planned(state, *self.model.changes) > 0
+
+    def plan_counts(self, state: RunState) -> PlanCounts:
+        return self.slice(state).counts or {}
+
+    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
+        section = conf.section(self.conf_class)
+        commands = ("plan", "apply", *(("check",) if self.check_rule else ()))
+        if command not in commands or section.manifests is None:
+            return ()
+        return (JobTable(section.snapshots, self.model.snapshot),)
+
+    def summary(self, ctx: RunContext, state: RunState) -> EntitySummary | None:
+        own = self.slice(state)
+        if own.plan is None:
+            return None
+        options = ctx.options
+        apply = options if isinstance(options, ApplyOptions) else None
+        made = summarize(self, own.rows, getattr(options, "listing_limit", 500),
+                         removals_allowed=apply is None or apply.allows(
+                             self.model.nouns.flag))
+        made.problems = {c: {"error_name": e, "error_message": m}
+                         for c, (e, m) in sorted((own.problems or {}).items())}
+        return made
+
+    def complete(self, state: RunState, summary: Any) -> None:
+        summary.unmanaged = dict(sorted((self.slice(state).unmanaged or {}).items()))
+
+    def imported(self, state: RunState) -> Any:
+        return self.slice(state).imported
+
+
+def summarize(kind: EntityRunKind, audit_rows: Sequence[DataFrame], listing_limit: int,
+              removals_allowed: bool) -> EntitySummary:
+    """What a run did with a kind's entities, from their AUDIT rows: outcome counts,
+    entities per cluster and action, and the first `listing_limit` entities that are not
+    simply settled (each with its one-line text).
+
+    removals_allowed: False for an apply without the kind's removal flag (its validated
+      or planned removals are counted as not made).
+    """
+    model, nouns = kind.model, kind.model.nouns
+    rows = functools.reduce(DataFrame.unionByName, audit_rows)
+    final = model.final_rows(rows).localCheckpoint(eager=True)
+    grouped = (final.groupBy("cluster", "action", "phase", "outcome")
+               .agg(F.count(F.lit(1)).alias("n")).collect())
+    counts: dict[str, int] = {}
+    actions: dict[tuple[Any, Any], int] = {}
+    not_allowed = 0
+    for r in grouped:
+        n = int(r["n"])
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
+        actions[(r["cluster"], r["action"])] = actions.get((r["cluster"], r["action"]), 0) + n
+        if (not removals_allowed and r["action"] == model.removes
+                and (r["phase"], r["outcome"]) in ((names.VALIDATE, names.VALIDATED),
+                                                   (names.PLAN, names.PLANNED))):
+            not_allowed += n
+    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
+    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
+              .select(*LISTED_COLUMNS, f"{model.column}.*")
+              .withColumn(model.text_column, model.text())
+              .orderBy(*model.listing_order).limit(listing_limit).collect()) if total else []
+
+    def nulls_first(value: Any) -> tuple[bool, Any]:
+        return (value is not None, value if value is not None else "")
+
+    return EntitySummary(
+        kind=nouns.name, many=nouns.many, removals_key=kind.summary_keys[0],
+        problems_key=kind.summary_keys[1], counts=counts,
+        actions=[{"cluster": c, "action": a, nouns.many: n} for (c, a), n in
+                 sorted(actions.items(), key=lambda i: (nulls_first(i[0][0]),
+                                                        nulls_first(i[0][1])))],
+        listed=[r.asDict(recursive=True) for r in listed],
+        not_listed=max(0, total - len(listed)),
+        removals_not_allowed=not_allowed)

@@ -1,0 +1,347 @@
+"""The phases of an entity kind (see `run.entity`), each named `<prefix> <step>` and
+declaring the kind's own fields as `<name>.<field>`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.delta.manifests import manifest_commits, write_manifest_frame
+from provisioning.delta.snapshots import marked_view, record_view
+from provisioning.delta.tables import TableRef, Transaction, table_exists
+from provisioning.results import utc_now
+from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
+from provisioning.run.executors import answered
+from provisioning.run.manifest_cache import manifest_rows
+from provisioning.run.options import ApplyOptions, ImportOptions
+from provisioning.run.phases import cut, record_plan
+from provisioning.run.state import RunState
+from provisioning.session import job_label
+from provisioning.transforms.entity import per_cluster
+from schemas import column_names
+from schemas.check import VIOLATIONS
+
+if TYPE_CHECKING:
+    from provisioning.run.entity import EntityRunKind, EntitySlice
+
+
+class _Step(Phase):
+    """A phase of an entity kind: named `<prefix> <step>`, its declarations `@field` for
+    the kind's own fields."""
+
+    step: ClassVar[str]
+    own_reads: ClassVar[tuple[str, ...]] = ()
+    own_writes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, kind: EntityRunKind, reads: tuple[str, ...] = (),
+                 writes: tuple[str, ...] = ()) -> None:
+        self.part, self.model = kind, kind.model
+        self.nouns = kind.model.nouns
+        self.name = f"{self.nouns.prefix} {self.step}"
+        self.kind = kind.name
+
+        def own(fields: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(f.replace("@", f"{kind.name}.") for f in fields)
+
+        self.reads = (*own(self.own_reads), *reads)
+        self.writes = (*own(self.own_writes), *writes)
+
+    def own(self, state: RunState) -> EntitySlice:
+        return self.part.slice(state)
+
+    def answers(self, ctx: RunContext, state: RunState, requests: DataFrame,
+                send: Callable[[RunContext, DataFrame], DataFrame], phase: str, lost: str,
+                label: str) -> DataFrame:
+        """What `send` (one of the kind's requests) got for `requests` (plan rows), the
+        rows of a lost job `lost` (`run.executors.answered`), recorded as AUDIT rows of
+        `phase` with their plan rows' action, owner and source."""
+        own, model = self.own(state), self.model
+        with job_label(ctx.spark, label):
+            got = answered(send(ctx, requests), requests, phase, lost, model.without_answer)
+            recorded(ctx, own, phase, model.result_audit(
+                got, require(own.plan, "plan"), ctx.run_id, utc_now()))
+        return got
+
+
+class Manifests(_Step):
+    """The kind's manifest rows, validated as data, of the run's clusters (rows naming no
+    known cluster stay: they are rejected, whatever was selected); served by the shared
+    Connect session's cache when an earlier run left them there (`run.manifest_cache`)."""
+
+    step = "manifests"
+    own_writes = ("@desired",)
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self.part.managed(ctx)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        known = tuple(ctx.conf.clusters)
+        tables = self.part.conf(ctx).manifests or ()
+        what = f"{self.nouns.noun} manifest"
+        with job_label(ctx.spark, f"{ctx.command}: read {what}s"):
+            commits = manifest_commits(ctx.spark, tables, what)
+
+            def validated() -> DataFrame:
+                return self.part.validated_rows(ctx, tables, commits)
+
+            def finish(rows: DataFrame) -> DataFrame:
+                selected = (F.col("cluster").isNull() | ~F.col("cluster").isin(*known)
+                            | F.col("cluster").isin(*ctx.cluster_names))
+                return rows.where(selected).localCheckpoint(eager=True)
+
+            # Validated rows of every cluster: runs of other clusters share them.
+            self.own(state).desired = manifest_rows(ctx.spark, what, commits, known,
+                                                    validated, finish)
+        ctx.steps.done(f"{what} read")
+
+
+class Snapshot(_Step):
+    """Every live entity of the run's clusters (from the driver), and why the job may not
+    read or change a cluster's; recorded in `tables.<prefix>_snapshots` before anything
+    changes (only when a cluster changed since its last record, unless `always_record`:
+    the view an apply changes Kafka on, or `check` judges)."""
+
+    step = "snapshot"
+    own_reads = ("@desired",)
+    own_writes = ("@live", "@problems")
+
+    def __init__(self, kind: EntityRunKind, always_record: bool = False) -> None:
+        super().__init__(kind, reads=("states",))
+        self.always_record = always_record
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self.own(state).desired is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        own, prefix = self.own(state), self.nouns.prefix
+        with job_label(ctx.spark, f"{ctx.command}: snapshot live {self.nouns.many}"):
+            found, live = self.part.read_live(ctx)
+            rows = marked_view(live, list(found), self.model.live,
+                               column_names(self.model.snapshot), ctx.run_id, utc_now())
+            table = TableRef(self.part.conf(ctx).snapshots)
+            txn = Transaction(f"topic-provisioning-{prefix}-snapshots-{ctx.run_id}", 1)
+            ctx.commits.record(f"{prefix}-snapshot-write", lambda: record_view(
+                rows, table, txn, sorted(found), f"the {self.nouns.noun} snapshot",
+                always=self.always_record))
+        own.live = live
+        own.problems = {c: r.problem for c, r in found.items() if r.problem is not None}
+        log_counts(self.name, started, {c: r.entities for c, r in found.items()})
+        ctx.steps.done(f"{self.nouns.noun} snapshot")
+
+
+class Plan(_Step):
+    """The kind's manifest rows joined with the live entities (`EntityModel.plan`), judged
+    by its policies; the plan's audit rows are the run's intent."""
+
+    step = "plan"
+    own_reads = ("@desired", "@live")
+    own_writes = ("@plan", "@counts", "@unmanaged")
+    records_view = True
+    plans = True
+
+    def __init__(self, kind: EntityRunKind) -> None:
+        super().__init__(kind, kind.plan_reads, kind.plan_writes)
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self.own(state).live is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        own, part, model = self.own(state), self.part, self.model
+        desired, live = require(own.desired, "desired"), require(own.live, "live")
+        noun = self.nouns.noun
+        with job_label(ctx.spark, f"{ctx.command}: {noun} plan, policies"):
+            plan = part.planned_rows(ctx, state, desired, live)
+            judged = model.judged(plan, part.conf(ctx).policies,
+                                  part.policy_context(ctx, state), cut
+                                  ).localCheckpoint(eager=True)
+            counts = model.plan_counts(judged)
+            ctx.steps.done(f"{noun} plan and policies")
+
+        def count_loose() -> None:
+            with job_label(ctx.spark, f"{ctx.command}: count unmanaged {self.nouns.many}"):
+                own.unmanaged = per_cluster(model.unmanaged(live, desired))
+                part.count_loose(ctx, state, live)
+
+        record_plan(ctx, part.name, own, judged, counts,
+                    model.plan_audit(judged, ctx.run_id, utc_now()), started, self.name,
+                    f"{ctx.command}: saved plan ({self.nouns.title})",
+                    (f"{self.nouns.prefix}-unmanaged", count_loose))
+
+
+class Validate(_Step):
+    """Before anything changes, every clean change checked (`EntityRunKind.validate`)."""
+
+    step = "validate"
+    own_reads = ("@plan", "@counts")
+    own_writes = ("@validated",)
+    runs_tasks = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self.part.planned(state, *self.model.changes) > 0
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        own, model = self.own(state), self.model
+        requests = require(own.plan, "plan").where(model.clean(*model.changes))
+        own.validated = self.answers(
+            ctx, state, requests, self.part.validate, names.VALIDATE, names.FAILED,
+            f"{ctx.command}: {self.part.requests_named[0]}")
+        ctx.steps.done(f"{self.nouns.noun} validate")
+
+
+class Apply(_Step):
+    """The additions validate passed, and the removals the flags allow; batched per
+    cluster (`<name>.batch_size` a request)."""
+
+    step = "apply"
+    own_reads = ("@plan", "@counts", "@validated")
+    own_writes = ("@applied",)
+    changes_kafka = True
+    runs_tasks = True
+
+    def __init__(self, kind: EntityRunKind) -> None:
+        super().__init__(kind, kind.apply_reads)
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return (isinstance(ctx.options, ApplyOptions)
+                and self.own(state).validated is not None
+                and (self.part.sends_changes(ctx, state)
+                     or self.part.rides_along(ctx, state)))
+
+    def requests(self, ctx: RunContext, state: RunState) -> DataFrame:
+        """The plan rows this apply sends: validated, of the changes its flags allow."""
+        own, model = self.own(state), self.model
+        plan = require(own.plan, "plan").alias("p")
+        passed = require(own.validated, "validated").where(
+            F.col("outcome") == names.VALIDATED).alias("v")
+        ok = plan.join(passed, on=model.same("p", "v"), how="left_semi")
+        return ok.where(model.clean(model.adds)).unionByName(
+            self.part.removals_sent(ctx, state, ok.where(model.clean(model.removes))))
+
+    def unreached(self, ctx: RunContext, state: RunState, error_name: str,
+                  reason: str) -> DataFrame:
+        model = self.model
+        return model.result_audit(
+            model.without_answer(self.requests(ctx, state), names.APPLY, names.FAILED,
+                                 error_name, reason),
+            require(self.own(state).plan, "plan"), ctx.run_id, utc_now())
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        started = time.monotonic()
+        own = self.own(state)
+        applied = self.answers(ctx, state, self.requests(ctx, state), self.part.change,
+                               names.APPLY, names.UNKNOWN,
+                               f"apply: {self.part.requests_named[1]}")
+        own.applied = applied
+        ctx.commits.side(f"{self.nouns.prefix}-apply-count", lambda: log_counts(
+            self.name, started, {r["outcome"]: int(r["n"]) for r in applied.groupBy(
+                "outcome").agg(F.count(F.lit(1)).alias("n")).collect()}))
+        ctx.steps.done(f"{self.nouns.noun} apply")
+
+
+class Verify(_Step):
+    """Every change made (or `unknown`) read back; settles the `unknown` outcomes."""
+
+    step = "verify"
+    own_reads = ("@plan", "@applied")
+    runs_tasks = True
+    settles = True
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self.own(state).applied is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        own, model = self.own(state), self.model
+        plan = require(own.plan, "plan")
+        applied = require(own.applied, "applied").where(F.col("outcome").isin(
+            model.added, model.removed, names.UNKNOWN))
+        requests = plan.alias("p").join(applied.alias("a"), on=model.same("p", "a"),
+                                        how="left_semi")
+        self.answers(ctx, state, requests, self.part.read_back, names.VERIFY, names.UNKNOWN,
+                     f"apply: {self.part.requests_named[2]}")
+        ctx.steps.done(f"{self.nouns.noun} verify")
+
+
+class Import(_Step):
+    """`import --<name>`: the live entities of the selected clusters that the conf's
+    manifests do not name yet, as manifest rows (`EntityModel.manifest_rows`), written in
+    one commit; Kafka is only read. Per cluster: rows and entities written, entities left
+    out, and why a cluster had none to give."""
+
+    step = "import"
+    own_writes = ("@live", "@imported")
+
+    def __init__(self, kind: EntityRunKind) -> None:
+        super().__init__(kind, reads=("states",))
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        options = ctx.options
+        if not isinstance(options, ImportOptions):
+            raise TypeError("the import phase needs ImportOptions")
+        own, model, many = self.own(state), self.model, self.nouns.many
+        table, mode = options.table, options.mode
+        with job_label(ctx.spark, f"import: read live {many}"):
+            found, live = self.part.read_live(ctx)
+        tables = [t for t in (self.part.conf(ctx).manifests or ())
+                  if t != table or mode == "append"]
+        tables = [t for t in dict.fromkeys(tables) if table_exists(ctx.spark, TableRef(t))]
+        kept = model.importable(live, self.part.validated_rows(ctx, tables)).localCheckpoint(
+            eager=True)
+        rows = model.manifest_rows(kept, options.owner)
+        with job_label(ctx.spark, f"import: write {table}"):
+            version = write_manifest_frame(rows, table, mode)
+        written = {r["cluster"]: (int(r["rows"]), int(r["entities"])) for r in
+                   rows.groupBy("cluster").agg(F.count(F.lit(1)).alias("rows"),
+                                               F.sum(F.size(model.entity_list)).alias("entities"))
+                   .collect()}
+        summary: list[dict[str, Any]] = []
+        for c in ctx.clusters:
+            read = found[c.name]
+            n_rows, n = written.get(c.name, (0, 0))
+            # A cluster that gave nothing says why.
+            why = read.problem if read.problem is not None and not read.entities else None
+            summary.append({"cluster": c.name, "rows_written": n_rows, f"{many}_written": n,
+                            "left_out_managed": read.entities - n,
+                            "error_name": why[0] if why else None,
+                            "error_message": why[1] if why else None})
+        ctx.record.outcome_counts = {"rows_written": sum(s["rows_written"] for s in summary),
+                                     "table_version": version}
+        own.live = live
+        own.imported = {"table": table, "table_version": version, "clusters": summary}
+
+
+class Check(_Step):
+    """`check`: every live entity no manifest row names, as a finding of the kind's rule
+    (severity `info` unless `checks.severity` says otherwise; `off`: not judged). Nothing
+    is sent to Kafka."""
+
+    step = "check"
+    own_reads = ("@desired", "@live")
+    own_writes = ("@violations",)
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self.own(state).live is not None
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        own, rule = self.own(state), str(self.part.check_rule)
+        severity = ctx.conf.checks.severity.get(rule, names.INFO)
+        if severity == names.OFF:
+            return
+        loose = self.model.unmanaged(require(own.live, "live"), require(own.desired,
+                                                                        "desired"))
+        now = utc_now()
+        given = {
+            "run_id": F.lit(ctx.run_id), "cluster": F.col("cluster"), "topic": F.lit(None),
+            "rule": F.lit(rule), "severity": F.lit(severity), "detail": self.part.finding(),
+            "managed": F.lit(False), "owner": F.lit(None), "snapshot_at": F.lit(now),
+            "recorded_at": F.lit(now),
+        }
+        own.violations = loose.select(*[given[f.name].cast(f.dataType).alias(f.name)
+                                        for f in VIOLATIONS.fields]).localCheckpoint(eager=True)
+        ctx.steps.done(f"{self.nouns.noun} check")
