@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning.errors import UsageError
-from provisioning.session import helper, is_connect
+from provisioning.session import helper, is_connect, profile
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,11 @@ class TableRef:
     @property
     def is_path(self) -> bool:
         return "/" in self.text or "\\" in self.text or "://" in self.text
+
+    @property
+    def name(self) -> str:
+        """The table's last name: a path's last part, a catalog name's table."""
+        return re.split(r"[/\\.]", self.text.rstrip("/\\"))[-1] or self.text
 
     @property
     def is_relative(self) -> bool:
@@ -361,6 +366,7 @@ def write(df: DataFrame, ref: TableRef, mode: str,
     """Write `df` to the table as one commit (`mode` append, overwrite, error...), its
     columns in plain types."""
     _settled(df.sparkSession, ref)
+    started = time.time()
     writer = plain_types(df).write.format("delta").mode(mode)
     for k, v in (options or {}).items():
         writer = writer.option(k, v)
@@ -368,3 +374,4 @@ def write(df: DataFrame, ref: TableRef, mode: str,
         writer.save(spark_path(df.sparkSession, ref))
     else:
         writer.saveAsTable(ref.text)
+    profile.commit(ref.name, started, time.time() - started)

@@ -20,6 +20,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
+from provisioning.kafka import timing
 from provisioning.kafka.codes import config_rows, error_name, topic_id_text
 from provisioning.kafka.sasl import sasl_login_error
 
@@ -158,10 +159,15 @@ class ClusterAdmin:
         """Open the client (once); ClusterUnreachable says why it could not."""
         if self._client is not None:
             return self
+        to = timing.recorder()
+        started = time.time()
         try:
             self._client = KafkaAdminClient(
                 **client_settings(self.cluster, self._credentials, self.kafka)
             )
+            if to is not None:
+                to(timing.BOOTSTRAP, started, time.time() - started)
+                timing.timed(self._client, to)
         except _AUTH_ERRORS as exc:
             raise ClusterUnreachable(
                 f"cluster {self.cluster.name}: authentication failed "

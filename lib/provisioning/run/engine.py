@@ -39,7 +39,7 @@ from provisioning.errors import LockUnavailable, ProvisioningError
 from provisioning.results import RunRecord
 from provisioning.run.commits import Commits
 from provisioning.run.state import KindState, RunState, declarable
-from provisioning.session import Stop
+from provisioning.session import Stop, profile
 
 if TYPE_CHECKING:
     from provisioning.run.options import AnyOptions
@@ -56,6 +56,7 @@ class Steps:
     def done(self, name: str) -> None:
         now = time.monotonic()
         log.info("step %s: %.3fs (at %.3f)", name, now - self._last, time.time())
+        profile.mark(name)
         self._last = now
 
 

@@ -25,10 +25,11 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from provisioning.errors import ConnectServerUnfit, SparkUnreachable
 from provisioning.session.build import DELTA_EXTENSION, is_connect
+from provisioning.session.profile import Profile, connect_interceptor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 # schemas and kafka-python (the admin tasks run there). Shipped with addArtifacts.
 SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
 
-def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> SparkSession:
+def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
+                    profile: Profile | None = None) -> SparkSession:
     """A session on the Spark Connect server at `remote`, checked and given the job's code.
 
     `settings` (the job's runtime settings and the conf's `spark.settings`) are set on the
@@ -56,7 +58,18 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
     from pyspark.sql import SparkSession
 
     def open_session(url: str) -> SparkSession:
-        builder = SparkSession.builder.remote(url).appName(app_name)
+        builder: Any
+        if profile is None:
+            builder = SparkSession.builder.remote(url)
+        else:
+            # The same channel, its requests timed for the profile (`session.profile`).
+            from pyspark.sql.connect.client import DefaultChannelBuilder
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+            channel = DefaultChannelBuilder(url)
+            channel.add_interceptor(connect_interceptor(profile))
+            builder = ConnectSession.builder.channelBuilder(channel)
+        builder = builder.appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)
         return builder.create()

@@ -29,7 +29,7 @@ from provisioning.run.engine import (
     recorded,
     require,
 )
-from provisioning.run.executors import answered
+from provisioning.run.executors import answered, materialized
 from provisioning.run.kind import PlanLayer, layer_declarations, layers_of
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import (
@@ -110,9 +110,9 @@ def snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None, always:
     started = time.monotonic()
     states = require(state.states, "states")
     with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
-        live = read_live(ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                         ctx.run_id, {n: s.cluster_id for n, s in states.items()},
-                         wanted=wanted).drop("found").localCheckpoint(eager=True)
+        live = materialized(read_live(
+            ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+            {n: s.cluster_id for n, s in states.items()}, wanted=wanted)).drop("found")
         ctx.steps.done("snapshot")
         if record:
             record_live(ctx, live, started, always)
