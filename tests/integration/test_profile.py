@@ -47,7 +47,7 @@ def test_a_profile_counts_each_steps_spark_work_commits_and_requests(
         "provision_runs": 2, "provision_runs_locks": 3, "topic_audit": 3,
         "topic_snapshots": 2}
 
-    rows[1]["configs"] = {"retention.ms": "172800000"}
+    rows[1]["configs"] = {"retention.ms": "1209600000"}  # 14 days, up from the default
     write_manifest_table(spark, wh / "desired_topics", rows)
     altered = cli(["apply", "--conf", str(conf), *scope, "--allow-alter", "--profile",
                    "--json"])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from provisioning.kafka import timing
-from provisioning.run.executors import _with_requests
+from provisioning.run.executors import TASK_TIME, _with_requests
 from provisioning.session import profile
 from provisioning.session.profile import COMMIT, REQUEST, SPARK, Profile, Span
 from provisioning.views.profile import render_profile
@@ -44,7 +44,7 @@ def test_each_thing_is_counted_in_the_step_it_started_in_and_in_the_totals() -> 
         "step": "start", "seconds": 1.0,
         "spark": {"count": 1, "seconds": 0.25, "by_kind": [
             {"name": "job", "count": 1, "seconds": 0.25}]},
-        "commits": [], "requests": []}
+        "commits": [], "requests": [], "tasks": {"count": 0, "seconds": 0}}
     assert report["steps"][1]["commits"] == [
         {"name": "topic_audit", "count": 1, "seconds": 0.8}]
     assert report["steps"][1]["requests"] == [
@@ -61,7 +61,8 @@ def test_each_thing_is_counted_in_the_step_it_started_in_and_in_the_totals() -> 
         "commits": [{"name": "provision_runs", "count": 1, "seconds": 0.3},
                     {"name": "topic_audit", "count": 2, "seconds": 1.3}],
         "requests": [{"name": "DescribeConfigs", "count": 2, "seconds": 0.2},
-                     {"name": "Metadata", "count": 3, "seconds": 0.1}]}
+                     {"name": "Metadata", "count": 3, "seconds": 0.1}],
+        "tasks": {"count": 0, "seconds": 0}}
 
 
 def test_the_module_functions_feed_only_an_installed_profile() -> None:
@@ -72,12 +73,14 @@ def test_the_module_functions_feed_only_an_installed_profile() -> None:
         assert profile.active() is p
         profile.commit("topic_audit", 1.0, 0.5)
         profile.requests("CreateTopics", 2, 0.4, start=1.5)
+        profile.task(0.75)
         profile.mark("apply")
     assert profile.active() is None
     assert p.report()["totals"]["commits"] == [
         {"name": "topic_audit", "count": 1, "seconds": 0.5}]
     assert p.report()["totals"]["requests"] == [
         {"name": "CreateTopics", "count": 2, "seconds": 0.4}]
+    assert p.report()["totals"]["tasks"] == {"count": 1, "seconds": 0.75}
 
 
 def _event(kind: str, **fields: Any) -> str:
@@ -183,10 +186,13 @@ def test_an_admin_task_hands_back_its_requests_on_its_last_row() -> None:
         to("CreateTopics", 0.0, 0.25)
         yield ("local", "b")
 
-    assert list(_with_requests(rows())) == [
-        ("local", "a", None),
-        ("local", "b", [{"api": "CreateTopics", "count": 2, "seconds": 0.5},
-                        {"api": "Metadata", "count": 1, "seconds": 0.5}])]
+    first, last = list(_with_requests(rows()))
+    assert first == ("local", "a", None)
+    assert last[:2] == ("local", "b")
+    assert last[2][:2] == [{"api": "CreateTopics", "count": 2, "seconds": 0.5},
+                           {"api": "Metadata", "count": 1, "seconds": 0.5}]
+    assert [(e["api"], e["count"]) for e in last[2][2:]] == [(TASK_TIME, 1)]
+    assert 0 <= last[2][2]["seconds"] < 5
     assert timing.recorder() is None
     assert list(_with_requests(iter(()))) == []
 
@@ -210,3 +216,62 @@ def test_the_printed_profile_has_a_line_per_step_and_the_totals() -> None:
         "  total        3.50s  spark   0    0.00s  commits topic_audit 1x 0.80s  "
         "kafka Metadata 3x 0.10s",
     ]
+
+
+class _Details:
+    def __init__(self, method: str) -> None:
+        self.method = f"/spark.connect.SparkConnectService/{method}"
+
+
+class _Request:
+    def __init__(self, operation_id: str = "", tags: tuple[str, ...] = ()) -> None:
+        self.operation_id = operation_id
+        self.tags = list(tags)
+
+
+class _Answer:
+    def __init__(self, fails: bool = False) -> None:
+        self.fails = fails
+
+    def result(self) -> str:
+        if self.fails:
+            raise RuntimeError("the server said no")
+        return "answer"
+
+
+def test_connect_operations_last_from_their_request_to_their_last_answer() -> None:
+    clock = iter(range(100, 200))
+    p = Profile(started=0.0)
+    interceptor = profile.ConnectCalls(p).interceptor()
+    real_time = profile.time.time
+    profile.time.time = lambda: float(next(clock))  # type: ignore[assignment]
+    try:
+        def stream(details: Any, request: Any) -> Any:
+            return iter(["schema", "rows", "complete", "never read"])
+
+        answers = interceptor.intercept_unary_stream(
+            stream, _Details("ExecutePlan"), _Request("op-1"))          # starts at 100
+        assert [next(answers), next(answers), next(answers)] == [
+            "schema", "rows", "complete"]                               # last answer at 103
+        more = interceptor.intercept_unary_stream(
+            lambda d, r: iter(["late"]), _Details("ReattachExecute"), _Request("op-1"))
+        assert list(more) == ["late"]                                   # 105, then its end 106
+        own = interceptor.intercept_unary_stream(
+            stream, _Details("ExecutePlan"),
+            _Request("op-2", ("x", f"spark-session-1-{profile.OWN_TAG}")))
+        assert next(own) == "schema"
+        interceptor.intercept_unary_unary(lambda d, r: _Answer(), _Details("AnalyzePlan"),
+                                          _Request())                   # 109 to 110
+        failed = interceptor.intercept_unary_unary(lambda d, r: _Answer(fails=True),
+                                                   _Details("Config"), _Request())
+        untimed = interceptor.intercept_unary_unary(lambda d, r: "artifacts",
+                                                    _Details("AddArtifacts"), _Request())
+    finally:
+        profile.time.time = real_time  # type: ignore[assignment]
+
+    assert untimed == "artifacts"
+    assert isinstance(failed, _Answer)  # the caller gets the failed answer, and its error
+    spans = sorted(p.report()["totals"]["spark"]["by_kind"], key=lambda e: e["name"])
+    assert spans == [{"name": "AnalyzePlan", "count": 1, "seconds": 1.0},
+                     {"name": "Config", "count": 1, "seconds": 1.0},
+                     {"name": "ExecutePlan", "count": 1, "seconds": 6.0}]

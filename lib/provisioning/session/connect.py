@@ -69,6 +69,9 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
             channel = DefaultChannelBuilder(url)
             channel.add_interceptor(connect_interceptor(profile))
             builder = ConnectSession.builder.channelBuilder(channel)
+            # What pyspark's own builder marks a Connect process with (its `remote` path
+            # does): functions and UDFs then take the Connect side.
+            os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         builder = builder.appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)

@@ -42,7 +42,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SPARK, COMMIT, REQUEST = "spark", "commit", "request"
+SPARK, COMMIT, REQUEST, TASK = "spark", "commit", "request", "task"
 # The tag of the profile's own Spark operations: left out of the counts.
 OWN_TAG = "topic-provisioning profile"
 # The step a profile's last mark ends: writing the runs row, giving the lock back.
@@ -74,7 +74,6 @@ class Profile:
         self._lock = threading.Lock()
         # Called once when the report is made: Spans found only then (the event log).
         self._late: list[Callable[[], list[Span]]] = []
-        self._cleanup: list[Callable[[], None]] = []
         # What its Spark counts are, set by the session it measures.
         self.spark_measure = "nothing (the command opened no Spark session)"
 
@@ -93,22 +92,11 @@ class Profile:
         """`source` gives Spans when the report is made."""
         self._late.append(source)
 
-    def on_close(self, action: Callable[[], None]) -> None:
-        self._cleanup.append(action)
-
-    def close(self) -> None:
-        for action in self._cleanup:
-            try:
-                action()
-            except Exception as exc:  # a profile never fails the run it measures
-                log.debug("profile cleanup failed: %s", exc)
-        self._cleanup.clear()
-
     # -- the report --------------------------------------------------------------
 
     def report(self) -> dict[str, Any]:
         """The profile as plain values: `steps` (each: name, seconds, spark, commits,
-        requests) and `totals`, with what `spark` measures in this mode."""
+        requests, admin tasks) and `totals`, with what `spark` measures in this mode."""
         late: list[Span] = []
         for source in self._late:
             try:
@@ -153,11 +141,13 @@ def _summed(spans: list[Span]) -> dict[str, Any]:
                 for n, (c, t) in sorted(found.items())]
 
     spark = [s for s in spans if s.what == SPARK]
+    tasks = [s for s in spans if s.what == TASK]
     return {"spark": {"count": sum(s.count for s in spark),
                       "seconds": round(sum(s.seconds for s in spark), 3),
                       "by_kind": by_name(SPARK)},
             "commits": by_name(COMMIT),
-            "requests": by_name(REQUEST)}
+            "requests": by_name(REQUEST),
+            "tasks": {"count": len(tasks), "seconds": round(sum(s.seconds for s in tasks), 3)}}
 
 
 # -- the command's profile ------------------------------------------------------------
@@ -181,7 +171,6 @@ def installed(profile: Profile | None) -> Iterator[Profile | None]:
         yield profile
     finally:
         _active.remove(profile)
-        profile.close()
 
 
 def mark(name: str) -> None:
@@ -206,18 +195,38 @@ def requests(api: str, count: int, seconds: float, start: float | None = None) -
                          count))
 
 
+def task(seconds: float) -> None:
+    """One admin task (the Kafka room's work for one cluster, on an executor) that took
+    `seconds`, for the active profile: the tasks' time over their step's time is how many
+    clusters were served at once."""
+    profile = active()
+    if profile is not None:
+        profile.add(Span(TASK, "admin task", time.time(), seconds))
+
+
 def profiled() -> bool:
     return bool(_active)
 
 
 # -- classic Spark: the driver's event log ----------------------------------------------
 
+# Event logs of profiled classic runs, each in a directory of its own; a run removes the
+# ones older than this (the driver's JVM writes its log until it stops, after the profile
+# is done with it).
+EVENT_LOGS = Path(tempfile.gettempdir()) / "topic-provisioning-profiles"
+_KEPT_SECONDS = 3600
+
+
 def classic_settings(profile: Profile) -> dict[str, str]:
     """Static settings of a classic session that log its Spark jobs to a directory of the
-    profile's own (read when the report is made, removed when the profile closes)."""
-    where = Path(tempfile.mkdtemp(prefix="topic-provisioning-profile-"))
+    profile's own (read when the report is made; removed by a later profiled run)."""
+    EVENT_LOGS.mkdir(parents=True, exist_ok=True)
+    for old in EVENT_LOGS.iterdir():
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > _KEPT_SECONDS:
+                shutil.rmtree(old, ignore_errors=True)
+    where = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=EVENT_LOGS))
     profile.spark_measure = "Spark jobs (the driver's event log)"
-    profile.on_close(lambda: shutil.rmtree(where, ignore_errors=True))
     profile.later(lambda: event_log_jobs(where))
     return {"spark.eventLog.enabled": "true",
             "spark.eventLog.dir": where.as_uri(),
@@ -265,9 +274,9 @@ def connect_interceptor(profile: Profile) -> Any:
 
 class ConnectCalls:
     """A Spark Connect client's requests as Spans: every ExecutePlan operation (one action or
-    command of the run) from its request to the end of its last answer stream (a stream
-    the client reattaches continues the operation), every AnalyzePlan and Config request;
-    the profile's own operations (tagged OWN_TAG) left out."""
+    command of the run) from its request to its last answer (a stream the client
+    reattaches continues the operation), every AnalyzePlan and Config request; the
+    profile's own operations (tagged OWN_TAG) left out."""
 
     _OPERATIONS = ("ExecutePlan", "ReattachExecute")
     _COUNTED = ("AnalyzePlan", "Config")
@@ -293,7 +302,8 @@ class ConnectCalls:
                 times[1] = max(times[1], at)
 
     def _stream(self, method: str, request: Any, answers: Any) -> Any:
-        operation = str(getattr(request, "operation_id", "") or "")
+        # Without an id (a client that does not reattach) each request is an operation.
+        operation = str(getattr(request, "operation_id", "") or "") or f"call-{id(answers)}"
         now = time.time()
         with self._lock:
             if method == "ExecutePlan" or operation not in self._operations:
@@ -334,18 +344,13 @@ class ConnectCalls:
 
 
 class _TimedStream:
-    """A gRPC answer stream that calls `ended` once when it is exhausted, fails or is
-    cancelled; everything else is the stream's own."""
+    """A gRPC answer stream that calls `answered` with each answer it gives, and when it
+    ends or fails (a client stops reading once the operation says it is complete, so the
+    last answer is its end); everything else is the stream's own."""
 
-    def __init__(self, answers: Any, ended: Callable[[], None]) -> None:
+    def __init__(self, answers: Any, answered: Callable[[], None]) -> None:
         self._answers = answers
-        self._ended = ended
-        self._done = False
-
-    def _end(self) -> None:
-        if not self._done:
-            self._done = True
-            self._ended()
+        self._answered = answered
 
     def __iter__(self) -> _TimedStream:
         return self
@@ -353,13 +358,8 @@ class _TimedStream:
     def __next__(self) -> Any:
         try:
             return next(self._answers)
-        except BaseException:
-            self._end()
-            raise
-
-    def cancel(self) -> Any:
-        self._end()
-        return self._answers.cancel()
+        finally:
+            self._answered()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._answers, name)

@@ -14,9 +14,12 @@ def _named(entries: Sequence[Mapping[str, Any]]) -> str:
 
 def _line(name: str, entry: Mapping[str, Any], width: int) -> str:
     spark = entry["spark"]
+    tasks = entry.get("tasks") or {}
     return (f"  {name:<{width}} {entry['seconds']:8.2f}s  spark {spark['count']:3d} "
             f"{spark['seconds']:7.2f}s  commits {_named(entry['commits'])}  "
-            f"kafka {_named(entry['requests'])}")
+            f"kafka {_named(entry['requests'])}"
+            + (f"  admin tasks {tasks['count']}x {tasks['seconds']:.2f}s"
+               if tasks.get("count") else ""))
 
 
 def render_profile(report: Mapping[str, Any]) -> list[str]:
