@@ -67,6 +67,7 @@ class Commits:
         self._side: list[Future[Any]] = []            # side queries in flight
         self._held: list[tuple[str, Callable[[], object]]] = []  # tentative records
         self._committed = False
+        self._last: Future[Any] | None = None  # the last audit commit, once started
         # Set by the engine: the phase running commits its rows at once.
         self.at_once = False
         # What a run that changes nothing keeps of its rows.
@@ -150,6 +151,21 @@ class Commits:
                 return
         self.audit_log.write("+".join(dict.fromkeys(p for p, _ in kept)), rows)
 
+    def land(self, changes_planned: bool) -> None:
+        """Start the run's last audit commit on a helper thread: every phase is done, and
+        what the run makes meanwhile (its summary) needs no commit of its own. `finish`
+        (or `abandon`) waits for it."""
+        if self._last is None and not self._committed:
+            self._last = self._start("audit-last",
+                                     functools.partial(self._commit_rows, changes_planned))
+
+    def _last_rows(self, changes_planned: bool) -> None:
+        """The last audit commit: the one `land` started, or made now."""
+        if self._last is not None:
+            self._last.result()
+        else:
+            self._commit_rows(changes_planned)
+
     def finish(self, changes_planned: bool) -> None:
         """The run ended normally: its last audit commit lands, every other commit and
         side query has landed, or the first error among them is raised.
@@ -159,7 +175,7 @@ class Commits:
         """
         failures: list[BaseException | None] = []
         try:
-            self._commit_rows(changes_planned)
+            self._last_rows(changes_planned)
         except Exception as exc:
             failures.append(exc)
         failures += [t.exception() for t in [*self._others, *self._side]]
@@ -172,7 +188,7 @@ class Commits:
         """The run failed: what it recorded still lands; wait for commits and side queries
         without raising their errors."""
         try:
-            self._commit_rows(changes_planned)
+            self._last_rows(changes_planned)
         except Exception as exc:
             log.error("the run's audit rows could not be written: %s: %s",
                       type(exc).__name__, exc)

@@ -216,8 +216,8 @@ class Run:
         """Run every phase in order; every commit has landed when this returns.
 
         Once the last phase is done, `ctx.phases_done` is called (an apply gives its lock
-        back: nothing changes Kafka any more), then `while_committing` (the run's summary)
-        while the last commits land.
+        back: nothing changes Kafka any more), the last audit commit starts, and
+        `while_committing` (the run's summary) is made while the last commits land.
         """
         state = RunState({kind: cls() for kind, cls in self.slices.items()})
         last_plan = max((i for i, p in enumerate(self.phases) if p.plans or p.replans),
@@ -231,6 +231,8 @@ class Run:
                 raise state.halted
             if ctx.phases_done is not None:
                 ctx.phases_done()
+            # The last audit commit lands while the summary is made.
+            ctx.commits.land(ctx.changes_planned(state))
             if while_committing is not None:
                 while_committing(state)
             ctx.commits.finish(ctx.changes_planned(state))
