@@ -246,7 +246,8 @@ def event_log_jobs(where: Path, wait: float = 3.0) -> list[Span]:
     while True:
         started: dict[int, tuple[float, bool]] = {}
         ended: dict[int, float] = {}
-        for path in sorted(where.iterdir()):
+        # One file, or a directory of rolled files (Spark's rolling event logs).
+        for path in sorted(p for p in where.rglob("*") if p.is_file()):
             with path.open(encoding="utf-8", errors="replace") as f:
                 for line in f:
                     if line.startswith(_JOB_START):
