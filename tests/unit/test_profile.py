@@ -11,7 +11,7 @@ from typing import Any
 
 from provisioning.kafka import timing
 from provisioning.run.executors import TASK_TIME, _with_requests
-from provisioning.session import profile
+from provisioning.session import RUN_TAG, profile
 from provisioning.session.profile import COMMIT, REQUEST, SPARK, Profile, Span
 from provisioning.views.profile import render_profile
 
@@ -102,7 +102,7 @@ def test_the_jobs_of_a_classic_event_log_leave_the_profiles_own_out(tmp_path: Pa
     ]) + "\n")
 
     assert profile.event_log_jobs(tmp_path, wait=0) == [
-        Span(SPARK, "job", 10.0, 0.5), Span(SPARK, "job", 12.0, 0.25)]
+        Span(SPARK, "job: apply: plan", 10.0, 0.5), Span(SPARK, "job", 12.0, 0.25)]
 
 
 def test_a_job_not_yet_logged_as_ended_is_waited_for(tmp_path: Path) -> None:
@@ -250,7 +250,8 @@ def test_connect_operations_last_from_their_request_to_their_last_answer() -> No
             return iter(["schema", "rows", "complete", "never read"])
 
         answers = interceptor.intercept_unary_stream(
-            stream, _Details("ExecutePlan"), _Request("op-1"))          # starts at 100
+            stream, _Details("ExecutePlan"),
+            _Request("op-1", (f"{RUN_TAG}r1", "apply: plan")))          # starts at 100
         assert [next(answers), next(answers), next(answers)] == [
             "schema", "rows", "complete"]                               # last answer at 103
         more = interceptor.intercept_unary_stream(
@@ -274,4 +275,12 @@ def test_connect_operations_last_from_their_request_to_their_last_answer() -> No
     spans = sorted(p.report()["totals"]["spark"]["by_kind"], key=lambda e: e["name"])
     assert spans == [{"name": "AnalyzePlan", "count": 1, "seconds": 1.0},
                      {"name": "Config", "count": 1, "seconds": 1.0},
-                     {"name": "ExecutePlan", "count": 1, "seconds": 6.0}]
+                     {"name": "ExecutePlan: apply: plan", "count": 1, "seconds": 6.0}]
+
+
+def test_spark_work_is_named_by_its_job_labels_but_the_run_tag() -> None:
+    assert profile.labelled("job", [
+        "spark-session-0b5d3a52-7f55-4c1e-9a39-0f8a4d7c1b2e-apply: snapshot live metadata",
+        f"{RUN_TAG}r1", "apply: plan, policies", ""]) == (
+        "job: apply: plan, policies; apply: snapshot live metadata")
+    assert profile.labelled("AnalyzePlan", []) == "AnalyzePlan"

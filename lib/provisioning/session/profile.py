@@ -30,15 +30,18 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from provisioning.session.tags import RUN_TAG
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +239,16 @@ def classic_settings(profile: Profile) -> dict[str, str]:
 
 _JOB_START = '{"Event":"SparkListenerJobStart"'
 _JOB_END = '{"Event":"SparkListenerJobEnd"'
+# How a classic session's operation tag reaches its jobs' tags.
+_SESSION_TAG = re.compile(r"^spark-session-[0-9a-f-]{36}-(?:thread-[^-]+-)?")
+
+
+def labelled(kind: str, tags: Iterable[str]) -> str:
+    """`kind` with the job labels among an operation's `tags` (`session.job_label`; the
+    run's own tag left out): what a profile names the Spark work by."""
+    labels = sorted({_SESSION_TAG.sub("", str(t)) for t in tags} - {""})
+    shown = [t for t in labels if not t.startswith(RUN_TAG)]
+    return f"{kind}: {'; '.join(shown)}" if shown else kind
 
 
 def event_log_jobs(where: Path, wait: float = 3.0) -> list[Span]:
@@ -244,7 +257,7 @@ def event_log_jobs(where: Path, wait: float = 3.0) -> list[Span]:
     logs them a moment after they end)."""
     deadline = time.monotonic() + wait
     while True:
-        started: dict[int, tuple[float, bool]] = {}
+        started: dict[int, tuple[float, bool, str]] = {}
         ended: dict[int, float] = {}
         # One file, or a directory of rolled files (Spark's rolling event logs).
         for path in sorted(p for p in where.rglob("*") if p.is_file()):
@@ -254,15 +267,16 @@ def event_log_jobs(where: Path, wait: float = 3.0) -> list[Span]:
                         event = json.loads(line)
                         tags = str((event.get("Properties") or {}).get("spark.job.tags", ""))
                         own = any(t.endswith(OWN_TAG) for t in tags.split(","))
-                        started[int(event["Job ID"])] = (event["Submission Time"] / 1000, own)
+                        started[int(event["Job ID"])] = (event["Submission Time"] / 1000, own,
+                                                         labelled("job", tags.split(",")))
                     elif line.startswith(_JOB_END):
                         event = json.loads(line)
                         ended[int(event["Job ID"])] = event["Completion Time"] / 1000
         if set(started) <= set(ended) or time.monotonic() >= deadline:
             break
         time.sleep(0.2)
-    return [Span(SPARK, "job", start, max(0.0, ended.get(job, start) - start))
-            for job, (start, own) in sorted(started.items()) if not own]
+    return [Span(SPARK, name, start, max(0.0, ended.get(job, start) - start))
+            for job, (start, own, name) in sorted(started.items()) if not own]
 
 
 # -- Spark Connect: the client's requests ---------------------------------------------
@@ -285,6 +299,7 @@ class ConnectCalls:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self._operations: dict[str, list[float]] = {}
+        self._names: dict[str, str] = {}
         self._own: set[str] = set()
         self._lock = threading.Lock()
         profile.later(self.spans)
@@ -293,7 +308,8 @@ class ConnectCalls:
 
     def spans(self) -> list[Span]:
         with self._lock:
-            return [Span(SPARK, "ExecutePlan", start, max(0.0, end - start))
+            return [Span(SPARK, self._names.get(op, "ExecutePlan"), start,
+                         max(0.0, end - start))
                     for op, (start, end) in self._operations.items() if op not in self._own]
 
     def _ended(self, operation: str, at: float) -> None:
@@ -309,7 +325,10 @@ class ConnectCalls:
         with self._lock:
             if method == "ExecutePlan" or operation not in self._operations:
                 self._operations.setdefault(operation, [now, now])
-            if any(str(t).endswith(OWN_TAG) for t in getattr(request, "tags", ()) or ()):
+            tags = [str(t) for t in getattr(request, "tags", ()) or ()]
+            if method == "ExecutePlan":
+                self._names[operation] = labelled("ExecutePlan", tags)
+            if any(t.endswith(OWN_TAG) for t in tags):
                 self._own.add(operation)
         return _TimedStream(answers, lambda: self._ended(operation, time.time()))
 
@@ -338,7 +357,8 @@ class ConnectCalls:
                 # The caller asks the answer for its error.
                 with contextlib.suppress(Exception):
                     answer.result()
-                calls.profile.add(Span(SPARK, method, start, time.time() - start))
+                calls.profile.add(Span(SPARK, labelled(method, getattr(request, "tags", ())),
+                                       start, time.time() - start))
                 return answer
 
         return Interceptor()
