@@ -66,9 +66,10 @@ def on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[Cl
         rows = work(arrow.dict_rows(batches))
         return arrow.record_batches(_with_requests(rows) if timed else rows, target)
 
+    # One cluster needs no shuffle: its rows are gathered into one task as they are.
+    spread = requests.coalesce(1) if n == 1 else requests.repartition(n, "cluster")
     # mapInArrow, not an RDD: the same plan runs on classic Spark and on Spark Connect.
-    return (requests.repartition(n, "cluster").sortWithinPartitions(*order)
-            .mapInArrow(task, out))
+    return spread.sortWithinPartitions(*order).mapInArrow(task, out)
 
 
 # The column an admin task's last row carries its timed Kafka requests in (`--profile`).
