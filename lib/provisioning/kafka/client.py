@@ -11,6 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,13 +310,25 @@ class ClusterAdmin:
         """Config entries per topic (only the ones somebody set, unless told otherwise).
 
         Topics whose configs the broker refused (no DescribeConfigs, KIP-525's
-        authorization) or no longer has are left out: unknown, never "no overrides".
+        authorization) or no longer has are left out: unknown, never "no overrides". One
+        DescribeConfigs per `batch` topics, up to `kafka.max_in_flight_requests` of them at
+        once.
         """
         found: dict[str, list[dict[str, Any]]] = {}
-        for start in range(0, len(names), batch):
-            chunk = names[start:start + batch]
+
+        def describe(chunk: Sequence[str]) -> Any:
             resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in chunk]
-            described = self.client.describe_configs(resources, config_filter="all")
+            return self.client.describe_configs(resources, config_filter="all")
+
+        chunks = [names[start:start + batch] for start in range(0, len(names), batch)]
+        # Up to kafka.max_in_flight_requests chunks are asked at once.
+        window = max(1, min(len(chunks), self.kafka.max_in_flight_requests))
+        if window == 1:
+            answers = [describe(chunk) for chunk in chunks]
+        else:
+            with ThreadPoolExecutor(window, thread_name_prefix="describe-configs") as pool:
+                answers = list(pool.map(describe, chunks))
+        for described in answers:
             for topic, entries in described.get("topic", {}).items():
                 # kafka-python drops DescribeConfigs' per-resource error code; with
                 # config_filter="all" a topic the broker described always has entries.
