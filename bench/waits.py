@@ -48,7 +48,7 @@ sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 import yaml  # noqa: E402
 
 from bench import kafka_direct, topicctl_peer  # noqa: E402
-from bench.run import JOB, SUBMIT, load_manifest, machine, versions  # noqa: E402
+from bench.run import machine, versions  # noqa: E402
 from tests.support.devkafka import KafkaCluster  # noqa: E402
 from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
@@ -122,8 +122,13 @@ def check_values(bootstrap: str, wanted: Mapping[str, str]) -> None:
 class Job:
     """The job on one warehouse and conf; every run with --profile and --json."""
 
-    def __init__(self, work: Path, clusters: Mapping[str, str], remote: str) -> None:
+    def __init__(self, work: Path, clusters: Mapping[str, str], remote: str,
+                 tree: Path = REPO, profiles: bool = True) -> None:
         self.work = work
+        # The checkout whose job runs (another commit's, for a before-and-after).
+        self.submit, self.job = tree / "spark-submit.sh", tree / "jobs" / "provision_topics.py"
+        self.loader = tree / "jobs" / "load_manifest.py"
+        self.profiles = profiles
         work.mkdir(parents=True, exist_ok=True)
         self.warehouse = work / "warehouse"
         self.remote = remote
@@ -143,13 +148,21 @@ class Job:
         self.profiled = False
 
     def manifest(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        load_manifest(rows, self.work / "manifest.json", self.warehouse / "desired_topics",
-                      ["--remote", self.remote])
+        source = self.work / "manifest.json"
+        source.write_text(json.dumps(list(rows)))
+        proc = subprocess.run([str(self.submit), "--remote", self.remote, str(self.loader),
+                               "--source", str(source), "--table",
+                               str(self.warehouse / "desired_topics")],
+                              capture_output=True, text=True, timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(f"load_manifest failed: {proc.stdout[-3000:]}"
+                               f"{proc.stderr[-3000:]}")
 
     def apply(self, *extra: str, cold: bool = False) -> dict[str, Any]:
         launcher = [] if cold else ["--remote", self.remote]
-        cmd = [str(SUBMIT), *launcher, str(JOB), "apply", "--conf", str(self.conf), *extra,
-               *(["--profile"] if self.profiled else []), "--json"]
+        profiled = self.profiled and self.profiles
+        cmd = [str(self.submit), *launcher, str(self.job), "apply", "--conf", str(self.conf),
+               *extra, *(["--profile"] if profiled else []), "--json"]
         load = os.getloadavg()[0]
         launched = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=self.work)
@@ -161,7 +174,7 @@ class Job:
             raise RuntimeError(f"the job exited {proc.returncode}: {output[-4000:]}")
         doc = json.loads(proc.stdout.strip().splitlines()[-1])
         return {"seconds": round(seconds, 3), "load_1m": load, "counts": doc.get("counts"),
-                "run_id": doc.get("run_id"), "profiled": self.profiled,
+                "run_id": doc.get("run_id"), "profiled": profiled,
                 "profile": doc.get("profile"),
                 "command": " ".join(cmd), "log": f"run-{self.runs:03d}.log"}
 
@@ -195,7 +208,7 @@ def single_cluster(args: argparse.Namespace, work: Path, remote: str) -> dict[st
     try:
         bootstrap = cluster.bootstrap_servers
         create_topics(bootstrap, all_names, at_a)
-        job = Job(work / "job", {"local": bootstrap}, remote)
+        job = Job(work / "job", {"local": bootstrap}, remote, args.tree, args.profiles)
         rows_a = manifest_rows("local", all_names, at_a)
         job.manifest(rows_a)
         # Uncounted: the first run makes the job's tables, the second fills the session's
@@ -267,7 +280,7 @@ def four_clusters(args: argparse.Namespace, work: Path, remote: str) -> dict[str
         clusters = {f"c{i}": b.bootstrap_servers for i, b in enumerate(brokers)}
         for bootstrap in clusters.values():
             create_topics(bootstrap, all_names, at_a)
-        job = Job(work / "job", clusters, remote)
+        job = Job(work / "job", clusters, remote, args.tree, args.profiles)
 
         def rows(values: Mapping[str, str]) -> list[dict[str, Any]]:
             return [r for c in clusters for r in manifest_rows(c, all_names, values)]
@@ -320,6 +333,13 @@ def median_of(runs: Sequence[Mapping[str, Any]]) -> float | None:
     return round(statistics.median(timed), 3) if timed else None
 
 
+def _commit(tree: Path) -> str | None:
+    """The commit `tree` is at, when it is a git checkout."""
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=False)
+    return done.stdout.strip() or None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES),
@@ -329,6 +349,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--topicctl", type=Path, default=None)
     parser.add_argument("--remote", default=None,
                         help="a running Spark Connect server (default: start the project's)")
+    parser.add_argument("--tree", type=Path, default=REPO,
+                        help="the checkout whose job is measured (default: this one); an "
+                             "older commit's, for a before-and-after")
+    parser.add_argument("--tree-commit", default=None,
+                        help="the commit --tree holds, when it is not a git checkout")
+    parser.add_argument("--no-profiles", dest="profiles", action="store_false",
+                        help="no --profile run (a checkout without it)")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args(argv)
@@ -341,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     result: dict[str, Any] = {"started": started, "machine": machine(),
                               "versions": versions(), "cases": args.cases,
+                              "tree": str(args.tree.resolve()),
+                              "commit": args.tree_commit or _commit(args.tree),
                               "reps": args.reps, "load_before": os.getloadavg()}
     if args.topicctl:
         result["topicctl_version"] = topicctl_peer.version(args.topicctl)
