@@ -72,6 +72,9 @@ class Commits:
         self.at_once = False
         # What a run that changes nothing keeps of its rows.
         self.findings: Callable[[DataFrame], DataFrame] = findings_of
+        # Whether the run's rows hold findings, when its plan's counts tell (None: they do
+        # not, and the rows are asked); set by the engine.
+        self.findings_counted: Callable[[], bool | None] = lambda: None
 
     def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
         return helper(self.audit_log.spark, name, work)
@@ -146,8 +149,11 @@ class Commits:
             return
         rows = _union(kept)
         if not changes_planned:
+            counted = self.findings_counted()
+            if counted is False:
+                return
             rows = self.findings(rows)
-            if rows.isEmpty():
+            if counted is None and rows.isEmpty():
                 return
         self.audit_log.write("+".join(dict.fromkeys(p for p, _ in kept)), rows)
 

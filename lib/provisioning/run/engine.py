@@ -115,6 +115,9 @@ class RunContext:
     # (`run.commands`: every kind asked); a run that changed nothing and has nothing
     # planned records its findings only.
     changes_planned: Callable[[RunState], bool] = lambda _state: True
+    # Whether the rows the run recorded hold findings (`names.FINDINGS`), as its plan's
+    # counts tell; None when they cannot (the rows themselves are asked then).
+    findings_counted: Callable[[RunState], bool | None] = lambda _state: None
 
     @property
     def run_id(self) -> str:
@@ -232,6 +235,7 @@ class Run:
             if ctx.phases_done is not None:
                 ctx.phases_done()
             # The last audit commit lands while the summary is made.
+            ctx.commits.findings_counted = functools.partial(ctx.findings_counted, state)
             ctx.commits.land(ctx.changes_planned(state))
             if while_committing is not None:
                 while_committing(state)
