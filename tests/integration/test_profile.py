@@ -56,7 +56,8 @@ def test_a_profile_counts_each_steps_spark_work_commits_and_requests(
     assert doc["counts"] == {"altered": 1, "already_present": 2}
     profile = doc["profile"]
     steps = [s["step"] for s in profile["steps"]]
-    assert steps == ["start", "preflight", "manifest read", "snapshot", "plan and policies",
+    assert steps == ["start", "preflight", "manifest read", "snapshot",
+                     "reassignments in flight", "plan and policies",
                      "lock", "read again under the lock", "first plan kept under the lock",
                      "validate", "audit write", "create", "verify", "audit write",
                      "summary", "unlock", "record the run"]

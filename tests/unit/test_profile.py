@@ -95,7 +95,7 @@ def test_the_jobs_of_a_classic_event_log_leave_the_profiles_own_out(tmp_path: Pa
                            "Properties": {"spark.job.tags": "apply: plan"}}),
         _event("End", **{"Job ID": 0, "Completion Time": 10_500}),
         _event("Start", **{"Job ID": 1, "Submission Time": 11_000, "Properties": {
-            "spark.job.tags": f"apply: snapshot,spark-session-x-{profile.OWN_TAG}"}}),
+            "spark.job.tags": f"apply: snapshot,spark-session-x-thread-y-{profile.OWN_TAG}"}}),
         _event("End", **{"Job ID": 1, "Completion Time": 11_100}),
         _event("Start", **{"Job ID": 2, "Submission Time": 12_000, "Properties": {}}),
         _event("End", **{"Job ID": 2, "Completion Time": 12_250}),
@@ -279,8 +279,14 @@ def test_connect_operations_last_from_their_request_to_their_last_answer() -> No
 
 
 def test_spark_work_is_named_by_its_job_labels_but_the_run_tag() -> None:
+    session = "spark-session-36e08a1d-c2f6-49b5-b6f8-d42305603d62"
+    thread = f"{session}-thread-a64a48f6-6211-40d3-8eec-a31897aa5dbe"
+    # A classic job's tags: the session's operation tags as Spark passes them on.
     assert profile.labelled("job", [
-        "spark-session-0b5d3a52-7f55-4c1e-9a39-0f8a4d7c1b2e-apply: snapshot live metadata",
-        f"{RUN_TAG}r1", "apply: plan, policies", ""]) == (
-        "job: apply: plan, policies; apply: snapshot live metadata")
+        f"{session}-execution-root-id-1", f"{thread}-{RUN_TAG}r1",
+        f"{thread}-apply: read manifests", session]) == "job: apply: read manifests"
+    # A Connect request's: the tags themselves.
+    assert profile.labelled("ExecutePlan", [
+        f"{RUN_TAG}r1", "apply: plan; policies", "apply: snapshot live metadata", ""]) == (
+        "ExecutePlan: apply: plan; policies; apply: snapshot live metadata")
     assert profile.labelled("AnalyzePlan", []) == "AnalyzePlan"

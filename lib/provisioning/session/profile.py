@@ -239,14 +239,23 @@ def classic_settings(profile: Profile) -> dict[str, str]:
 
 _JOB_START = '{"Event":"SparkListenerJobStart"'
 _JOB_END = '{"Event":"SparkListenerJobEnd"'
-# How a classic session's operation tag reaches its jobs' tags.
-_SESSION_TAG = re.compile(r"^spark-session-[0-9a-f-]{36}-(?:thread-[^-]+-)?")
+# How a classic session's operation tag reaches its jobs' tags, and the tags Spark adds
+# itself (the session's, the execution's).
+_SESSION_TAG = re.compile(r"^spark-session-[0-9a-f-]{36}-thread-[0-9a-f-]{36}-(.+)$")
+_SPARK_TAG = re.compile(r"^spark-session-[0-9a-f-]{36}(-execution-root-id-\d+)?$")
+
+
+def _label(tag: str) -> str:
+    found = _SESSION_TAG.match(tag)
+    if found:
+        return found.group(1)
+    return "" if _SPARK_TAG.match(tag) else tag
 
 
 def labelled(kind: str, tags: Iterable[str]) -> str:
     """`kind` with the job labels among an operation's `tags` (`session.job_label`; the
     run's own tag left out): what a profile names the Spark work by."""
-    labels = sorted({_SESSION_TAG.sub("", str(t)) for t in tags} - {""})
+    labels = sorted({_label(str(t)) for t in tags} - {""})
     shown = [t for t in labels if not t.startswith(RUN_TAG)]
     return f"{kind}: {'; '.join(shown)}" if shown else kind
 
