@@ -333,6 +333,59 @@ def median_of(runs: Sequence[Mapping[str, Any]]) -> float | None:
     return round(statistics.median(timed), 3) if timed else None
 
 
+def _named(entries: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{e['name']} {e['count']}x {e['seconds']:.2f}s" for e in entries) or "-"
+
+
+def profile_table(profile: Mapping[str, Any]) -> list[str]:
+    """A run's profile as a Markdown table: its steps, then the totals."""
+    lines = ["| step | s | Spark work (n, s) | Delta commits | Kafka requests | admin tasks |",
+             "|---|---|---|---|---|---|"]
+    for s in [*profile["steps"], {"step": "**total**", **profile["totals"]}]:
+        tasks = s.get("tasks") or {}
+        ran = f"{tasks['count']}x {tasks['seconds']:.2f}s" if tasks.get("count") else "-"
+        lines.append(
+            f"| {s['step']} | {s['seconds']:.2f} | {s['spark']['count']}, "
+            f"{s['spark']['seconds']:.2f} | {_named(s['commits'])} | {_named(s['requests'])} "
+            f"| {ran} |")
+    return lines
+
+
+def summary(result: Mapping[str, Any]) -> str:
+    """The run's Markdown: each case's times (every run, the median of those not profiled)
+    beside topicctl's, then the profile of each case's profiled run."""
+    single = result.get("single", {})
+    cases: list[tuple[str, list[Any], list[Any]]] = [
+        (f"{c}", single.get("job", {}).get(c, []), single.get("topicctl", {}).get(c, []))
+        for c in ("change", "noop", "one", "cold")]
+    clusters = result.get("clusters", {})
+    cases.append(("clusters", clusters.get("job", []), clusters.get("topicctl", [])))
+    lines = [f"tree {result.get('tree')} at {result.get('commit')}; started {result['started']} "
+             f"UTC; load before {', '.join(f'{x:.2f}' for x in result['load_before'])}", "",
+             "| case | job median s | job runs s (load) | topicctl median s | topicctl runs s "
+             "(load) |", "|---|---|---|---|---|"]
+    for name, job, peer in cases:
+        if not job and not peer:
+            continue
+        runs = ", ".join(f"{r['seconds']:.1f}{'p' if r.get('profiled') else ''} "
+                         f"({r['load_1m']:.1f})" for r in job)
+        peers = ", ".join(f"{r['seconds']:.1f} ({r.get('load_1m', 0):.1f})" for r in peer)
+        lines.append(f"| {name} | {median_of(job)} | {runs} | {median_of(peer)} | {peers} |")
+    lines.append("")
+    lines.append("(`p`: a run with --profile, left out of the median.)")
+    for name, job, _ in cases:
+        profiled = next((r for r in job if r.get("profile")), None)
+        if profiled is None:
+            continue
+        lines += ["", f"Profile of a `{name}` run ({profiled['seconds']:.1f} s launch to exit, "
+                      f"load {profiled['load_1m']:.1f}; Spark work: "
+                      f"{profiled['profile']['spark_measures']}):", "",
+                  *profile_table(profiled["profile"])]
+        if profiled.get("parallelism"):
+            lines.append(f"\nadmin tasks' time over their step's: {profiled['parallelism']}")
+    return "\n".join(lines) + "\n"
+
+
 def _commit(tree: Path) -> str | None:
     """The commit `tree` is at, when it is a git checkout."""
     done = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True,
@@ -342,6 +395,8 @@ def _commit(tree: Path) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--summarize", type=Path, default=None,
+                        help="only write the Markdown of an earlier run's JSON beside it")
     parser.add_argument("--cases", default=",".join(CASES),
                         help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--reps", type=int, default=3,
@@ -359,6 +414,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args(argv)
+    if args.summarize is not None:
+        earlier = json.loads(args.summarize.read_text())
+        args.summarize.with_suffix(".md").write_text(summary(earlier))
+        print(args.summarize.with_suffix(".md"))
+        return 0
     args.cases = [c for c in args.cases.split(",") if c]
     unknown = set(args.cases) - set(CASES)
     if unknown:
@@ -401,6 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"waits-{started}.json"
     out.write_text(json.dumps(result, indent=2, default=str))
+    out.with_suffix(".md").write_text(summary(result))
     print(json.dumps(result["medians"]))
     print(f"results: {out}")
     return 0
