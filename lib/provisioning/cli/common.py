@@ -35,8 +35,10 @@ from provisioning.errors import (
     UnexpectedError,
 )
 from provisioning.kafka.tokens import token_sources
+from provisioning.kafka import timing
 from provisioning.results import RunRecord, new_run_id
-from provisioning.session import Stop, build_session, handling_signals, redact_remote
+from provisioning.session import Stop, build_session, handling_signals, profile, redact_remote
+from provisioning.session.profile import LAST_STEP
 
 log = logging.getLogger("provisioning.cli")
 
@@ -53,6 +55,16 @@ remote_option = click.option(
     metavar="sc://HOST:PORT",
     help="Run on this Spark Connect server (default: $SPARK_REMOTE, then the conf's "
          "spark.remote; none: classic Spark, as spark-submit started it).")
+def _keep_profile(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    ctx.meta[_PROFILE] = value
+
+
+_PROFILE = "provisioning.profile"
+profile_option = click.option(
+    "--profile", is_flag=True, expose_value=False, callback=_keep_profile,
+    help="Tell where the run's time went: per step, its wall time, the Spark work it ran, "
+         "the Delta commits it made and the Kafka requests it sent, with the totals "
+         "(printed, and under --json in the document's `profile`).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Machine-readable output: one JSON document, the last line.")
 verbose_option = click.option("--verbose", is_flag=True, help="Log every step in detail.")
@@ -71,6 +83,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Only topics whose name matches this glob."),
         json_option,
         verbose_option,
+        profile_option,
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -96,6 +109,12 @@ def emit(as_json: bool, payload: Mapping[str, Any], human: Callable[[], None]) -
         click.echo(json.dumps(payload, sort_keys=True, default=str))
     else:
         human()
+
+
+def profiling() -> bool:
+    """Whether `--profile` was given."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(_PROFILE))
 
 
 def remote_of(conf: Conf | None) -> str | None:
@@ -139,7 +158,8 @@ class Command:
         if self.spark is None:
             conf = self.conf
             self.spark = build_session(conf.spark.app_name, conf.spark.settings,
-                                       remote=remote_of(conf if conf.source else None))
+                                       remote=remote_of(conf if conf.source else None),
+                                       profile=profile.active())
             if self.record is not None:
                 self._stack.enter_context(self.stop.tag_operations(self.spark,
                                                                    self.record.run_id))
@@ -167,7 +187,13 @@ def execute(name: str, conf_path: str | None, as_json: bool, verbose: bool,
     error: ProvisioningError | None = None
     stop = Stop()
     cmd: Command | None = None
-    with ExitStack() as stack, handling_signals(stop):
+    measured = profile.Profile() if profiling() else None
+    with ExitStack() as stack, handling_signals(stop), profile.installed(measured):
+        if measured is not None:
+            # The Kafka requests the driver itself sends (the admin tasks' come back with
+            # their rows: run.executors).
+            stack.enter_context(timing.recording(
+                lambda api, start, seconds: profile.requests(api, 1, seconds, start)))
         try:
             conf = (load_conf(conf_path, os.environ) if conf_path is not None
                     else Conf(source="", digest="", clusters={},
@@ -189,16 +215,23 @@ def execute(name: str, conf_path: str | None, as_json: bool, verbose: bool,
         for pending in cmd.pending if cmd is not None else []:
             if pending.exception() is not None:
                 log.error("%s", pending.exception())
+        profiled: dict[str, Any] = {}
+        if measured is not None:
+            measured.mark(LAST_STEP)
+            profiled["profile"] = measured.report()
+            from provisioning.views.profile import render_profile
+
+            click.echo("\n".join(render_profile(profiled["profile"])), err=True)
     code = error.exit_code if error is not None else (outcome.exit_code if outcome else 5)
     if error is not None:
         click.echo(f"error: {error}", err=True)
         if as_json:
             emit(True, {"run_id": record.run_id if record else None, "command": name,
                         "exit_code": code, "error": str(error),
-                        **getattr(error, "details", {})}, lambda: None)
+                        **getattr(error, "details", {}), **profiled}, lambda: None)
     elif outcome is not None:
         emit(as_json, {"run_id": record.run_id if record else None, "command": name,
-                       **outcome.payload, "exit_code": code},
+                       **outcome.payload, **profiled, "exit_code": code},
              lambda: click.echo("\n".join(outcome.human())))
     sys.exit(code)
 

@@ -259,7 +259,7 @@ class RunLock:
                  event == RELEASE, event, written, (takes_over or {}).get(name), me.boot_id,
                  me.pid_namespace, me.start_ticks)
                 for name in self.names]
-        append(self.spark.createDataFrame(rows, LOCKS), self.ref)
+        append(self.spark.createDataFrame(rows, LOCKS), self.ref, schema=LOCKS)
 
     def _events(self) -> list[Event]:
         """Every event on our clusters, with its commit version."""

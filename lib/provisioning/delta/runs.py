@@ -15,4 +15,5 @@ def write_run(spark: SparkSession, table: str, record: RunRecord) -> None:
     ref = TableRef(table)
     df = spark.createDataFrame([record.row()], RUNS)
     with job_label(spark, f"{record.command}: record the run"):
-        append(df, ref, txn=Transaction(f"topic-provisioning-runs-{record.run_id}", 1))
+        append(df, ref, txn=Transaction(f"topic-provisioning-runs-{record.run_id}", 1),
+               schema=RUNS)

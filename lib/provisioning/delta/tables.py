@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from provisioning.errors import UsageError
-from provisioning.session import helper, is_connect
+from provisioning.session import helper, is_connect, profile
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,11 @@ class TableRef:
     @property
     def is_path(self) -> bool:
         return "/" in self.text or "\\" in self.text or "://" in self.text
+
+    @property
+    def name(self) -> str:
+        """The table's last name: a path's last part, a catalog name's table."""
+        return re.split(r"[/\\.]", self.text.rstrip("/\\"))[-1] or self.text
 
     @property
     def is_relative(self) -> bool:
@@ -232,11 +237,14 @@ def collated_columns(spark: SparkSession, ref: TableRef) -> list[str]:
     return found
 
 
-def plain_types(df: DataFrame) -> DataFrame:
+def plain_types(df: DataFrame, schema: StructType | None = None) -> DataFrame:
     """`df` with every column cast to its type's DDL name: the same values and types, written
-    to Delta as plain types whichever way Spark built them (see the module docstring)."""
+    to Delta as plain types whichever way Spark built them (see the module docstring).
+
+    schema: `df`'s schema when the caller built it with one (on Spark Connect, asking the
+      server for it is a request)."""
     return df.select(*[F.col(f"`{f.name}`").cast(f.dataType.simpleString()).alias(f.name)
-                       for f in df.schema.fields])
+                       for f in (schema or df.schema).fields])
 
 
 @dataclass(frozen=True)
@@ -254,12 +262,14 @@ TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTI
 
 
 def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
-           attempts: int = 5, user_metadata: str | None = None) -> None:
+           attempts: int = 5, user_metadata: str | None = None,
+           schema: StructType | None = None) -> None:
     """Append `df` as one commit, creating the table on first use (with TABLE_PROPERTIES);
     retry on conflicts. With `txn` the write is idempotent: a retry after an error raised
     once the commit had landed writes nothing twice. `df` must be materialized (no Kafka
     I/O in its lineage), because a retry recomputes it. `user_metadata` goes into the
-    commit's `userMetadata` (DESCRIBE HISTORY shows it).
+    commit's `userMetadata` (DESCRIBE HISTORY shows it). `schema`: `df`'s, when it was
+    built with one (`plain_types`).
     """
     # Tables written by an older release gain the columns added since then; the properties
     # take effect only when the append creates the table.
@@ -267,17 +277,17 @@ def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
     if user_metadata is not None:
         options["userMetadata"] = user_metadata
     if txn is None:
-        retry_conflicts(lambda: write(df, ref, "append", options), ref, attempts)
+        retry_conflicts(lambda: write(df, ref, "append", options, schema), ref, attempts)
         return
     options.update(txnAppId=txn.app_id, txnVersion=str(txn.version))
     try:
-        retry_conflicts(lambda: write(df, ref, "append", options), ref, attempts)
+        retry_conflicts(lambda: write(df, ref, "append", options, schema), ref, attempts)
     except PySparkException as exc:
         # An idempotent write may simply run again: if the failed attempt committed after
         # all, Delta skips this one.
         log.warning("appending to %s failed (%s); trying once more", ref.text,
                     type(exc).__name__)
-        write(df, ref, "append", options)
+        write(df, ref, "append", options, schema)
 
 
 @dataclass(frozen=True)
@@ -357,14 +367,17 @@ def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int =
 
 
 def write(df: DataFrame, ref: TableRef, mode: str,
-          options: Mapping[str, str] | None = None) -> None:
+          options: Mapping[str, str] | None = None, schema: StructType | None = None
+          ) -> None:
     """Write `df` to the table as one commit (`mode` append, overwrite, error...), its
-    columns in plain types."""
+    columns in plain types (`schema`: `df`'s, when it was built with one)."""
     _settled(df.sparkSession, ref)
-    writer = plain_types(df).write.format("delta").mode(mode)
+    started = time.time()
+    writer = plain_types(df, schema).write.format("delta").mode(mode)
     for k, v in (options or {}).items():
         writer = writer.option(k, v)
     if ref.is_path:
         writer.save(spark_path(df.sparkSession, ref))
     else:
         writer.saveAsTable(ref.text)
+    profile.commit(ref.name, started, time.time() - started)

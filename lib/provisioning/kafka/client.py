@@ -11,6 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
+from provisioning.kafka import timing
 from provisioning.kafka.codes import config_rows, error_name, topic_id_text
 from provisioning.kafka.sasl import sasl_login_error
 from provisioning.kafka.tls import ssl_context
@@ -179,6 +181,8 @@ class ClusterAdmin:
         """Open the client (once); ClusterUnreachable says why it could not."""
         if self._client is not None:
             return self
+        to = timing.recorder()
+        started = time.time()
         source = self._credentials.tokens if self._credentials is not None else None
         if source is not None and self.cluster.security_protocol.startswith("SASL"):
             # Asked before the client: kafka-python would retry a failed token like a lost
@@ -188,6 +192,9 @@ class ClusterAdmin:
             self._client = KafkaAdminClient(
                 **client_settings(self.cluster, self._credentials, self.kafka)
             )
+            if to is not None:
+                to(timing.BOOTSTRAP, started, time.time() - started)
+                timing.timed(self._client, to)
         except _AUTH_ERRORS as exc:
             raise ClusterUnreachable(
                 f"cluster {self.cluster.name}: authentication failed "
@@ -337,13 +344,25 @@ class ClusterAdmin:
         """Config entries per topic (only the ones somebody set, unless told otherwise).
 
         Topics whose configs the broker refused (no DescribeConfigs, KIP-525's
-        authorization) or no longer has are left out: unknown, never "no overrides".
+        authorization) or no longer has are left out: unknown, never "no overrides". One
+        DescribeConfigs per `batch` topics, up to `kafka.max_in_flight_requests` of them at
+        once.
         """
         found: dict[str, list[dict[str, Any]]] = {}
-        for start in range(0, len(names), batch):
-            chunk = names[start:start + batch]
+
+        def describe(chunk: Sequence[str]) -> Any:
             resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in chunk]
-            described = self.client.describe_configs(resources, config_filter="all")
+            return self.client.describe_configs(resources, config_filter="all")
+
+        chunks = [names[start:start + batch] for start in range(0, len(names), batch)]
+        # Up to kafka.max_in_flight_requests chunks are asked at once.
+        window = max(1, min(len(chunks), self.kafka.max_in_flight_requests))
+        if window == 1:
+            answers = [describe(chunk) for chunk in chunks]
+        else:
+            with ThreadPoolExecutor(window, thread_name_prefix="describe-configs") as pool:
+                answers = list(pool.map(describe, chunks))
+        for described in answers:
             for topic, entries in described.get("topic", {}).items():
                 # kafka-python drops DescribeConfigs' per-resource error code; with
                 # config_filter="all" a topic the broker described always has entries.

@@ -8,6 +8,7 @@ import datetime as dt
 import functools
 import itertools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
@@ -120,11 +121,16 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
                   ) -> Iterator[tuple[Any, ...]]:
     """SNAPSHOT rows for every topic the admin client can list, then for each `wanted`
     topic the listing lacked that is not absent (hidden from this principal, or new)."""
-    topics = admin.describe_topics()
+    topics = sorted(admin.describe_topics(), key=lambda t: t.name)
     listed = {t.name for t in topics}
-    in_use = admin.topics_in_use()
+    # The consumer groups are asked while the topics' configs are described.
+    with ThreadPoolExecutor(1, thread_name_prefix="groups") as pool:
+        groups = pool.submit(admin.topics_in_use)
+        configs = _configs(admin, topics)
+        in_use = groups.result()
     row = functools.partial(_row, admin, run_id, cluster_id, taken_at, in_use)
-    yield from _rows_of(admin, sorted(topics, key=lambda t: t.name), row)
+    for t in topics:
+        yield row(t, configs.get(t.name))
     for found in _described(admin, (name for name in wanted if name not in listed)):
         yield from _rows_of(admin, found, row)
 
@@ -183,11 +189,16 @@ def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     return rows, again
 
 
+def _configs(admin: ClusterAdmin, topics: Sequence[LiveTopic]
+             ) -> dict[str, list[dict[str, Any]]]:
+    # One DescribeConfigs per chunk gives both: the configs somebody set and the inherited.
+    return admin.topic_configs([t.name for t in topics if t.error_name is None],
+                               only_non_default=False)
+
+
 def _rows_of(admin: ClusterAdmin, topics: Sequence[LiveTopic], row: Any
              ) -> Iterator[tuple[Any, ...]]:
-    # One DescribeConfigs per chunk gives both: the configs somebody set and the inherited.
-    configs = admin.topic_configs([t.name for t in topics if t.error_name is None],
-                                  only_non_default=False)
+    configs = _configs(admin, topics)
     for t in topics:
         yield row(t, configs.get(t.name))
 

@@ -5,7 +5,8 @@ A handful of requests per broker, not per topic:
 - DescribeLogDirs once per broker: every replica's bytes, and each log dir's total and
   usable bytes (KIP-827);
 - ListOffsets EARLIEST, LATEST and MAX_TIMESTAMP (KIP-734), each batched per leader;
-- ListGroups, then the committed offsets per group (OffsetFetch).
+- ListGroups, then the committed offsets per group (OffsetFetch);
+all asked at once (one thread each, over the cluster's one admin client).
 An answer that fails leaves its measures null and says why in the row's `error`; every
 other measure of the cluster is still taken.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafka import TopicPartition
@@ -61,16 +63,17 @@ def _cluster_usage(admin: ClusterAdmin, topics: Sequence[Mapping[str, Any]], run
                    ) -> Iterator[tuple[Any, ...]]:
     cluster = admin.cluster.name
     common = {"run_id": run_id, "cluster": cluster, "checked_at": checked_at}
-    replicas, disks = _log_dirs(admin, brokers)
+    wanted = {(t["topic"], int(p)) for t in topics for p in (t["online"] or ())}
+    # The log dirs, the offsets and the groups' commits are asked at once (the admin
+    # client's requests may come from several threads).
+    with ThreadPoolExecutor(3, thread_name_prefix="usage") as pool:
+        dirs = pool.submit(_log_dirs, admin, brokers)
+        offsets_read = pool.submit(_offsets, admin, wanted)
+        groups = pool.submit(_committed, admin)
+        (replicas, disks), (offsets, offsets_error) = dirs.result(), offsets_read.result()
+        committed, groups_error = groups.result()
     for disk in disks:
         yield _row(DISK, **common, **disk)
-    wanted = {(t["topic"], int(p)) for t in topics for p in (t["online"] or ())}
-    offsets, offsets_error = _offsets(admin, wanted)
-    try:
-        committed = admin.committed_offsets()
-        groups_error = None
-    except Errors.KafkaError as exc:
-        committed, groups_error = None, _error(exc)
     latest = offsets.get(OffsetSpec.LATEST, {})
     by_topic: dict[str, list[tuple[int, int, bool, int]]] = {}
     for key, size in replicas.items():
@@ -106,6 +109,15 @@ def _cluster_usage(admin: ClusterAdmin, topics: Sequence[Mapping[str, Any]], run
             error="; ".join(problems) or None)
 
 
+def _committed(admin: ClusterAdmin
+               ) -> tuple[dict[str, dict[tuple[str, int], int]] | None, str | None]:
+    """Every group's committed offsets (None: unknown), and why they are unknown."""
+    try:
+        return admin.committed_offsets(), None
+    except Errors.KafkaError as exc:
+        return None, _error(exc)
+
+
 # (topic, partition, broker, future replica) -> bytes; the key None holds a failure.
 Replicas = dict[Any, Any]
 
@@ -113,15 +125,24 @@ Replicas = dict[Any, Any]
 def _log_dirs(admin: ClusterAdmin, brokers: Sequence[int]
               ) -> tuple[Replicas, list[dict[str, Any]]]:
     """Every replica's bytes and every log dir's DISKS values, one DescribeLogDirs per
-    broker (a broker that does not answer is a DISKS row with its error)."""
+    broker, all asked at once (a broker that does not answer is a DISKS row with its
+    error)."""
     replicas: Replicas = {}
     disks: list[dict[str, Any]] = []
-    for broker in sorted(brokers):
+
+    def describe(broker: int) -> Any:
+        # Every topic's partitions (topics null): kafka-python's describe_log_dirs would
+        # list them all first to name them.
+        return send_to_node(admin.client, broker, DescribeLogDirsRequest(topics=None),
+                            use="DescribeLogDirs")
+
+    ordered = sorted(brokers)
+    with ThreadPoolExecutor(max(1, min(len(ordered), 8)),
+                            thread_name_prefix="log-dirs") as pool:
+        asked = [(broker, pool.submit(describe, broker)) for broker in ordered]
+    for broker, future in asked:
         try:
-            # Every topic's partitions (topics null): kafka-python's describe_log_dirs
-            # would list them all first to name them.
-            answer = send_to_node(admin.client, broker, DescribeLogDirsRequest(topics=None),
-                                  use="DescribeLogDirs")
+            answer = future.result()
         except Errors.KafkaError as exc:
             disks.append({"broker": broker, "error": _error(exc)})
             replicas[None] = f"broker {broker} did not describe its log dirs"
@@ -158,15 +179,19 @@ SPECS = (OffsetSpec.EARLIEST, OffsetSpec.LATEST, OffsetSpec.MAX_TIMESTAMP)
 def _offsets(admin: ClusterAdmin, partitions: Iterable[tuple[str, int]],
              specs: Sequence[OffsetSpec] = SPECS) -> tuple[Offsets, str | None]:
     """spec -> (topic, partition) -> (offset, timestamp): one ListOffsets per leader and
-    spec. A spec whose answer failed is missing, with the first failure's text."""
+    spec, the specs asked at once. A spec whose answer failed is missing, with the first
+    failure's text (in the specs' order)."""
     wanted = [TopicPartition(t, p) for t, p in sorted(partitions)]
     found: Offsets = {}
     failure = None
     if not wanted:
         return found, None
-    for spec in specs:
+    with ThreadPoolExecutor(len(specs), thread_name_prefix="offsets") as pool:
+        asked = [(spec, pool.submit(admin.client.list_partition_offsets,
+                                    {tp: spec for tp in wanted})) for spec in specs]
+    for spec, future in asked:
         try:
-            answer = admin.client.list_partition_offsets({tp: spec for tp in wanted})
+            answer = future.result()
         except Errors.KafkaError as exc:
             failure = failure or f"ListOffsets {spec.name}: {_error(exc)}"
             continue

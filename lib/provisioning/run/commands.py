@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from provisioning import names
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.delta.audit_log import AuditLog
 from provisioning.delta.lock import LOCK_TABLE_PROPERTIES, RunLock
@@ -174,12 +175,28 @@ def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id)),
                      stop=stop or Stop())
     ctx.plan_has_changes = lambda state: any(k.plan_has_changes(state) for k in kinds)
+    ctx.findings_counted = functools.partial(_findings_counted, kinds=kinds)
     ctx.steps.done("start")
     with job_label(spark, f"{ctx.command}: check the executors"):
         checking = helper(spark, "executor-check",
                           lambda: executors.check_executors(spark, clusters))
     ctx.wait_for_executors = checking.result
     return ctx
+
+
+def _findings_counted(state: RunState, kinds: Sequence[RunKind]) -> bool | None:
+    """Whether the rows the kinds recorded hold findings, from their plans' counts (a run
+    that changed nothing recorded only plan rows); None when a kind with rows has no
+    counts to tell."""
+    found = False
+    for kind in kinds:
+        if not state.slice(kind.name).rows:
+            continue
+        counts = kind.plan_counts(state)
+        if not counts:
+            return None
+        found = found or any(outcome in names.FINDINGS for (_, _, outcome) in counts)
+    return found
 
 
 def _finish(ctx: RunContext, run: Run) -> RunResult:

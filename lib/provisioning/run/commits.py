@@ -67,10 +67,14 @@ class Commits:
         self._side: list[Future[Any]] = []            # side queries in flight
         self._held: list[tuple[str, Callable[[], object]]] = []  # tentative records
         self._committed = False
+        self._last: Future[Any] | None = None  # the last audit commit, once started
         # Set by the engine: the phase running commits its rows at once.
         self.at_once = False
         # What a run that changes nothing keeps of its rows.
         self.findings: Callable[[DataFrame], DataFrame] = findings_of
+        # Whether the run's rows hold findings, when its plan's counts tell (None: they do
+        # not, and the rows are asked); set by the engine.
+        self.findings_counted: Callable[[], bool | None] = lambda: None
 
     def _start(self, name: str, work: Callable[[], object]) -> Future[Any]:
         return helper(self.audit_log.spark, name, work)
@@ -145,10 +149,28 @@ class Commits:
             return
         rows = _union(kept)
         if not plan_has_changes:
+            counted = self.findings_counted()
+            if counted is False:
+                return
             rows = self.findings(rows)
-            if rows.isEmpty():
+            if counted is None and rows.isEmpty():
                 return
         self.audit_log.write("+".join(dict.fromkeys(p for p, _ in kept)), rows)
+
+    def land(self, plan_has_changes: bool) -> None:
+        """Start the run's last audit commit on a helper thread: every phase is done, and
+        what the run makes meanwhile (its summary) needs no commit of its own. `finish`
+        (or `abandon`) waits for it."""
+        if self._last is None and not self._committed:
+            self._last = self._start("audit-last",
+                                     functools.partial(self._commit_rows, plan_has_changes))
+
+    def _last_rows(self, plan_has_changes: bool) -> None:
+        """The last audit commit: the one `land` started, or made now."""
+        if self._last is not None:
+            self._last.result()
+        else:
+            self._commit_rows(plan_has_changes)
 
     def finish(self, plan_has_changes: bool) -> None:
         """The run ended normally: its last audit commit lands, every other commit and
@@ -159,7 +181,7 @@ class Commits:
         """
         failures: list[BaseException | None] = []
         try:
-            self._commit_rows(plan_has_changes)
+            self._last_rows(plan_has_changes)
         except Exception as exc:
             failures.append(exc)
         failures += [t.exception() for t in [*self._others, *self._side]]
@@ -172,7 +194,7 @@ class Commits:
         """The run failed: what it recorded still lands; wait for commits and side queries
         without raising their errors."""
         try:
-            self._commit_rows(plan_has_changes)
+            self._last_rows(plan_has_changes)
         except Exception as exc:
             log.error("the run's audit rows could not be written: %s: %s",
                       type(exc).__name__, exc)

@@ -39,7 +39,7 @@ from provisioning.errors import LockUnavailable, ProvisioningError
 from provisioning.results import RunRecord
 from provisioning.run.commits import Commits
 from provisioning.run.state import KindState, RunState, declarable
-from provisioning.session import Stop
+from provisioning.session import Stop, profile
 
 if TYPE_CHECKING:
     from provisioning.run.options import AnyOptions
@@ -56,6 +56,7 @@ class Steps:
     def done(self, name: str) -> None:
         now = time.monotonic()
         log.info("step %s: %.3fs (at %.3f)", name, now - self._last, time.time())
+        profile.mark(name)
         self._last = now
 
 
@@ -114,6 +115,9 @@ class RunContext:
     # (`run.commands`: every kind asked); a run that changed nothing and has nothing
     # planned records its findings only.
     plan_has_changes: Callable[[RunState], bool] = lambda _state: True
+    # Whether the rows the run recorded hold findings (`names.FINDINGS`), as its plan's
+    # counts tell; None when they cannot (the rows themselves are asked then).
+    findings_counted: Callable[[RunState], bool | None] = lambda _state: None
 
     @property
     def run_id(self) -> str:
@@ -216,8 +220,8 @@ class Run:
         """Run every phase in order; every commit has landed when this returns.
 
         Once the last phase is done, `ctx.phases_done` is called (an apply gives its lock
-        back: nothing changes Kafka any more), then `while_committing` (the run's summary)
-        while the last commits land.
+        back: nothing changes Kafka any more), the last audit commit starts, and
+        `while_committing` (the run's summary) is made while the last commits land.
         """
         state = RunState({kind: cls() for kind, cls in self.slices.items()})
         last_plan = max((i for i, p in enumerate(self.phases) if p.plans or p.replans),
@@ -231,6 +235,9 @@ class Run:
                 raise state.halted
             if ctx.phases_done is not None:
                 ctx.phases_done()
+            # The last audit commit lands while the summary is made.
+            ctx.commits.findings_counted = functools.partial(ctx.findings_counted, state)
+            ctx.commits.land(ctx.plan_has_changes(state))
             if while_committing is not None:
                 while_committing(state)
             ctx.commits.finish(ctx.plan_has_changes(state))

@@ -9,19 +9,29 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ArrayType,
+    DoubleType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from provisioning import names
 from provisioning.conf import ClusterConf
 from provisioning.errors import ExecutorsUnfit, ProvisioningError
+from provisioning.kafka import timing
 from provisioning.kafka.client import ClusterState
 from provisioning.run import arrow
+from provisioning.session import job_label, profile
 from schemas import CLUSTER_STATE
 
 log = logging.getLogger(__name__)
@@ -40,18 +50,71 @@ def task_attempt() -> int:
 def on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[ClusterConf],
                   schema: StructType, order: Sequence[Any] = ("cluster", "topic")
                   ) -> DataFrame:
+    """`work` over the request rows, one task per cluster, as a DataFrame of `schema`.
+
+    Under `--profile` each task also times its Kafka requests and hands them back in
+    REQUESTS, a column of its last row (`materialized` takes it off)."""
     # One partition per cluster of the run, so clusters go to parallel tasks. Sized from
     # the conf rather than by counting the requests' clusters: that count was one more
     # Spark job (a shuffle) per phase, and a cluster without requests is an empty task.
     n = max(1, len(clusters))
-    target = arrow.arrow_schema(schema)
+    timed = profile.profiled()
+    out = StructType([*schema.fields, REQUESTS_FIELD]) if timed else schema
+    target = arrow.arrow_schema(out)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return arrow.record_batches(work(arrow.dict_rows(batches)), target)
+        rows = work(arrow.dict_rows(batches))
+        return arrow.record_batches(_with_requests(rows) if timed else rows, target)
 
+    # One cluster needs no shuffle: its rows are gathered into one task as they are.
+    spread = requests.coalesce(1) if n == 1 else requests.repartition(n, "cluster")
     # mapInArrow, not an RDD: the same plan runs on classic Spark and on Spark Connect.
-    return (requests.repartition(n, "cluster").sortWithinPartitions(*order)
-            .mapInArrow(task, schema))
+    return spread.sortWithinPartitions(*order).mapInArrow(task, out)
+
+
+# The column an admin task's last row carries its timed Kafka requests in (`--profile`).
+REQUESTS = "_kafka_requests"
+REQUESTS_FIELD = StructField(REQUESTS, ArrayType(StructType([
+    StructField("api", StringType()), StructField("count", IntegerType()),
+    StructField("seconds", DoubleType())])))
+
+
+# The entry of REQUESTS that holds the task's own time, first row in to last row out.
+TASK_TIME = "(admin task)"
+
+
+def _with_requests(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """`rows` with REQUESTS appended: null on each but the last, which carries every request
+    the task sent while making them (`kafka.timing`) and the task's time (TASK_TIME)."""
+    tally = timing.Tally()
+    started = time.monotonic()
+    held: tuple[Any, ...] | None = None
+    with timing.recording(tally):
+        for row in rows:
+            if held is not None:
+                yield (*held, None)
+            held = row
+    if held is not None:
+        yield (*held, [*({"api": a, "count": n, "seconds": s} for a, n, s in tally.rows()),
+                       {"api": TASK_TIME, "count": 1, "seconds": time.monotonic() - started}])
+
+
+def materialized(results: DataFrame) -> DataFrame:
+    """An admin job's `results`, computed once (a local checkpoint: Kafka is asked once);
+    under `--profile`, the requests its tasks timed go to the profile (one query of the
+    profile's own) and their column is dropped."""
+    done = results.localCheckpoint(eager=True)
+    if REQUESTS not in done.columns:
+        return done
+    with job_label(done.sparkSession, profile.OWN_TAG):
+        timed = (done.where(F.col(REQUESTS).isNotNull())
+                 .select(F.explode(REQUESTS).alias("r")).select("r.*").collect())
+    for r in timed:
+        if r["api"] == TASK_TIME:
+            profile.task(float(r["seconds"]))
+        else:
+            profile.requests(str(r["api"]), int(r["count"]), float(r["seconds"]))
+    return done.drop(REQUESTS)
 
 
 # What the admin tasks import that a stock PySpark lacks (they are shipped with the job) or
@@ -129,7 +192,7 @@ def answered(results: DataFrame, requests: DataFrame, phase: str, lost: str,
       outcome, error_name, message, attempts)`).
     """
     try:
-        return results.localCheckpoint(eager=True)
+        return materialized(results)
     except ProvisioningError:
         raise
     except Exception as exc:

@@ -4,7 +4,7 @@ Runs through Spark Connect share one server session (`session.connect.shared_ses
 which outlives each run's client. A run there looks up each manifest table's latest commit
 (the history lookup it makes anyway, for the version it reads), then the rows an earlier
 run of the session read and validated at those commits: a temp view over cached data
-(`CACHE TABLE`), named by their key (`cache_key`):
+(a cached DataFrame), named by their key (`cache_key`):
 
 - the group: the kind of manifest, its tables as the conf names them, in order (the rows of
   all of them are validated together: a duplicate spans tables), and what validation takes
@@ -91,10 +91,14 @@ def _pinned(spark: SparkSession, view: str, finish: Callable[[DataFrame], DataFr
 
 
 def _keep(spark: SparkSession, key: CacheKey, rows: DataFrame) -> None:
-    """Cache `rows` in the session as the temp view of `key` (materialized now), and drop the
-    other entries of its group."""
+    """Cache `rows` in the session as the temp view of `key`: filled by the first query of
+    it (this run's own read of its rows), not by a query of its own."""
     rows.createOrReplaceTempView(key.view)
-    spark.sql(f"CACHE TABLE {key.view}")
+    rows.cache()
+
+
+def _drop_stale(spark: SparkSession, key: CacheKey) -> None:
+    """Drop the other entries of `key`'s group (the tables moved on)."""
     stale = [r["viewName"] for r in
              spark.sql(f"SHOW VIEWS LIKE '{VIEW_PREFIX}{key.group}_*'").collect()
              if r["isTemporary"] and r["viewName"] != key.view]
@@ -103,15 +107,21 @@ def _keep(spark: SparkSession, key: CacheKey, rows: DataFrame) -> None:
         spark.sql(f"DROP VIEW IF EXISTS {view}")
 
 
+Later = Callable[[str, Callable[[], object]], None]
+
+
 def manifest_rows(spark: SparkSession, kind: str, commits: Sequence[tuple[str, Commit]],
                   inputs: Sequence[str], validated: Callable[[], DataFrame],
-                  finish: Callable[[DataFrame], DataFrame]) -> DataFrame:
+                  finish: Callable[[DataFrame], DataFrame], later: Later | None = None
+                  ) -> DataFrame:
     """The run's manifest rows: `finish` (the run's scope, pinned) over the rows of the tables
     at `commits` as `validated()` gives them, from the session's cache when an earlier run
     left them there; kept there for the next run when the session outlives this one.
 
     kind: the kind of manifest ("manifest", or another kind's; the log lines name it).
     inputs: what `validated` takes from the conf (part of the key).
+    later: runs a named piece of work beside the run's next steps (`run.commits.Commits.
+      side`): the drop of the group's stale entries; without it, they are dropped here.
     """
     if not commits or not outlives_run(spark):
         return finish(validated())
@@ -126,4 +136,9 @@ def manifest_rows(spark: SparkSession, kind: str, commits: Sequence[tuple[str, C
              described(commits))
     pinned = _pinned(spark, key.view, finish)
     # Another run of the session (the tables moved on for it) may have dropped the entry.
-    return pinned if pinned is not None else finish(rows)
+    pinned = pinned if pinned is not None else finish(rows)
+    if later is not None:
+        later(f"{kind} cache: stale entries", lambda: _drop_stale(spark, key))
+    else:
+        _drop_stale(spark, key)
+    return pinned

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from provisioning.session.profile import Profile, classic_settings
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -67,19 +69,22 @@ def build_session(
     settings: Mapping[str, str] | None = None,
     jars: Sequence[str] = (),
     remote: str | None = None,
+    profile: Profile | None = None,
 ) -> SparkSession:
     """The job's session: a Spark Connect session on `remote` (sc://HOST:PORT), else the
     classic one (with Delta, WORKLOAD_SETTINGS, `settings` and any extra `jars` for local
-    runs); `settings` (the conf's `spark.settings`) override WORKLOAD_SETTINGS."""
+    runs); `settings` (the conf's `spark.settings`) override WORKLOAD_SETTINGS. With
+    `profile`, the session reports its Spark work to it (`session.profile`)."""
     if remote:
         from provisioning.session.connect import connect_session
 
-        return connect_session(remote, app_name, runtime_settings(settings))
+        return connect_session(remote, app_name, runtime_settings(settings), profile)
     from pyspark.sql import SparkSession
 
     settings = settings or {}
     builder = SparkSession.builder.appName(app_name)
-    merged = {**DELTA_SETTINGS, **runtime_settings(settings), **SAFETY_SETTINGS}
+    merged = {**DELTA_SETTINGS, **runtime_settings(settings), **SAFETY_SETTINGS,
+              **(classic_settings(profile) if profile is not None else {})}
     if jars:
         merged["spark.jars"] = ",".join([*jars, *filter(None, [settings.get("spark.jars")])])
     for key, value in merged.items():

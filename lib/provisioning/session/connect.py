@@ -25,10 +25,11 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from provisioning.errors import ConnectServerUnfit, SparkUnreachable
 from provisioning.session.build import DELTA_EXTENSION, is_connect
+from provisioning.session.profile import Profile, connect_interceptor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 # schemas and kafka-python (the admin tasks run there). Shipped with addArtifacts.
 SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
 
-def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> SparkSession:
+def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
+                    profile: Profile | None = None) -> SparkSession:
     """A session on the Spark Connect server at `remote`, checked and given the job's code.
 
     `settings` (the job's runtime settings and the conf's `spark.settings`) are set on the
@@ -56,7 +58,21 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
     from pyspark.sql import SparkSession
 
     def open_session(url: str) -> SparkSession:
-        builder = SparkSession.builder.remote(url).appName(app_name)
+        builder: Any
+        if profile is None:
+            builder = SparkSession.builder.remote(url)
+        else:
+            # The same channel, its requests timed for the profile (`session.profile`).
+            from pyspark.sql.connect.client import DefaultChannelBuilder
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+            channel = DefaultChannelBuilder(url)
+            channel.add_interceptor(connect_interceptor(profile))
+            builder = ConnectSession.builder.channelBuilder(channel)
+            # What pyspark's own builder marks a Connect process with (its `remote` path
+            # does): functions and UDFs then take the Connect side.
+            os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        builder = builder.appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)
         return builder.create()
@@ -86,7 +102,7 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str]) -> 
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         raise SparkUnreachable(f"cannot reach the Spark Connect server at {where}: "
                                f"{type(exc).__name__}: {first}") from exc
-    ship_code(spark)
+    ship_code(spark, have)
     # A shared session stays open on the server for the next run: only this client's
     # channel closes at exit, after the run's checkpointed data was released (each
     # checkpointed DataFrame releases its server copy when it is collected).
@@ -225,15 +241,27 @@ def redact_remote(remote: str) -> str:
 
 
 
-def ship_code(spark: SparkSession) -> None:
+# The session setting that names the zips a session was given (`ship_code`): a shared
+# session keeps its artifacts, and later runs of the same code need not send them again.
+SHIPPED_KEY = "spark.topic_provisioning.shipped"
+
+
+def ship_code(spark: SparkSession, have: Mapping[str, str] | None = None) -> None:
     """Add the packages the admin tasks import (SHIPPED_PACKAGES) to the Connect session as
-    Python artifacts, once per session: the server's workers need only pyspark."""
+    Python artifacts, once per session: the server's workers need only pyspark.
+
+    have: the session's settings (`server_settings`), when read already: a session whose
+      SHIPPED_KEY names these very zips (a shared one an earlier run gave them) is left as
+      it is."""
     session_id = str(getattr(spark, "session_id", id(spark)))
+    zips = [package_zip(name) for name in SHIPPED_PACKAGES]
+    marker = ",".join(z.name for z in zips)
     with _ship_lock:
         if session_id in _shipped:
             return
-        spark.addArtifacts(*(str(package_zip(name)) for name in SHIPPED_PACKAGES),
-                           pyfile=True)
+        if (have or {}).get(SHIPPED_KEY) != marker:
+            spark.addArtifacts(*(str(z) for z in zips), pyfile=True)
+            spark.conf.set(SHIPPED_KEY, marker)
         _shipped.add(session_id)
 
 

@@ -30,9 +30,18 @@ from provisioning.run.kind import (
 from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
 from provisioning.run.topics.adopt import Import, RecordSnapshot
-from provisioning.run.topics.changes import ALTER, DELETES, Apply, Verify, apply_actions
+from provisioning.run.topics.changes import Apply, Verify
 from provisioning.run.topics.check import Check, Usage
-from provisioning.run.topics.phases import NAME, Plan, ReadManifests, Snapshot, Validate
+from provisioning.run.topics.phases import (
+    ALTER,
+    DELETES,
+    NAME,
+    Plan,
+    ReadManifests,
+    Snapshot,
+    Validate,
+    apply_actions,
+)
 from provisioning.run.topics.relock import TopicsRelock
 from provisioning.run.topics.state import TopicState
 from provisioning.run.topics.summary import summarize

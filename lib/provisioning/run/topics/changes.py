@@ -17,13 +17,13 @@ from provisioning.errors import LockUnavailable
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, fence, log_phase, recorded, require
 from provisioning.run.executors import answered
-from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import send_alters, send_creates, send_deletes, verify
 from provisioning.run.topics.phases import (
     NAME,
     REQUEST_COLUMNS,
     alter_requests,
+    apply_actions,
     clean,
 )
 from provisioning.run.topics.state import TopicState
@@ -35,20 +35,8 @@ from schemas import TOPIC_RESULT
 
 # The apply outcomes the verify phase looks at again.
 _VERIFIED = (names.CREATED, names.UNKNOWN, names.DELETED, names.ALTERED)
-# The `--allow-*` flags of the topics (cli.topics).
-DELETES, ALTER = "deletes", "alter"
-
 Sender = Callable[[DataFrame], DataFrame]
 _WAVE = "_wave"
-
-
-def apply_actions(ctx: RunContext) -> tuple[str, ...]:
-    """The plan actions an apply with the run's options sends requests for."""
-    options = ctx.options
-    if not isinstance(options, ApplyOptions):
-        return ()
-    return (names.CREATE, *((names.DELETE,) if options.allows(DELETES) else ()),
-            *((names.ALTER,) if options.allows(ALTER) else ()))
 
 
 def _most_per_cluster(state: RunState, actions: Sequence[str]) -> int:

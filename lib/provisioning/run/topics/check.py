@@ -17,6 +17,7 @@ from provisioning.names import DISK_FORECAST, OFF
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_phase, require
 from provisioning.run.phases import cut
+from provisioning.run.executors import materialized
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import read_usage
 from provisioning.run.topics.phases import NAME, in_run
@@ -56,9 +57,9 @@ class Usage(Phase):
         states = require(state.states, "states")
         live = require(topics.live, "live")
         with job_label(ctx.spark, f"{ctx.command}: measure usage"):
-            read = read_usage(ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                              ctx.run_id, {n: s.broker_ids for n, s in states.items()},
-                              usage_work(in_run(ctx, live))).localCheckpoint(eager=True)
+            read = materialized(read_usage(
+                ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+                {n: s.broker_ids for n, s in states.items()}, usage_work(in_run(ctx, live))))
             inventory, disks = inventory_rows(read), disk_rows(read)
             ctx.steps.done("usage")
         for table, rows, what in ((ctx.conf.tables.inventory, inventory, "inventory"),

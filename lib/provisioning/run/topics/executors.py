@@ -21,7 +21,7 @@ from provisioning.kafka.tasks.alter import alter_results
 from provisioning.kafka.tasks.create import create_results
 from provisioning.kafka.tasks.delete import delete_results
 from provisioning.kafka.tasks.verify import verify_results
-from provisioning.run.executors import by_name, on_executors, task_attempt
+from provisioning.run.executors import by_name, materialized, on_executors, task_attempt
 from schemas import LAST_WRITE, LIVE_READ, TOPIC_RESULT, USAGE_READ
 
 # The columns of a topic's shape, as a work row of a re-read carries them.
@@ -163,5 +163,5 @@ def read_last_writes(clusters: Sequence[ClusterConf], credentials: Mapping[str, 
     partitions, online), one Spark task per cluster (`kafka.usage.last_writes`)."""
     work = functools.partial(usage.last_writes, clusters=by_name(clusters),
                              credentials=dict(credentials), kafka=kafka)
-    return on_executors(topics.select("cluster", "topic", "partitions", "online"), work,
-                        clusters, LAST_WRITE)
+    return materialized(on_executors(topics.select("cluster", "topic", "partitions", "online"),
+                                     work, clusters, LAST_WRITE))

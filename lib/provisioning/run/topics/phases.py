@@ -28,9 +28,10 @@ from provisioning.run.engine import (
     recorded,
     require,
 )
-from provisioning.run.executors import answered
+from provisioning.run.executors import answered, materialized
 from provisioning.run.kind import PlanLayer, layer_declarations, layers_of
 from provisioning.run.phases import record_plan
+from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import (
     read_last_writes,
@@ -50,6 +51,17 @@ from provisioning.transforms.scope import in_scope
 NAME = "topics"
 REQUEST_COLUMNS = ("cluster", "topic", "partitions", "replication_factor",
                    "replica_assignment", "configs")
+# The `--allow-*` flags of the topics (cli.topics).
+DELETES, ALTER = "deletes", "alter"
+
+
+def apply_actions(ctx: RunContext) -> tuple[str, ...]:
+    """The plan actions an apply with the run's options sends requests for."""
+    options = ctx.options
+    if not isinstance(options, ApplyOptions):
+        return ()
+    return (names.CREATE, *((names.DELETE,) if options.allows(DELETES) else ()),
+            *((names.ALTER,) if options.allows(ALTER) else ()))
 
 
 def clean(action: str) -> Column:
@@ -85,7 +97,7 @@ class ReadManifests(Phase):
             # Read and validated once (pinned): the snapshot (topics to describe by name),
             # the plan and both sides of the policy split read these rows.
             state.of(TopicState).desired = read_desired(
-                ctx.spark, ctx.conf, ctx.cluster_names, scope.topics_glob)
+                ctx.spark, ctx.conf, ctx.cluster_names, scope.topics_glob, ctx.commits.side)
         ctx.steps.done("manifest read")
 
 
@@ -110,9 +122,9 @@ def snapshot(ctx: RunContext, state: RunState, wanted: DataFrame | None, always:
     started = time.monotonic()
     states = require(state.states, "states")
     with job_label(ctx.spark, f"{ctx.command}: snapshot live metadata"):
-        live = read_live(ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                         ctx.run_id, {n: s.cluster_id for n, s in states.items()},
-                         wanted=wanted).drop("found").localCheckpoint(eager=True)
+        live = materialized(read_live(
+            ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+            {n: s.cluster_id for n, s in states.items()}, wanted=wanted)).drop("found")
         ctx.steps.done("snapshot")
         if record:
             record_live(ctx, live, started, always)
@@ -183,7 +195,8 @@ class Plan(Phase):
                 ctx.spark, ctx.conf, require(state.states, "states"), desired, live,
                 planned_live, created, [bound(ctx, state, layer, live) for layer in layers],
                 last_writes=functools.partial(read_last_writes, ctx.clusters, ctx.credentials,
-                                              ctx.conf.kafka))
+                                              ctx.conf.kafka),
+                counted=None if keys is not None else functools.partial(claim_early, ctx))
             if keys is not None:
                 # One partition, as a plan of this size is: its audit commit is one file.
                 kept = require(first, "first plan").join(keys, ["cluster", "topic"],
@@ -228,6 +241,16 @@ class Plan(Phase):
             record_plan(ctx, NAME, topics, plan, counts,
                         plan_audit(plan, ctx.run_id, utc_now()), started, names.PLAN,
                         f"{ctx.command}: saved plan", side)
+
+
+def claim_early(ctx: RunContext, counts: PlanCounts) -> None:
+    """An apply's first plan, before its policies, has a change the apply sends: its lock's
+    claim starts now, beside the policies (the re-plan under the lock waits for it; a plan
+    whose policies then refuse every change gives the lock back unused)."""
+    if ctx.start_lock is not None and any(
+            n for (_, action, outcome), n in counts.items()
+            if action in apply_actions(ctx) and outcome == names.PLANNED):
+        ctx.start_lock()
 
 
 def bound(ctx: RunContext, state: RunState, layer: PlanLayer, live: DataFrame

@@ -22,7 +22,7 @@ from provisioning.names import ALTER, CREATE, DELETE, PLANNED
 from provisioning.results import utc_now
 from provisioning.run.executors import cluster_states_frame
 from provisioning.run.kind import PlanLayer
-from provisioning.run.manifest_cache import manifest_rows
+from provisioning.run.manifest_cache import Later, manifest_rows
 from provisioning.run.phases import cut
 from provisioning.transforms.audit import plan_outcome_counts
 from provisioning.transforms.check.usage import online_partitions
@@ -39,10 +39,11 @@ from schemas import PLAN, column_names
 
 
 def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
-                 topics_glob: str | None) -> DataFrame:
+                 topics_glob: str | None, later: Later | None = None) -> DataFrame:
     """The manifests' DESIRED rows, validated (row errors, duplicates), in the run's scope,
     pinned (a local checkpoint). On a shared Spark Connect session the validated rows come
-    from the session's cache when an earlier run left them there (`run.manifest_cache`)."""
+    from the session's cache when an earlier run left them there (`run.manifest_cache`;
+    `later` runs its cleanup beside the run's next steps)."""
     known = tuple(conf.clusters)
     commits = manifest_commits(spark, conf.tables.manifests)
 
@@ -55,7 +56,7 @@ def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
         return rows.transform(in_scope(clusters, topics_glob, known)).localCheckpoint(
             eager=True)
 
-    return manifest_rows(spark, "manifest", commits, known, validated, finish)
+    return manifest_rows(spark, "manifest", commits, known, validated, finish, later)
 
 
 def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterState],
@@ -124,7 +125,8 @@ def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterSt
                  created_by_job: DataFrame | None,
                  layers: Sequence[tuple[PlanLayer, Callable[[DataFrame, PlanCounts], DataFrame],
                                         Callable[[DataFrame, PlanCounts], DataFrame]]] = (),
-                 last_writes: Callable[[DataFrame], DataFrame] | None = None
+                 last_writes: Callable[[DataFrame], DataFrame] | None = None,
+                 counted: Callable[[PlanCounts], None] | None = None
                  ) -> tuple[DataFrame, PlanCounts]:
     """The judged PLAN rows of a run, materialized, and their counts.
 
@@ -139,11 +141,15 @@ def planned_plan(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterSt
     last_writes: (cluster, topic, partitions, online) -> LAST_WRITE rows, read for the
       DELETE rows when `deletes.in_use_days` counts writes (the delete policy's in-use
       check).
+    counted: given the plan rows' counts before any layer or policy judged them (an apply
+      starts its lock's claim from them).
     """
     rows = plan_rows(desired, in_run, created_by_job,
                      conf.section(TopicsConf).alters.remove_unlisted_configs
                      ).localCheckpoint(eager=True)
     counts = plan_counts(rows)
+    if counted is not None:
+        counted(counts)
     for _, attach, _ in layers:
         attached = attach(rows, counts)
         if attached is not rows:

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.delta.snapshots import same_rows
 from provisioning.run.engine import Phase, RunContext, require
+from provisioning.run.executors import materialized
 from provisioning.run.kind import layer_declarations, layers_of
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import read_live
@@ -100,9 +101,9 @@ class TopicsRelock(Phase):
             changing = changing.unionByName(ctx.spark.createDataFrame(
                 extra, "cluster string, topic string"))
         with job_label(ctx.spark, f"{ctx.command}: read again under the lock"):
-            read = read_live(ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka,
-                             ctx.run_id, {n: s.cluster_id for n, s in states.items()},
-                             seen=first, changing=changing).localCheckpoint(eager=True)
+            read = materialized(read_live(
+                ctx.spark, ctx.clusters, ctx.credentials, ctx.conf.kafka, ctx.run_id,
+                {n: s.cluster_id for n, s in states.items()}, seen=first, changing=changing))
             ctx.steps.done("read again under the lock")
             keys = read.select(*_KEYS)
             fresh = read.where(F.col("found")).drop("found")

@@ -1,0 +1,87 @@
+"""`--profile` through spark-submit.sh, classic and Spark Connect: a run tells, per step and in
+all, its wall time, the Spark work it ran, the Delta commits it made (by table) and the Kafka
+requests it sent (by API, the admin tasks' included), in its JSON document and printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import write_conf, write_manifest_table
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]
+
+PREFIX = "prof."
+
+
+def _named(entries: list[dict[str, Any]]) -> dict[str, int]:
+    return {e["name"]: e["count"] for e in entries}
+
+
+def _where(profile: dict[str, Any], what: str, name: str) -> dict[str, int]:
+    """step -> how many `name` commits or requests it holds (`what`: commits, requests)."""
+    return {s["step"]: n for s in profile["steps"]
+            if (n := _named(s[what]).get(name, 0))}
+
+
+def test_a_profile_counts_each_steps_spark_work_commits_and_requests(
+        kafka: Any, spark: Any, cli: Any, mode: str, tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    rows = [{"cluster": "local", "topic": f"{PREFIX}{mode}.{i}", "partitions": 1,
+             "replication_factor": 1} for i in range(3)]
+    write_manifest_table(spark, wh / "desired_topics", rows)
+    conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, wh)
+    scope = ["--topics", f"{PREFIX}{mode}.*"]
+
+    created = cli(["apply", "--conf", str(conf), *scope, "--profile", "--json"])
+    assert created.returncode == 0, created.output[-3000:]
+    first = created.json()["profile"]
+    # Three topics in one CreateTopics, validateOnly first, each sent by an admin task.
+    assert _where(first, "requests", "CreateTopics") == {"validate": 1, "create": 1}
+    # The job's tables are made by this first run (one commit each), then its own commits:
+    # the lock's claim and release, the view under the lock, the intent and the results,
+    # the runs row.
+    assert _named(first["totals"]["commits"]) == {
+        "provision_runs": 2, "provision_runs_locks": 3, "topic_audit": 3,
+        "topic_snapshots": 2}
+
+    rows[1]["configs"] = {"retention.ms": "1209600000"}  # 14 days, up from the default
+    write_manifest_table(spark, wh / "desired_topics", rows)
+    altered = cli(["apply", "--conf", str(conf), *scope, "--allow-alter", "--profile",
+                   "--json"])
+    assert altered.returncode == 0, altered.output[-3000:]
+    doc = altered.json()
+    assert doc["counts"] == {"altered": 1, "already_present": 2}
+    profile = doc["profile"]
+    steps = [s["step"] for s in profile["steps"]]
+    assert steps == ["start", "preflight", "manifest read", "snapshot",
+                     "reassignments in flight", "plan and policies",
+                     "lock", "read again under the lock", "first plan kept under the lock",
+                     "validate", "audit write", "create", "verify", "audit write",
+                     "summary", "unlock", "record the run"]
+    assert _where(profile, "requests", "IncrementalAlterConfigs") == {
+        "validate": 1, "create": 1}
+    assert "CreateTopics" not in _named(profile["totals"]["requests"])
+    assert _named(profile["totals"]["commits"]) == {
+        "provision_runs": 1, "provision_runs_locks": 2, "topic_audit": 2,
+        "topic_snapshots": 1}
+    assert _where(profile, "commits", "provision_runs") == {"record the run": 1}
+    # Each commit is Spark work of its own (a job on classic, an action through Connect):
+    # the Spark counted is the steps' together, and at least one per commit.
+    spark_total = profile["totals"]["spark"]
+    assert spark_total["count"] == sum(s["spark"]["count"] for s in profile["steps"])
+    kind = "ExecutePlan" if mode == "connect" else "job"
+    work = sum(e["count"] for e in spark_total["by_kind"] if e["name"].split(":")[0] == kind)
+    # Named by the job labels of the phases that ran them.
+    assert f"{kind}: apply: plan; policies" in _named(spark_total["by_kind"])
+    assert work >= sum(_named(profile["totals"]["commits"]).values())
+    assert profile["spark_measures"] == (
+        "client requests to the Spark Connect server: ExecutePlan (an action or command), "
+        "AnalyzePlan, Config" if mode == "connect" else "Spark jobs (the driver's event log)")
+    assert round(sum(s["seconds"] for s in profile["steps"]), 1) == round(
+        profile["totals"]["seconds"], 1)
+    printed = altered.output
+    assert "profile (spark: " in printed
+    assert any(line.startswith("  total ") for line in printed.splitlines())
