@@ -34,8 +34,8 @@ from provisioning.errors import (
     RunCancelled,
     UnexpectedError,
 )
-from provisioning.kafka.tokens import token_sources
 from provisioning.kafka import timing
+from provisioning.kafka.tokens import token_sources
 from provisioning.results import RunRecord, new_run_id
 from provisioning.session import Stop, build_session, handling_signals, profile, redact_remote
 from provisioning.session.profile import LAST_STEP

@@ -16,8 +16,8 @@ from provisioning.delta.tables import TableRef, Transaction, append, read_table
 from provisioning.names import DISK_FORECAST, OFF
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_phase, require
-from provisioning.run.phases import cut
 from provisioning.run.executors import materialized
+from provisioning.run.phases import cut
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import read_usage
 from provisioning.run.topics.phases import NAME, in_run

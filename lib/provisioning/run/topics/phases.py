@@ -30,8 +30,8 @@ from provisioning.run.engine import (
 )
 from provisioning.run.executors import answered, materialized
 from provisioning.run.kind import PlanLayer, layer_declarations, layers_of
-from provisioning.run.phases import record_plan
 from provisioning.run.options import ApplyOptions
+from provisioning.run.phases import record_plan
 from provisioning.run.state import RunState
 from provisioning.run.topics.executors import (
     read_last_writes,
