@@ -103,8 +103,9 @@ class EntityModel(ABC):
     # entity (the others, values asked for or found, change from phase to phase).
     column: ClassVar[str]
     identity: ClassVar[tuple[str, ...]]
-    # The manifest column whose size is how many entities a manifest row stands for.
-    entity_list: ClassVar[str]
+    # The manifest column whose size is how many entities a manifest row stands for (None:
+    # a row stands for one).
+    entity_list: ClassVar[str | None]
     # An entity as one line (a column over rows with its identity columns), the name of
     # that column in listings, and the order of listed rows.
     text: ClassVar[staticmethod[[], Column]]
@@ -139,6 +140,10 @@ class EntityModel(ABC):
     def manifest_rows(self, live: DataFrame, owner: str | None) -> DataFrame:
         """Manifest rows (`manifest`) for live rows: a plan over them changes nothing (each
         row's `entity_list` column holds the entities it stands for)."""
+
+    def row_entities(self) -> Column:
+        """How many entities a manifest row stands for (`entity_list`)."""
+        return F.lit(1) if self.entity_list is None else F.size(self.entity_list)
 
     def plan_struct(self) -> Column:
         """The audit struct of a plan row: its identity."""

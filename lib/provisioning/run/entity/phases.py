@@ -298,7 +298,7 @@ class Import(_Step):
             version = write_manifest_frame(rows, table, mode)
         written = {r["cluster"]: (int(r["rows"]), int(r["entities"])) for r in
                    rows.groupBy("cluster").agg(F.count(F.lit(1)).alias("rows"),
-                                               F.sum(F.size(model.entity_list)).alias("entities"))
+                                               F.sum(model.row_entities()).alias("entities"))
                    .collect()}
         summary: list[dict[str, Any]] = []
         for c in ctx.clusters:
