@@ -258,8 +258,8 @@ def conf_reference(schema: Mapping[str, Any]) -> str:
 
 # -- tables and columns (from schemas/) ------------------------------------------------------
 
-SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.check",
-                  "schemas.usage")
+SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.users",
+                  "schemas.check", "schemas.usage")
 _COLUMN = re.compile(r"""^\s*(?:\(|StructField\()\s*"(\w+)",""")
 
 
@@ -292,6 +292,8 @@ def schema_tables() -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
     `*_COLUMNS`) has the comment it has there."""
     from pyspark.sql.types import StructType
 
+    import schemas
+
     found: list[tuple[str, str, str, StructType]] = []
     sources: dict[str, tuple[dict[str, tuple[int, int, str]], dict[int, str], list[str]]] = {}
     for name in SCHEMA_MODULES:
@@ -299,7 +301,9 @@ def schema_tables() -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
         source = inspect.getsource(module)
         assignments, columns = _comments(source)
         sources[name] = (assignments, columns, source.splitlines())
-        found += [(name, const, comment, getattr(module, const))
+        # The audit table as the job writes it: with each registered kind's own column.
+        found += [(name, const, comment, schemas.with_kind_columns(getattr(module, const))
+                   if (name, const) == ("schemas.tables", "AUDIT") else getattr(module, const))
                   for const, (_, _, comment) in assignments.items()
                   if isinstance(getattr(module, const, None), StructType)
                   and not const.startswith("_")]
@@ -347,6 +351,7 @@ def tables_reference() -> str:
              "not by the schema. A type in capitals is a struct of this page.", ""]
     module_titles = {"schemas.tables": "Topics, runs and shared structs",
                      "schemas.acls": "ACL bindings", "schemas.quotas": "Client quotas",
+                     "schemas.users": "SCRAM credentials",
                      "schemas.check": "`check`", "schemas.usage": "`check`'s usage"}
     current = None
     for module, const, comment, columns in schema_tables():
@@ -378,7 +383,7 @@ OUTCOME_MEANINGS = {
     "rejected": "an invalid manifest row (phase plan), or the broker refused it (later "
                 "phases)",
     "created": "the topic was created",
-    "deleted": "the topic was deleted",
+    "deleted": "the topic (or the SCRAM credential) was deleted",
     "altered": "the topic's configs or partitions were changed",
     "already_present": "nothing to do: it was already as asked",
     "already_absent": "nothing to do: it was already gone",
@@ -391,6 +396,8 @@ OUTCOME_MEANINGS = {
     "set": "the client quota was set (AlterClientQuotas, read back by "
            "DescribeClientQuotas)",
     "removed": "the client quota was removed",
+    "upserted": "the SCRAM credential was set (AlterUserScramCredentials; its mechanism and "
+                "iterations read back by DescribeUserScramCredentials)",
     "reassigning": "the partition's move was started, or is still moving",
     "reassigned": "the partition's move is complete",
 }
@@ -487,8 +494,10 @@ def vocabulary_reference() -> str:
             kind = "create policy, on live topics"
         else:
             kind = "another kind's live state"
-        # A kind's own rules (unmanaged_quota) are `info` unless the conf says otherwise.
-        severity = DEFAULT_SEVERITY.get(rule, names.INFO)
+        # A kind's own rules (unmanaged_quota) are `info` unless the conf says otherwise;
+        # acl_without_user is off (a principal may come from a certificate or OAuth).
+        severity = DEFAULT_SEVERITY.get(rule, names.OFF if rule == "acl_without_user"
+                                        else names.INFO)
         lines.append(f"| `{rule}` | {severity} | {kind} |")
     return "\n".join(lines) + "\n"
 

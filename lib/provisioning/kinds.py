@@ -26,6 +26,7 @@ KINDS: tuple[str, ...] = (
     "acls",
     "reassign",
     "quotas",
+    "users",
 )
 
 T = TypeVar("T")

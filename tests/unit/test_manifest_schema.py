@@ -21,9 +21,11 @@ from provisioning.conf.manifests import manifest_schema
 from provisioning.conf.quotas import QuotaManifestRow
 from provisioning.conf.schema import render
 from provisioning.conf.topics import TopicManifestRow
+from provisioning.conf.users import UserManifestRow
 from provisioning.errors import UsageError
 from schemas import ACL_MANIFEST, MANIFEST, column_names
 from schemas.quotas import QUOTA_MANIFEST
+from schemas.users import USER_MANIFEST
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = REPO / "schemas" / "manifest.schema.json"
@@ -59,10 +61,12 @@ def test_each_row_model_has_the_columns_of_its_manifest_table() -> None:
     def fields(model: type) -> list[str]:
         return list(manifest_schema()["$defs"][model.__name__]["properties"])
 
-    assert (fields(TopicManifestRow), fields(AclManifestRow), fields(QuotaManifestRow)) == (
-        column_names(MANIFEST), column_names(ACL_MANIFEST), column_names(QUOTA_MANIFEST))
+    assert (fields(TopicManifestRow), fields(AclManifestRow), fields(QuotaManifestRow),
+            fields(UserManifestRow)) == (
+        column_names(MANIFEST), column_names(ACL_MANIFEST), column_names(QUOTA_MANIFEST),
+        column_names(USER_MANIFEST))
     assert [k["title"] for k in manifest_schema()["anyOf"]] == [
-        "topics manifest", "acls manifest", "quotas manifest"]
+        "topics manifest", "acls manifest", "quotas manifest", "users manifest"]
 
 
 def test_every_column_is_described() -> None:
