@@ -1,0 +1,64 @@
+"""The SCRAM credential requests' pure parts: a user once a request, each answer's outcome,
+and where a password is read from (naming the variable or file, never the value)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from provisioning.conf import Secret
+from provisioning.conf.users import read_password
+from provisioning.kafka.users import Change, outcome, rounds
+
+PW = Secret("s3cret-value")
+
+
+def test_no_request_names_a_user_twice_and_none_is_over_batch_size() -> None:
+    changes = [Change("a", "SCRAM-SHA-256"), Change("a", "SCRAM-SHA-512"),
+               Change("b", "SCRAM-SHA-512"), Change("c", "SCRAM-SHA-512"),
+               Change("b", "SCRAM-SHA-256")]
+    assert list(rounds(changes, 2)) == [[0, 2], [3], [1, 4]]
+    assert list(rounds(changes, 10)) == [[0, 2, 3], [1, 4]]
+    assert list(rounds([], 10)) == []
+
+
+@pytest.mark.parametrize(("change", "error", "attempts", "expected"), [
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "NONE", 1, "upserted"),
+    (Change("a", "SCRAM-SHA-512"), "NONE", 1, "deleted"),
+    # A deletion the broker found done (resent after a lost answer, or gone by hand).
+    (Change("a", "SCRAM-SHA-512"), "RESOURCE_NOT_FOUND", 2, "deleted"),
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "UNACCEPTABLE_CREDENTIAL", 1, "rejected"),
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "CLUSTER_AUTHORIZATION_FAILED", 1, "rejected"),
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "DUPLICATE_RESOURCE", 1, "rejected"),
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "KafkaConnectionError", 1, "unknown"),
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "NOT_SENT", 0, "failed"),
+    (Change("a", "SCRAM-SHA-512", 8192, PW), "KafkaConnectionError", 0, "failed"),
+])
+def test_each_answer_has_one_outcome(change: Change, error: str, attempts: int,
+                                     expected: str) -> None:
+    assert outcome(change, {"error_name": error, "attempts": attempts}) == expected
+
+
+def test_a_change_shows_no_password() -> None:
+    assert "s3cret" not in repr(Change("a", "SCRAM-SHA-512", 8192, PW))
+
+
+def test_a_password_is_read_from_its_variable_or_file_and_problems_name_the_source(
+        tmp_path: Path) -> None:
+    good, empty, crlf = tmp_path / "pw", tmp_path / "empty", tmp_path / "crlf"
+    good.write_text("from-file\n")
+    empty.write_text("\n")
+    crlf.write_text("windows\r\n")
+    env = {"PW": "from-env", "BLANK": ""}
+    assert read_password("PW", None, env) == Secret("from-env")
+    assert read_password(None, str(good), env) == Secret("from-file")
+    assert read_password(None, str(crlf), env) == Secret("windows")
+    assert read_password("NOPE", None, env) == \
+        "password_env: environment variable 'NOPE' is not set"
+    assert read_password("BLANK", None, env) == \
+        "password_env: environment variable 'BLANK' is empty"
+    assert read_password(None, str(empty), env) == f"password_file: {empty} is empty"
+    assert read_password(None, str(tmp_path / "missing"), env) == \
+        f"password_file: cannot read {tmp_path / 'missing'}: No such file or directory"
+    assert read_password(None, None, env) == "password: no password_env or password_file"
