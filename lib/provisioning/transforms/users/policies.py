@@ -78,7 +78,7 @@ def protected_users(params: Mapping[str, Any], context: UserPolicyContext) -> Tr
         matched = F.array_join(matching_globs(F.col("user"), globs), ", ")
         mine = F.create_map(*[F.lit(x) for pair in own.items() for x in pair]) if own \
             else F.create_map().cast("map<string,string>")
-        is_own = F.coalesce(F.element_at(mine, F.col("cluster")) == F.col("user"),
+        is_own = F.coalesce(F.try_element_at(mine, F.col("cluster")) == F.col("user"),
                             F.lit(False))
         refused = F.col("action").isin(UPSERT, DELETE) & (is_own | (matched != ""))
         why = F.when(is_own, F.lit("it is the user the job logs in as on this cluster")
