@@ -10,6 +10,7 @@ user and password (`logs_in`), the right one accepted and a wrong one refused.
     apply          the same rows again: nothing to do
     apply          usr-a's SCRAM-SHA-512 password_version bumped, with a new password
     apply x2       usr-c `state: absent`: kept without --allow-user-removals, gone with it
+    report         --unmanaged-users
     check          unmanaged_user, and acl_without_user turned on
     import, plan   the live credentials as rows, each rejected until it has a password source
 
@@ -179,6 +180,7 @@ def flow(sasl_kafka: KafkaCluster, spark: Any, cli: Callable[..., Completed],
     snapshot("kept", ("usr-c", PW_C, S256))
     run("remove", "apply", "--conf", str(good), "--allow-user-removals", "--json")
     snapshot("removed", ("usr-c", PW_C, S256))
+    run("report", "report", "--conf", str(good), "--unmanaged-users", "--json")
 
     grant(sasl_kafka.client_settings(), "User:usr-ghost",
           [("TOPIC", "usr-orders", "LITERAL", ["READ"])])
@@ -316,6 +318,16 @@ def test_an_absent_row_removes_the_credential_only_with_the_flag(flow: Flow) -> 
     assert flow.logins["removed"] == {("usr-c", PW_C, S256): False}
     assert flow.live["removed"] == {**FORMATTED, "usr-a": GOOD["usr-a"],
                                     "usr-b": GOOD["usr-b"]}
+
+
+def test_report_lists_the_credentials_no_manifest_names(flow: Flow) -> None:
+    report = flow.runs["report"]
+    assert report.returncode == 0, report.output[-3000:]
+    blocks = report.json()["unmanaged_users"]
+    assert [(b["cluster"], [(c["user"], c["mechanism"], c["iterations"], c["credential"])
+                            for c in b["credentials"]]) for b in blocks] == [
+        (CLUSTER, [(u, m, 4096, f"{u} {m}") for u in ("job", "nogroups")
+                   for m in (S256, S512)])]
 
 
 def test_check_finds_unmanaged_credentials_and_bindings_of_users_without_one(
