@@ -48,6 +48,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",
+            # Tests' data is a few rows: compiling generated code for each query costs more
+            # than running it interpreted (same results; the job's own sessions keep codegen).
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
             "spark.default.parallelism": "2",
             "spark.databricks.delta.snapshotPartitions": "2",
