@@ -110,7 +110,7 @@ run: kafka-up
 	./spark-submit.sh jobs/provision_topics.py apply --conf $(CONF)
 
 test: setup
-	$(PY) -m pytest tests --durations=30
+	PY=$(PY) tests/support/suites.sh
 
 test-unit: setup
 	$(PY) -m pytest tests/unit

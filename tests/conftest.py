@@ -48,6 +48,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",
+            # Tests' data is a few rows: compiling generated code for each query costs more
+            # than running it interpreted (same results; the job's own sessions keep codegen).
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
             "spark.default.parallelism": "2",
             "spark.databricks.delta.snapshotPartitions": "2",
@@ -97,15 +101,10 @@ def policy_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def _plain_kafka(tmp_path_factory: pytest.TempPathFactory,
                  policy_jar: Path) -> Iterator[tuple[object, object]]:
-    from tests.support.brokers import plain_broker, start_behind
+    from tests.support.brokers import plain_broker, running_behind
 
-    cluster, proxy = plain_broker(tmp_path_factory.mktemp("kafka-1"), policy_jar)
-    try:
-        start_behind(cluster, proxy)
-        yield cluster, proxy
-    finally:
-        proxy.stop()
-        cluster.stop()
+    with running_behind(*plain_broker(tmp_path_factory.mktemp("kafka-1"), policy_jar)) as both:
+        yield both
 
 
 @pytest.fixture(scope="session")
@@ -133,16 +132,12 @@ def sasl_tls(tmp_path_factory: pytest.TempPathFactory) -> object:
 @pytest.fixture(scope="session")
 def _sasl_kafka(tmp_path_factory: pytest.TempPathFactory,
                 sasl_tls: object) -> Iterator[tuple[object, object]]:
-    from tests.support.brokers import sasl_broker, start_behind
+    from tests.support.brokers import running_behind, sasl_broker
 
     _jars(KAFKA_JARS)
-    cluster, proxy = sasl_broker(tmp_path_factory.mktemp("kafka-sasl"), sasl_tls)  # type: ignore[arg-type]
-    try:
-        start_behind(cluster, proxy)
-        yield cluster, proxy
-    finally:
-        proxy.stop()
-        cluster.stop()
+    with running_behind(*sasl_broker(tmp_path_factory.mktemp("kafka-sasl"),
+                                     sasl_tls)) as both:  # type: ignore[arg-type]
+        yield both
 
 
 @pytest.fixture(scope="session")

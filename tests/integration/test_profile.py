@@ -4,16 +4,30 @@ requests it sent (by API, the admin tasks' included), in its JSON document and p
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import write_conf, write_manifest_table
+from tests.helpers import run_cli, write_conf, write_manifest_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 PREFIX = "prof."
+
+
+@pytest.fixture(params=["classic", "connect"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both launchers: a classic driver profiles from its own event log, a Connect client
+    from its operations' tags."""
+    return str(request.param)
+
+
+@pytest.fixture
+def cli(mode: str, request: pytest.FixtureRequest) -> Any:
+    remote = request.getfixturevalue("connect_server").address if mode == "connect" else None
+    return functools.partial(run_cli, remote=remote)
 
 
 def _named(entries: list[dict[str, Any]]) -> dict[str, int]:

@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[2]
 # What the copy links instead of copying: installed once by `make setup`.
-LINKED = (".venv", ".cache/jars", ".cache/driver", ".cache/connect/venv")
+LINKED = (".venv", ".cache/jars", ".cache/driver", ".cache/connect/venv",
+          ".cache/airflow-venv")
 
 
 def quick_start(readme: str) -> list[str]:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,19 @@ def sasl_broker(base: Path, tls: TlsFiles) -> tuple[KafkaCluster, KafkaProxy]:
     return cluster, KafkaProxy(port)
 
 
-def start_behind(cluster: KafkaCluster, proxy: KafkaProxy) -> None:
-    """Start `cluster`, then the proxy in front of its PROXIED listener."""
-    cluster.start()
-    proxy.upstream_port = int(cluster.bootstrap_servers_for(PROXIED).split(":")[1])
-    proxy.start()
+@contextmanager
+def running_behind(cluster: KafkaCluster, proxy: KafkaProxy
+                   ) -> Iterator[tuple[KafkaCluster, KafkaProxy]]:
+    """`cluster` started, then the proxy in front of its PROXIED listener; both stopped
+    when the block ends (also when the start failed part way)."""
+    try:
+        cluster.start()
+        proxy.upstream_port = int(cluster.bootstrap_servers_for(PROXIED).split(":")[1])
+        proxy.start()
+        yield cluster, proxy
+    finally:
+        proxy.stop()
+        cluster.stop()
 
 
 def reset(cluster: KafkaCluster, timeout_s: float = 60) -> None:

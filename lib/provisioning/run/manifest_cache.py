@@ -107,21 +107,15 @@ def _drop_stale(spark: SparkSession, key: CacheKey) -> None:
         spark.sql(f"DROP VIEW IF EXISTS {view}")
 
 
-Later = Callable[[str, Callable[[], object]], None]
-
-
 def manifest_rows(spark: SparkSession, kind: str, commits: Sequence[tuple[str, Commit]],
                   inputs: Sequence[str], validated: Callable[[], DataFrame],
-                  finish: Callable[[DataFrame], DataFrame], later: Later | None = None
-                  ) -> DataFrame:
+                  finish: Callable[[DataFrame], DataFrame]) -> DataFrame:
     """The run's manifest rows: `finish` (the run's scope, pinned) over the rows of the tables
     at `commits` as `validated()` gives them, from the session's cache when an earlier run
     left them there; kept there for the next run when the session outlives this one.
 
     kind: the kind of manifest ("manifest", or another kind's; the log lines name it).
     inputs: what `validated` takes from the conf (part of the key).
-    later: runs a named piece of work beside the run's next steps (`run.commits.Commits.
-      side`): the drop of the group's stale entries; without it, they are dropped here.
     """
     if not commits or not outlives_run(spark):
         return finish(validated())
@@ -131,14 +125,13 @@ def manifest_rows(spark: SparkSession, kind: str, commits: Sequence[tuple[str, C
         log.info("%s rows of %s from the session cache", kind, described(commits))
         return hit
     rows = validated()
+    # The group's other entries go first: a table dropped and made again up to the same
+    # version reads through a plan Spark's cache takes for the old entry's, whose rows it
+    # would serve.
+    _drop_stale(spark, key)
     _keep(spark, key, rows)
     log.info("%s rows of %s read and validated, kept in the session cache", kind,
              described(commits))
     pinned = _pinned(spark, key.view, finish)
     # Another run of the session (the tables moved on for it) may have dropped the entry.
-    pinned = pinned if pinned is not None else finish(rows)
-    if later is not None:
-        later(f"{kind} cache: stale entries", lambda: _drop_stale(spark, key))
-    else:
-        _drop_stale(spark, key)
-    return pinned
+    return pinned if pinned is not None else finish(rows)

@@ -97,7 +97,7 @@ class ReadManifests(Phase):
             # Read and validated once (pinned): the snapshot (topics to describe by name),
             # the plan and both sides of the policy split read these rows.
             state.of(TopicState).desired = read_desired(
-                ctx.spark, ctx.conf, ctx.cluster_names, scope.topics_glob, ctx.commits.side)
+                ctx.spark, ctx.conf, ctx.cluster_names, scope.topics_glob)
         ctx.steps.done("manifest read")
 
 

@@ -22,7 +22,7 @@ from provisioning.names import ALTER, CREATE, DELETE, PLANNED
 from provisioning.results import utc_now
 from provisioning.run.executors import cluster_states_frame
 from provisioning.run.kind import PlanLayer
-from provisioning.run.manifest_cache import Later, manifest_rows
+from provisioning.run.manifest_cache import manifest_rows
 from provisioning.run.phases import cut
 from provisioning.transforms.audit import plan_outcome_counts
 from provisioning.transforms.check.usage import online_partitions
@@ -39,11 +39,10 @@ from schemas import PLAN, column_names
 
 
 def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
-                 topics_glob: str | None, later: Later | None = None) -> DataFrame:
+                 topics_glob: str | None) -> DataFrame:
     """The manifests' DESIRED rows, validated (row errors, duplicates), in the run's scope,
     pinned (a local checkpoint). On a shared Spark Connect session the validated rows come
-    from the session's cache when an earlier run left them there (`run.manifest_cache`;
-    `later` runs its cleanup beside the run's next steps)."""
+    from the session's cache when an earlier run left them there (`run.manifest_cache`)."""
     known = tuple(conf.clusters)
     commits = manifest_commits(spark, conf.tables.manifests)
 
@@ -56,7 +55,7 @@ def read_desired(spark: SparkSession, conf: Conf, clusters: Sequence[str],
         return rows.transform(in_scope(clusters, topics_glob, known)).localCheckpoint(
             eager=True)
 
-    return manifest_rows(spark, "manifest", commits, known, validated, finish, later)
+    return manifest_rows(spark, "manifest", commits, known, validated, finish)
 
 
 def policy_context(spark: SparkSession, conf: Conf, states: Mapping[str, ClusterState],
