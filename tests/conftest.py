@@ -13,6 +13,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
 KAFKA_JARS = REPO / ".cache" / "jars" / "kafka"
+# The tests' queries are a few rows each, thousands of them per run of the suite: compiling
+# generated code for each costs more CPU than running it interpreted (same results). The
+# tests' own session and their Connect server run so; the classic launcher's tests, the
+# benchmarks and `make connect-up` keep Spark's codegen.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 # The Spark workers run this interpreter, so they import the same packages.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -21,9 +27,48 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+# `make test` runs two pytest sessions at once, one per core (tests/support/suites.sh):
+# lane `connect` holds every test that needs one of these components (each the costliest
+# to start and to keep running), so each is started once per run; lane `rest` holds the
+# others: the unit tests, and the integration tests of the classic launcher and of
+# components of their own.
+CONNECT_LANE = frozenset({"connect_server", "racked_kafka", "oauth_kafka"})
+LANES = ("connect", "rest")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--lane", choices=LANES, default=None,
+                     help="run only the tests of one of make test's two lanes: `connect` "
+                          f"(those needing {', '.join(sorted(CONNECT_LANE))}) or `rest`")
+
+
+def lane_of(item: pytest.Item) -> str:
+    """The lane of a test: its `lane` mark's (a test that starts a lane's component itself,
+    by `request.getfixturevalue`), else `connect` when its fixture closure holds one of
+    CONNECT_LANE."""
+    marked = item.get_closest_marker("lane")
+    if marked is not None:
+        return str(marked.args[0])
+    return "connect" if CONNECT_LANE & set(getattr(item, "fixturenames", ())) else "rest"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    lane = config.getoption("--lane")
+    if lane is None:
+        return
+    keep = [i for i in items if lane_of(i) == lane]
+    dropped = [i for i in items if lane_of(i) != lane]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The suite's time against its budget, printed at the end (tests/support/budget.py)."""
     from tests.support.budget import Budget
+
+    config.addinivalue_line("markers", "lane(name): the lane of make test that runs the test "
+                                       "(tests/conftest.py: lane_of)")
 
     config.pluginmanager.register(Budget(), "provisioning-budget")
 
@@ -48,10 +93,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",
-            # Tests' data is a few rows: compiling generated code for each query costs more
-            # than running it interpreted (same results; the job's own sessions keep codegen).
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+            **INTERPRETED,
             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
             "spark.default.parallelism": "2",
             "spark.databricks.delta.snapshotPartitions": "2",
@@ -189,7 +231,7 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
     from tests.support.sparkconnect import ConnectServer, warm_up
 
     _jars(DELTA_JARS)
-    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"), extra=INTERPRETED)
     server.start()
     _CONNECT["server"] = server
     try:

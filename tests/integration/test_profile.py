@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 PREFIX = "prof."
 
 
-@pytest.fixture(params=["classic", "connect"])
+@pytest.fixture(params=["classic", pytest.param("connect", marks=pytest.mark.lane("connect"))])
 def mode(request: pytest.FixtureRequest) -> str:
     """Both launchers: a classic driver profiles from its own event log, a Connect client
     from its operations' tags."""

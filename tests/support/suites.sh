@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
-# `make test`: the unit suite runs beside the integration suite, each a pytest session of
-# its own. The integration tests wait on brokers, clusters and the Connect server most of
-# their time; the unit tests are the other core's work meanwhile. The integration
-# session's output streams; the unit session's is printed when both have ended, then the
-# wall time of the whole. Fails when either session fails (pytest's 5, no tests, included).
+# `make test`: two pytest sessions at once, one per core of the CI machine, split by the
+# components a test needs (tests/conftest.py: lane_of):
+#   lane connect  the integration tests on the Spark Connect server, the three-node racked
+#                 cluster or the OAuth broker: each of those started once per run;
+#   lane rest     the unit tests, and the integration tests of the classic launcher and of
+#                 components of their own.
+# The connect lane's output streams; the rest lane's is printed when both have ended, then
+# the wall time of the whole. Fails when either session fails (pytest's 5, no tests,
+# included). TESTS narrows both lanes to some paths (each lane runs its own share of them).
 set -u
 cd "$(dirname "$0")/../.."
 py=${PY:-.venv/bin/python}
-unit=${UNIT_TESTS:-tests/unit}
-integration=${INTEGRATION_TESTS:-tests/integration}
+read -r -a paths <<< "${TESTS:-tests}"
 started=$(date +%s)
-unit_log=$(mktemp "${TMPDIR:-/tmp}/unit-tests.XXXXXX.log")
-"$py" -m pytest "$unit" --durations=30 >"$unit_log" 2>&1 &
-unit_pid=$!
-"$py" -m pytest "$integration" --durations=30
-integration_rc=$?
-wait "$unit_pid"
-unit_rc=$?
-echo "================================ unit tests ================================"
-cat "$unit_log"
-rm -f "$unit_log"
+rest_log=$(mktemp "${TMPDIR:-/tmp}/rest-lane.XXXXXX.log")
+"$py" -m pytest "${paths[@]}" --lane rest --durations=30 >"$rest_log" 2>&1 &
+rest_pid=$!
+"$py" -m pytest "${paths[@]}" --lane connect --durations=30
+connect_rc=$?
+wait "$rest_pid"
+rest_rc=$?
+echo "=============================== lane rest ==============================="
+cat "$rest_log"
+rm -f "$rest_log"
 elapsed=$(( $(date +%s) - started ))
-printf 'make test: %d min %02d s for both suites (integration exit %d, unit exit %d)\n' \
-  $(( elapsed / 60 )) $(( elapsed % 60 )) "$integration_rc" "$unit_rc"
-[ "$integration_rc" -eq 0 ] && [ "$unit_rc" -eq 0 ]
+printf 'make test: %d min %02d s for both lanes (connect exit %d, rest exit %d)\n' \
+  $(( elapsed / 60 )) $(( elapsed % 60 )) "$connect_rc" "$rest_rc"
+[ "$connect_rc" -eq 0 ] && [ "$rest_rc" -eq 0 ]
