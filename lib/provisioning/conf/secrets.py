@@ -41,6 +41,39 @@ def resolve_credentials(conf: Conf, environ: Mapping[str, str]) -> dict[str, Cre
     return found
 
 
+class ReadError(str):
+    """Why a file could not be read (`cannot read PATH: REASON`)."""
+
+
+def read_file(path: str) -> str | ReadError:
+    """A file's text, or why it cannot be read, naming the file."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
+            type(exc).__name__
+        return ReadError(f"cannot read {path}: {reason}")
+
+
+def secret_from(var: str | None, path: str | None, environ: Mapping[str, str]
+                ) -> Secret | tuple[str, str]:
+    """The secret an `_env` / `_file` pair names: the file's text, as it is now, its
+    trailing newline stripped, when a file is named, else the variable's value; or which
+    of the two is wrong (`env` or `file`) and why, naming the variable or the file, never
+    a value."""
+    if path is not None:
+        text = read_file(path)
+        if isinstance(text, ReadError):
+            return "file", str(text)
+        value = text[:-1] if text.endswith("\n") else text
+        value = value[:-1] if value.endswith("\r") else value
+        return Secret(value) if value else ("file", f"{path} is empty")
+    if var is None or var not in environ:
+        return "env", f"environment variable {var!r} is not set"
+    return Secret(environ[var]) if environ[var] else \
+        ("env", f"environment variable {var!r} is empty")
+
+
 class _Reader:
     def __init__(self, cluster: ClusterConf, environ: Mapping[str, str],
                  problems: list[str]) -> None:
@@ -74,30 +107,19 @@ class _Reader:
 
     def secret(self, stem: str) -> Secret | None:
         """The secret of `<stem>_env` or `<stem>_file` (the conf's rules allow one)."""
-        var, path = getattr(self.cluster, f"{stem}_env"), getattr(self.cluster, f"{stem}_file")
-        if path is not None:
-            text = self.read(f"{stem}_file", path)
-            if text is None:
-                return None
-            value = text[:-1] if text.endswith("\n") else text
-            value = value[:-1] if value.endswith("\r") else value
-            if not value:
-                self.problem(f"{stem}_file", f"{path} is empty")
-                return None
-            return Secret(value)
-        if var is None or not self.environ.get(var):
-            self.problem(f"{stem}_env", f"environment variable {var!r} is not set")
-            return None
-        return Secret(self.environ[var])
+        found = secret_from(getattr(self.cluster, f"{stem}_env"),
+                            getattr(self.cluster, f"{stem}_file"), self.environ)
+        if isinstance(found, Secret):
+            return found
+        self.problem(f"{stem}_{found[0]}", found[1])
+        return None
 
     def read(self, key: str, path: str) -> str | None:
-        try:
-            return Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
-                type(exc).__name__
-            self.problem(key, f"cannot read {path}: {reason}")
+        text = read_file(path)
+        if isinstance(text, ReadError):
+            self.problem(key, str(text))
             return None
+        return text
 
     def tls(self) -> TlsKeys:
         """The CA, client certificate and key files, read and checked to load together."""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from provisioning.conf.entity import EntityConf, EntityKeys, EntitySection
 from provisioning.conf.model import STRICT, Secret
 from provisioning.conf.policies import Custom
+from provisioning.conf.secrets import secret_from
 from provisioning.names.users import (
     ACL_WITHOUT_USER,
     DEFAULT_ITERATIONS,
@@ -119,19 +119,7 @@ def read_password(env: str | None, file: str | None, environ: Mapping[str, str]
                   ) -> Secret | str:
     """The password a row names (its `password_env` or `password_file`), or why it cannot
     be had, naming the variable or the file, never a value."""
-    if file is not None:
-        try:
-            text = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
-                type(exc).__name__
-            return f"password_file: cannot read {file}: {reason}"
-        value = text[:-1] if text.endswith("\n") else text
-        value = value[:-1] if value.endswith("\r") else value
-        return Secret(value) if value else f"password_file: {file} is empty"
-    if env is None:
+    if env is None and file is None:
         return "password: no password_env or password_file"
-    if env not in environ:
-        return f"password_env: environment variable {env!r} is not set"
-    return Secret(environ[env]) if environ[env] else \
-        f"password_env: environment variable {env!r} is empty"
+    found = secret_from(env, file, environ)
+    return found if isinstance(found, Secret) else f"password_{found[0]}: {found[1]}"
