@@ -13,20 +13,13 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
-    IntegerType,
     LongType,
     StringType,
     StructField,
-    StructType,
     TimestampType,
 )
 
-from schemas.tables import ACL_BINDING_STRUCT, POLICY_VIOLATION
-
-
-def _fields(*cols: tuple[str, object]) -> StructType:
-    return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
-
+from schemas.tables import ACL_BINDING_STRUCT, ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
 
 # What one binding is, beside its cluster: Kafka's AclBinding, every part named.
 _BINDING_COLUMNS: tuple[tuple[str, object], ...] = tuple(
@@ -34,7 +27,7 @@ _BINDING_COLUMNS: tuple[tuple[str, object], ...] = tuple(
 
 # What an ACL manifest table holds: one row per (principal, resource pattern, permission)
 # with the operations it allows or denies.
-ACL_MANIFEST = _fields(
+ACL_MANIFEST = fields(
     ("cluster", StringType()),
     ("principal", StringType()),
     ("host", StringType()),
@@ -49,20 +42,13 @@ ACL_MANIFEST = _fields(
 )
 
 # ACL manifest rows after reading: where each row came from, and what is wrong with it.
-ACL_DESIRED = StructType(
-    [
-        *ACL_MANIFEST.fields,
-        StructField("source_table", StringType(), True),
-        StructField("source_version", LongType(), True),
-        StructField("row_errors", ArrayType(StringType(), True), True),
-    ]
-)
+ACL_DESIRED = desired(ACL_MANIFEST)
 
 # One live (DescribeAcls) or desired binding of one cluster.
-ACL_BINDING = _fields(("cluster", StringType()), *_BINDING_COLUMNS)
+ACL_BINDING = fields(("cluster", StringType()), *_BINDING_COLUMNS)
 
 # The live bindings of a run's clusters (the ACL snapshot table appends these).
-ACL_SNAPSHOT = _fields(
+ACL_SNAPSHOT = fields(
     ("run_id", StringType()),
     ("cluster", StringType()),
     *_BINDING_COLUMNS,
@@ -70,7 +56,7 @@ ACL_SNAPSHOT = _fields(
 )
 
 # One row per binding the run considers: the desired bindings (merged) joined with the live.
-ACL_PLAN = _fields(
+ACL_PLAN = fields(
     ("cluster", StringType()),
     *_BINDING_COLUMNS,
     # GRANT, REVOKE or NOOP (provisioning.names.ACL_ACTIONS).
@@ -92,15 +78,10 @@ ACL_PLAN = _fields(
 )
 
 # What one admin request said about one binding (validate, apply and verify phases).
-ACL_RESULT = _fields(
+ACL_RESULT = fields(
     ("cluster", StringType()),
     *_BINDING_COLUMNS,
-    ("phase", StringType()),
-    ("outcome", StringType()),
-    ("error_code", IntegerType()),
-    ("error_name", StringType()),
-    ("error_message", StringType()),
-    ("attempts", IntegerType()),
+    *ANSWER_COLUMNS,
 )
 
 # The columns that say which binding a row is about (join keys between the tables above).

@@ -13,24 +13,19 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     DoubleType,
-    IntegerType,
     LongType,
     MapType,
     StringType,
     StructField,
-    StructType,
     TimestampType,
 )
 
 # The audit's `quota` column (schemas.tables, beside the other kinds' audit columns).
-from schemas.tables import POLICY_VIOLATION, QUOTA_STRUCT
+from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, QUOTA_STRUCT, desired, fields
 
 __all__ = ["AUDIT_COLUMN", "ENTITY_COLUMNS", "QUOTA_DESIRED", "QUOTA_KEY", "QUOTA_LIVE",
            "QUOTA_MANIFEST", "QUOTA_PLAN", "QUOTA_RESULT", "QUOTA_SNAPSHOT", "QUOTA_STRUCT"]
 
-
-def _fields(*cols: tuple[str, object]) -> StructType:
-    return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
 
 
 ENTITY_COLUMNS = ("entity_user", "entity_client_id", "entity_ip")
@@ -39,7 +34,7 @@ _ENTITY = tuple((c, StringType()) for c in ENTITY_COLUMNS)
 QUOTA_KEY = ("cluster", *ENTITY_COLUMNS, "key")
 
 # What a quota manifest table holds: one entity per row, the quotas it asks for.
-QUOTA_MANIFEST = _fields(
+QUOTA_MANIFEST = fields(
     ("cluster", StringType()),
     *_ENTITY,
     # quota key -> value: producer_byte_rate, consumer_byte_rate, request_percentage,
@@ -53,28 +48,23 @@ QUOTA_MANIFEST = _fields(
 )
 
 # Manifest rows after reading: where each came from, and what is wrong with the entity.
-QUOTA_DESIRED = StructType([
-    *QUOTA_MANIFEST.fields,
-    StructField("source_table", StringType(), True),
-    StructField("source_version", LongType(), True),
-    StructField("row_errors", ArrayType(StringType(), True), True),
-])
+QUOTA_DESIRED = desired(QUOTA_MANIFEST)
 
 # One live quota of one cluster (DescribeClientQuotas).
-QUOTA_LIVE = _fields(("cluster", StringType()), *_ENTITY, ("key", StringType()),
+QUOTA_LIVE = fields(("cluster", StringType()), *_ENTITY, ("key", StringType()),
                      ("value", DoubleType()))
 
 # The live quotas of each run's clusters (`tables.quota_snapshots`), with one marker row per
 # cluster (entity and key null) so a cluster whose quotas are all gone still has a newest
 # snapshot of its own.
-QUOTA_SNAPSHOT = _fields(
+QUOTA_SNAPSHOT = fields(
     ("run_id", StringType()),
     *[(f.name, f.dataType) for f in QUOTA_LIVE.fields],
     ("snapshot_at", TimestampType()),
 )
 
 # One row per (cluster, entity, key) the run considers: desired joined with live.
-QUOTA_PLAN = _fields(
+QUOTA_PLAN = fields(
     ("cluster", StringType()),
     *_ENTITY,
     ("key", StringType()),
@@ -97,16 +87,11 @@ QUOTA_PLAN = _fields(
 
 # What one admin request said about one quota (validate, apply and verify phases): the
 # entity's answer, for each of its keys.
-QUOTA_RESULT = _fields(
+QUOTA_RESULT = fields(
     ("cluster", StringType()),
     *_ENTITY,
     ("key", StringType()),
-    ("phase", StringType()),
-    ("outcome", StringType()),
-    ("error_code", IntegerType()),
-    ("error_name", StringType()),
-    ("error_message", StringType()),
-    ("attempts", IntegerType()),
+    *ANSWER_COLUMNS,
     # The value read back (verify; null: the key is not set).
     ("result_value", DoubleType()),
 )

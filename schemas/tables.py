@@ -22,8 +22,32 @@ from pyspark.sql.types import (
 )
 
 
-def _fields(*cols: tuple[str, object]) -> StructType:
+def fields(*cols: tuple[str, object]) -> StructType:
+    """A struct of nullable columns, each a (name, type)."""
     return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
+
+
+def desired(manifest: StructType) -> StructType:
+    """A kind's manifest rows after reading: where each row came from, and what is wrong
+    with it."""
+    return StructType([
+        *manifest.fields,
+        StructField("source_table", StringType(), True),
+        StructField("source_version", LongType(), True),
+        StructField("row_errors", ArrayType(StringType(), True), True),
+    ])
+
+
+# What an admin step said about one entity (validate, apply and verify phases), after the
+# columns that name it.
+ANSWER_COLUMNS: tuple[tuple[str, object], ...] = (
+    ("phase", StringType()),
+    ("outcome", StringType()),
+    ("error_code", IntegerType()),
+    ("error_name", StringType()),
+    ("error_message", StringType()),
+    ("attempts", IntegerType()),
+)
 
 
 ASSIGNMENT = MapType(IntegerType(), ArrayType(IntegerType(), True), True)
@@ -31,7 +55,7 @@ STRING_MAP = MapType(StringType(), StringType(), True)
 
 # One config entry as the broker reports it (DescribeConfigs, CreateTopics v5+).
 # `value` is null when the broker marks the config sensitive.
-CONFIG_ENTRY = _fields(
+CONFIG_ENTRY = fields(
     ("name", StringType()),
     ("value", StringType()),
     ("source", StringType()),
@@ -39,13 +63,13 @@ CONFIG_ENTRY = _fields(
     ("sensitive", BooleanType()),
 )
 
-POLICY_VIOLATION = _fields(
+POLICY_VIOLATION = fields(
     ("policy", StringType()),
     ("message", StringType()),
 )
 
 # One difference between the desired and the live topic.
-DRIFT_ITEM = _fields(
+DRIFT_ITEM = fields(
     ("field", StringType()),
     ("desired", StringType()),
     ("actual", StringType()),
@@ -54,7 +78,7 @@ DRIFT_ITEM = _fields(
 
 # One config operation of an ALTER (IncrementalAlterConfigs, KIP-339): op SET or DELETE
 # (back to the broker's default); value null for DELETE.
-CONFIG_OP = _fields(
+CONFIG_OP = fields(
     ("name", StringType()),
     ("op", StringType()),
     ("value", StringType()),
@@ -63,7 +87,7 @@ CONFIG_OP = _fields(
 # One partition of a reassignment (KIP-455): its replicas before and after, the first replica
 # the preferred leader. in_flight: a move toward `after` already under way (started by an
 # earlier run, seen in ListPartitionReassignments): nothing new is sent for it.
-REPLICA_MOVE = _fields(
+REPLICA_MOVE = fields(
     ("partition", IntegerType()),
     ("before", ArrayType(IntegerType(), True)),
     ("after", ArrayType(IntegerType(), True)),
@@ -72,7 +96,7 @@ REPLICA_MOVE = _fields(
 
 # What became of one partition's move: outcome reassigning (started or still moving),
 # reassigned (done), rejected, failed or unknown, with the broker's error if any.
-REPLICA_MOVE_RESULT = _fields(
+REPLICA_MOVE_RESULT = fields(
     ("partition", IntegerType()),
     ("before", ArrayType(IntegerType(), True)),
     ("after", ArrayType(IntegerType(), True)),
@@ -83,7 +107,7 @@ REPLICA_MOVE_RESULT = _fields(
 
 # One partition being reassigned, as ListPartitionReassignments reports it: `replicas` is the
 # target followed by the replicas being removed; `adding` and `removing` the difference.
-REASSIGNMENT_IN_FLIGHT = _fields(
+REASSIGNMENT_IN_FLIGHT = fields(
     ("cluster", StringType()),
     ("topic", StringType()),
     ("partition", IntegerType()),
@@ -93,7 +117,7 @@ REASSIGNMENT_IN_FLIGHT = _fields(
 )
 
 # What a manifest table holds: one desired topic per row.
-MANIFEST = _fields(
+MANIFEST = fields(
     ("cluster", StringType()),
     ("topic", StringType()),
     ("state", StringType()),
@@ -106,17 +130,10 @@ MANIFEST = _fields(
 )
 
 # Manifest rows after reading: where each row came from, and what is wrong with it.
-DESIRED = StructType(
-    [
-        *MANIFEST.fields,
-        StructField("source_table", StringType(), True),
-        StructField("source_version", LongType(), True),
-        StructField("row_errors", ArrayType(StringType(), True), True),
-    ]
-)
+DESIRED = desired(MANIFEST)
 
 # The live facts of one cluster, taken on the driver before anything else.
-CLUSTER_STATE = _fields(
+CLUSTER_STATE = fields(
     ("cluster", StringType()),
     ("cluster_id", StringType()),
     ("controller_id", IntegerType()),
@@ -136,7 +153,7 @@ CLUSTER_STATE = _fields(
 # One partition of a live topic as the metadata reports it: `leader` null when the
 # partition has no leader (offline); `replicas` in the broker's order (the first is the
 # preferred leader); `isr` sorted by broker id.
-PARTITION_STATE = _fields(
+PARTITION_STATE = fields(
     ("partition", IntegerType()),
     ("leader", IntegerType()),
     ("replicas", ArrayType(IntegerType(), True)),
@@ -144,7 +161,7 @@ PARTITION_STATE = _fields(
 )
 
 # One live topic of one cluster (the `snapshot` subcommand appends these).
-SNAPSHOT = _fields(
+SNAPSHOT = fields(
     ("run_id", StringType()),
     ("cluster", StringType()),
     ("cluster_id", StringType()),
@@ -174,7 +191,7 @@ SNAPSHOT = _fields(
 LIVE_READ = StructType([*SNAPSHOT.fields, StructField("found", BooleanType(), True)])
 
 # One row per (cluster, topic) the run considers: desired joined with live.
-PLAN = _fields(
+PLAN = fields(
     ("cluster", StringType()),
     ("topic", StringType()),
     ("action", StringType()),
@@ -219,7 +236,7 @@ PLAN = _fields(
 )
 
 # What one admin request said about one topic (validate, apply and verify phases).
-TOPIC_RESULT = _fields(
+TOPIC_RESULT = fields(
     ("cluster", StringType()),
     ("topic", StringType()),
     ("phase", StringType()),
@@ -246,7 +263,7 @@ TOPIC_RESULT = _fields(
 
 # One row per topic per phase per run.
 # One ACL binding beside its cluster (Kafka's AclBinding), as the audit table holds it.
-ACL_BINDING_STRUCT = _fields(
+ACL_BINDING_STRUCT = fields(
     ("principal", StringType()),
     ("host", StringType()),
     ("resource_type", StringType()),
@@ -259,7 +276,7 @@ ACL_BINDING_STRUCT = _fields(
 # One client quota as the audit table holds it (schemas.quotas): its entity (one column per
 # entity type; `<default>` the type's default entity), its key, the value asked for and the
 # value found (live at plan, read back at verify).
-QUOTA_STRUCT = _fields(
+QUOTA_STRUCT = fields(
     ("entity_user", StringType()),
     ("entity_client_id", StringType()),
     ("entity_ip", StringType()),
@@ -268,7 +285,7 @@ QUOTA_STRUCT = _fields(
     ("found", DoubleType()),
 )
 
-AUDIT = _fields(
+AUDIT = fields(
     ("run_id", StringType()),
     ("cluster", StringType()),
     ("topic", StringType()),
@@ -318,7 +335,7 @@ AUDIT = _fields(
     ("quota", QUOTA_STRUCT),
 )
 
-CLUSTER_SUMMARY = _fields(
+CLUSTER_SUMMARY = fields(
     ("cluster", StringType()),
     ("cluster_id", StringType()),
     ("brokers", IntegerType()),
@@ -327,7 +344,7 @@ CLUSTER_SUMMARY = _fields(
 )
 
 # One kind's plan rows of one cluster, action and plan outcome, counted.
-PLAN_COUNT = _fields(
+PLAN_COUNT = fields(
     ("kind", StringType()),
     ("cluster", StringType()),
     ("action", StringType()),
@@ -336,7 +353,7 @@ PLAN_COUNT = _fields(
 )
 
 # One row per run.
-RUNS = _fields(
+RUNS = fields(
     ("run_id", StringType()),
     ("command", StringType()),
     ("arguments", StringType()),
@@ -356,7 +373,7 @@ RUNS = _fields(
 
 # The run lock's log (provisioning.delta.lock): one row per cluster per event, appended and
 # never rewritten; the commit order (Delta row tracking) decides who holds a cluster.
-LOCKS = _fields(
+LOCKS = fields(
     ("name", StringType()),
     ("run_id", StringType()),
     ("command", StringType()),

@@ -16,16 +16,10 @@ from pyspark.sql.types import (
     LongType,
     StringType,
     StructField,
-    StructType,
     TimestampType,
 )
 
-from schemas.tables import POLICY_VIOLATION
-
-
-def _fields(*cols: tuple[str, object]) -> StructType:
-    return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
-
+from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
 
 # What names one credential of a cluster.
 USER_KEY = ("cluster", "user", "mechanism")
@@ -33,7 +27,7 @@ _SOURCE = (("password_env", StringType()), ("password_file", StringType()),
            ("password_version", StringType()))
 
 # What a user manifest table holds: one credential per row.
-USER_MANIFEST = _fields(
+USER_MANIFEST = fields(
     ("cluster", StringType()),
     ("user", StringType()),
     # SCRAM-SHA-256 or SCRAM-SHA-512.
@@ -47,29 +41,24 @@ USER_MANIFEST = _fields(
 )
 
 # Manifest rows after reading: where each came from, and what is wrong with it.
-USER_DESIRED = StructType([
-    *USER_MANIFEST.fields,
-    StructField("source_table", StringType(), True),
-    StructField("source_version", LongType(), True),
-    StructField("row_errors", ArrayType(StringType(), True), True),
-])
+USER_DESIRED = desired(USER_MANIFEST)
 
 # One live credential (DescribeUserScramCredentials), with the password_version the audit
 # last recorded as applied to it (null: none).
-USER_LIVE = _fields(("cluster", StringType()), ("user", StringType()),
+USER_LIVE = fields(("cluster", StringType()), ("user", StringType()),
                     ("mechanism", StringType()), ("iterations", IntegerType()),
                     ("applied_version", StringType()))
 
 # The live credentials of each run's clusters (`tables.user_snapshots`), with one marker row
 # per cluster (user and mechanism null).
-USER_SNAPSHOT = _fields(
+USER_SNAPSHOT = fields(
     ("run_id", StringType()),
     *[(f.name, f.dataType) for f in USER_LIVE.fields],
     ("snapshot_at", TimestampType()),
 )
 
 # One row per credential the run considers: desired joined with live.
-USER_PLAN = _fields(
+USER_PLAN = fields(
     *[(c, StringType()) for c in USER_KEY],
     # UPSERT, DELETE or NOOP (names.users).
     ("action", StringType()),
@@ -90,21 +79,16 @@ USER_PLAN = _fields(
 )
 
 # What one admin step said about one credential (validate, apply, verify).
-USER_RESULT = _fields(
+USER_RESULT = fields(
     *[(c, StringType()) for c in USER_KEY],
-    ("phase", StringType()),
-    ("outcome", StringType()),
-    ("error_code", IntegerType()),
-    ("error_name", StringType()),
-    ("error_message", StringType()),
-    ("attempts", IntegerType()),
+    *ANSWER_COLUMNS,
     # The iterations read back (verify; null: no credential).
     ("result_iterations", IntegerType()),
 )
 
 # The audit's `credential` column: the user and mechanism, the iterations asked for and
 # found, and the password version asked for. Never a password, salt or salted password.
-USER_STRUCT = _fields(("user", StringType()), ("mechanism", StringType()),
+USER_STRUCT = fields(("user", StringType()), ("mechanism", StringType()),
                       ("iterations", IntegerType()), ("found", IntegerType()),
                       ("password_version", StringType()))
 AUDIT_COLUMN = StructField("credential", USER_STRUCT, True)
