@@ -70,13 +70,15 @@ def log_phase(phase: str, started: float, rows: DataFrame, by: str = "outcome"
     return counts
 
 
-def log_counts(phase: str, started: float, counts: Mapping[str, int]) -> None:
-    """Log the phase's topic count, duration, rate and `counts`."""
+def log_counts(phase: str, started: float, counts: Mapping[str, int], what: str = "topic"
+               ) -> None:
+    """Log the phase's count of `what` (topics, or an entity kind's `Nouns.one`), duration,
+    rate and `counts`."""
     total = sum(counts.values())
     elapsed = time.monotonic() - started
-    rate = f", {total / elapsed:.1f} topics/s" if elapsed > 0 and total else ""
+    rate = f", {total / elapsed:.1f} {what}s/s" if elapsed > 0 and total else ""
     detail = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
-    log.info("phase %s: %d topic(s) in %.1fs%s; %s", phase, total, elapsed, rate, detail)
+    log.info("phase %s: %d %s(s) in %.1fs%s; %s", phase, total, what, elapsed, rate, detail)
 
 
 @dataclass

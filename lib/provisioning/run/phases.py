@@ -31,16 +31,18 @@ def cut(df: DataFrame) -> DataFrame:
 def record_plan(ctx: RunContext, kind: str, state: Any, plan: DataFrame,
                 counts: Mapping[tuple[str, str, str], int], audit: DataFrame, started: float,
                 logged: str, label: str,
-                side: tuple[str, Callable[[], None]] | None = None) -> None:
+                side: tuple[str, Callable[[], None]] | None = None, what: str = "topic"
+                ) -> None:
     """The tail of kind `kind`'s plan phase: the plan's audit rows recorded, its counts
-    logged (as phase `logged`), what it leaves alone counted off the run's path (`side`:
-    its name and query), the plan and its counts kept in the kind's slice (`state`: its
-    `plan` and `counts`), and the saved-plan hook given the plan (under job label `label`).
+    logged (as phase `logged`, its rows called `what`), what it leaves alone counted off
+    the run's path (`side`: its name and query), the plan and its counts kept in the
+    kind's slice (`state`: its `plan` and `counts`), and the saved-plan hook given the plan
+    (under job label `label`).
     """
     by_outcome: dict[str, int] = {}
     for (_, _, outcome), n in counts.items():
         by_outcome[outcome] = by_outcome.get(outcome, 0) + n
-    log_counts(logged, started, by_outcome)
+    log_counts(logged, started, by_outcome, what)
     recorded(ctx, state, names.PLAN, audit)
     if side is not None:
         ctx.commits.side(*side)

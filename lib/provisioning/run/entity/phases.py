@@ -131,7 +131,8 @@ class Snapshot(_Step):
                 always=self.always_record))
         own.live = live
         own.problems = {c: r.problem for c, r in found.items() if r.problem is not None}
-        log_counts(self.name, started, {c: r.entities for c, r in found.items()})
+        log_counts(self.name, started, {c: r.entities for c, r in found.items()},
+                   self.nouns.one)
         ctx.steps.done(f"{self.nouns.noun} snapshot")
 
 
@@ -172,7 +173,7 @@ class Plan(_Step):
         record_plan(ctx, part.name, own, judged, counts,
                     model.plan_audit(judged, ctx.run_id, utc_now()), started, self.name,
                     f"{ctx.command}: saved plan ({self.nouns.title})",
-                    (f"{self.nouns.prefix}-unmanaged", count_loose))
+                    (f"{self.nouns.prefix}-unmanaged", count_loose), self.nouns.one)
 
 
 class Validate(_Step):
@@ -241,7 +242,7 @@ class Apply(_Step):
         own.applied = applied
         ctx.commits.side(f"{self.nouns.prefix}-apply-count", lambda: log_counts(
             self.name, started, {r["outcome"]: int(r["n"]) for r in applied.groupBy(
-                "outcome").agg(F.count(F.lit(1)).alias("n")).collect()}))
+                "outcome").agg(F.count(F.lit(1)).alias("n")).collect()}, self.nouns.one))
         ctx.steps.done(f"{self.nouns.noun} apply")
 
 
