@@ -84,7 +84,7 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
         for row in pending:
             held = found.get(row["user"], {}).get(row["mechanism"])
             deleting = row["action"] == DELETE
-            if (held is None) if deleting else (held != row["iterations"]):
+            if (held is not None) if deleting else (held != row["iterations"]):
                 late.append(row)
                 continue
             unseen = (not deleting and row.get("applied_outcome") == names.UNKNOWN
