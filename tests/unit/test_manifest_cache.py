@@ -91,4 +91,6 @@ def test_a_classic_session_keeps_nothing_between_runs(spark: Any, warehouse: Pat
                              lambda df: df.localCheckpoint(eager=True))
         assert [r["topic"] for r in rows.collect()] == ["t1"]
     assert calls == ["validated", "validated"]
-    assert not [t for t in spark.catalog.listTables() if t.name.startswith(VIEW_PREFIX)]
+    # SHOW VIEWS, as the cache itself lists them: listTables decodes every table of the
+    # session's catalog, which the tests' interpreted session refuses for some.
+    assert spark.sql(f"SHOW VIEWS LIKE '{VIEW_PREFIX}*'").collect() == []
