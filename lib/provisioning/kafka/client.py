@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors as Errors
 from kafka import KafkaAdminClient
@@ -27,6 +27,7 @@ from provisioning.kafka.sasl import sasl_login_error
 from provisioning.kafka.tls import ssl_context
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class _BelowInfo(logging.Filter):
@@ -381,20 +382,29 @@ class ClusterAdmin:
         if "DESCRIBE" in (self.client.describe_cluster().get("authorized_operations") or []):
             return True
         probe = f"topic-provisioning-probe-{uuid.uuid4().hex}"
+        try:
+            # The first FindCoordinator of a cluster creates __consumer_offsets and
+            # answers COORDINATOR_NOT_AVAILABLE until it has a leader.
+            self.settled(lambda: self.client.describe_groups([probe]))
+            return True
+        except Errors.GroupAuthorizationFailedError:
+            return False
+        except Errors.KafkaError as exc:
+            log.info("cluster %s: cannot tell whether every consumer group is "
+                     "visible (%s)", self.cluster.name, type(exc).__name__)
+            return False
+
+    def settled(self, call: Callable[[], R]) -> R:
+        """`call`'s answer, asked again while the broker answers with a retriable error
+        (a group coordinator still loading its offsets, a partition leader being
+        elected), until `kafka.request_timeout_ms`; then that error is raised."""
         deadline = time.monotonic() + self.kafka.request_timeout_ms / 1000
         while True:
             try:
-                self.client.describe_groups([probe])
-                return True
-            except Errors.GroupAuthorizationFailedError:
-                return False
+                return call()
             except Errors.KafkaError as exc:
-                # The first FindCoordinator of a cluster creates __consumer_offsets and
-                # answers COORDINATOR_NOT_AVAILABLE until it has a leader.
                 if not exc.retriable or time.monotonic() >= deadline:
-                    log.info("cluster %s: cannot tell whether every consumer group is "
-                             "visible (%s)", self.cluster.name, type(exc).__name__)
-                    return False
+                    raise
             time.sleep(0.25)
 
     def committed_offsets(self) -> dict[str, dict[tuple[str, int], int]] | None:
@@ -407,12 +417,15 @@ class ClusterAdmin:
             log.info("cluster %s: not every consumer group is visible; the groups' "
                      "committed offsets are unknown", self.cluster.name)
             return None
-        groups = [g["group_id"] for g in self.client.list_groups()]
+        # A coordinator that has just started answers COORDINATOR_LOAD_IN_PROGRESS
+        # while it reads __consumer_offsets.
+        groups = [g["group_id"] for g in self.settled(self.client.list_groups)]
         if not groups:
             return {}
+        answers = self.settled(lambda: self.client.list_group_offsets(groups))
         return {group: {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()
                         if meta.offset is not None and meta.offset >= 0}
-                for group, offsets in self.client.list_group_offsets(groups).items()}
+                for group, offsets in answers.items()}
 
     def topics_in_use(self) -> dict[str, list[str]] | None:
         """Topic -> consumer groups that hold committed offsets on it (None: unknown, as

@@ -7,9 +7,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
+import logging
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import kafka.errors as Errors
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
@@ -17,6 +20,8 @@ from provisioning.kafka.client import ClusterAdmin, ClusterState, LiveTopic, Par
 from provisioning.kafka.codes import NON_DEFAULT_SOURCES
 from provisioning.kafka.compat import check_installed
 from schemas import SNAPSHOT, column_names
+
+log = logging.getLogger(__name__)
 
 # Describe-by-name answers that mean "no such topic": it is absent, not hidden.
 _ABSENT = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "INVALID_TOPIC_EXCEPTION"})
@@ -125,7 +130,7 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     listed = {t.name for t in topics}
     # The consumer groups are asked while the topics' configs are described.
     with ThreadPoolExecutor(1, thread_name_prefix="groups") as pool:
-        groups = pool.submit(admin.topics_in_use)
+        groups = pool.submit(_readers, admin)
         configs = _configs(admin, topics)
         in_use = groups.result()
     row = functools.partial(_row, admin, run_id, cluster_id, taken_at, in_use)
@@ -133,6 +138,17 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
         yield row(t, configs.get(t.name))
     for found in _described(admin, (name for name in wanted if name not in listed)):
         yield from _rows_of(admin, found, row)
+
+
+def _readers(admin: ClusterAdmin) -> dict[str, list[str]] | None:
+    """Topic -> the consumer groups reading it; None (unknown: a deletion's in-use check
+    then refuses) when the groups cannot be read, with the broker's error logged."""
+    try:
+        return admin.topics_in_use()
+    except Errors.KafkaError as exc:
+        log.warning("cluster %s: the consumer groups could not be read (%s); which topics "
+                    "are in use is unknown", admin.cluster.name, type(exc).__name__)
+        return None
 
 
 def _described(admin: ClusterAdmin, names: Iterable[str]) -> Iterator[list[LiveTopic]]:
@@ -178,7 +194,7 @@ def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     again.update(n for n in seen if n not in listing)
     if not again:
         return [], again
-    row = functools.partial(_row, admin, run_id, cluster_id, taken_at, admin.topics_in_use())
+    row = functools.partial(_row, admin, run_id, cluster_id, taken_at, _readers(admin))
     rows: list[tuple[Any, ...]] = []
     listed = sorted((listing[n] for n in again if n in listing), key=lambda t: t.name)
     if listed:
