@@ -9,6 +9,7 @@ to start first: that cost is the suite's, listed on its own line, not the module
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -39,9 +40,10 @@ def module_of(nodeid: str) -> str:
 class Budget:
     """The plugin object: one per session."""
 
-    def __init__(self) -> None:
+    def __init__(self, times_file: str | None = None) -> None:
         self.clock = _Clock()
         self._current: str | None = None
+        self._times_file = times_file
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
@@ -82,9 +84,22 @@ class Budget:
             write("shared components (started once, by the first module that used them):")
             for name, spent in sorted(self.clock.shared.items(), key=lambda kv: -kv[1]):
                 write(f"  {spent:8.1f} s  {name}  (in {self.clock.shared_in[name]})")
+        if self._times_file:
+            self._write_times(wall, slowest)
         if wall > BUDGET_S:
             write(f"OVER BUDGET: {_minutes(wall)} is more than {_minutes(BUDGET_S)}",
                   red=True, bold=True)
+
+
+    def _write_times(self, wall: float, slowest: list[tuple[str, float]]) -> None:
+        """Every module's time, not only the slowest: where the next minute is to be found."""
+        with open(self._times_file, "w", encoding="utf-8") as out:  # type: ignore[arg-type]
+            json.dump({"wall_s": round(wall, 1),
+                       "modules": [{"module": m, "seconds": round(s, 1),
+                                    "tests": self.clock.tests[m]} for m, s in slowest],
+                       "shared": {n: round(s, 1) for n, s in self.clock.shared.items()}},
+                      out, indent=1)
+            out.write("\n")
 
 
 def _minutes(seconds: float) -> str:

@@ -92,7 +92,8 @@ class ConnectServer:
 
     def __init__(self, directory: Path, venv: Path = SERVER_VENV, port: int | None = None,
                  driver_memory: str = "2g", cwd: Path = REPO, detached: bool = False,
-                 stock: bool = False, extra: Mapping[str, str] | None = None) -> None:
+                 stock: bool = False, extra: Mapping[str, str] | None = None,
+                 java_options: Sequence[str] = ()) -> None:
         self.directory = directory
         self.venv = venv
         self.port = port or free_ports(1)[0]
@@ -102,6 +103,8 @@ class ConnectServer:
         self.stock = stock
         # Settings given on top of the variant's (a test's server started otherwise).
         self.extra = dict(extra or {})
+        # JVM options added to the variant's own (spark.driver.extraJavaOptions).
+        self.java_options = tuple(java_options)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -123,8 +126,12 @@ class ConnectServer:
         if not jars:
             raise ConnectServerError(f"no Delta jars in {DELTA_JARS}: run `make jars`")
         chosen = stock_settings if self.stock else server_settings
-        settings = [part for key, value in {**chosen(self.port), **self.extra}.items()
-                    for part in ("--conf", f"{key}={value}")]
+        given = {**chosen(self.port), **self.extra}
+        if self.java_options:
+            java = " ".join(filter(None, (given.get("spark.driver.extraJavaOptions"),
+                                          *self.java_options)))
+            given["spark.driver.extraJavaOptions"] = java
+        settings = [part for key, value in given.items() for part in ("--conf", f"{key}={value}")]
         memory = ["--driver-memory", self.driver_memory] if self.driver_memory else []
         return [str(submit), "--class", SERVER_CLASS, "--master", "local[2]", *memory,
                 "--jars", ",".join(jars), *settings, "spark-internal"]

@@ -6,7 +6,8 @@
 #   lane rest     the unit tests, and the integration tests of the classic launcher and of
 #                 components of their own.
 # The connect lane's output streams; the rest lane's is printed when both have ended, then
-# the wall time of the whole. Fails when either session fails (pytest's 5, no tests,
+# the wall time of the whole; every module's time goes to .cache/test-times/<lane>.json.
+# Fails when either session fails (pytest's 5, no tests,
 # included). TESTS narrows both lanes to some paths (each lane runs its own share of them).
 set -u
 cd "$(dirname "$0")/../.."
@@ -14,9 +15,14 @@ py=${PY:-.venv/bin/python}
 read -r -a paths <<< "${TESTS:-tests}"
 started=$(date +%s)
 rest_log=$(mktemp "${TMPDIR:-/tmp}/rest-lane.XXXXXX.log")
-"$py" -m pytest "${paths[@]}" --lane rest --durations=30 >"$rest_log" 2>&1 &
+# Every module's time, per lane, for whoever looks for the next minute (git-ignored).
+times=.cache/test-times
+mkdir -p "$times"
+"$py" -m pytest "${paths[@]}" --lane rest --durations=30 --module-times "$times/rest.json" \
+  >"$rest_log" 2>&1 &
 rest_pid=$!
-"$py" -m pytest "${paths[@]}" --lane connect --durations=30
+"$py" -m pytest "${paths[@]}" --lane connect --durations=30 \
+  --module-times "$times/connect.json"
 connect_rc=$?
 wait "$rest_pid"
 rest_rc=$?
