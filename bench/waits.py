@@ -187,6 +187,12 @@ def topicctl(binary: Path, cluster: Path, pattern: str, log: Path) -> dict[str, 
                        f"--sleep-loop-duration 0s '{pattern}'"}
 
 
+def _load(run: Mapping[str, Any]) -> str:
+    """A run's 1-minute load before it, as the tables print it ("?": not recorded)."""
+    load = run.get("load_1m")
+    return "?" if load is None else f"{load:.1f}"
+
+
 def expect(run: Mapping[str, Any], counts: Mapping[str, int]) -> Mapping[str, Any]:
     if run["counts"] != dict(counts):
         raise RuntimeError(f"expected the outcomes {dict(counts)}, the run had {run['counts']}")
@@ -306,7 +312,7 @@ def four_clusters(args: argparse.Namespace, work: Path, remote: str) -> dict[str
                                          work / f"topicctl-{rep}-{i}.log"))
                     check_values(bootstrap, at_a)
                 peer.append({"seconds": round(sum(e["seconds"] for e in each), 3),
-                             "clusters": each})
+                             "load_1m": each[0]["load_1m"], "clusters": each})
             else:
                 job.manifest(rows(at_a))
                 job.apply("--allow-alter")
@@ -369,7 +375,7 @@ def summary(result: Mapping[str, Any]) -> str:
             continue
         runs = ", ".join(f"{r['seconds']:.1f}{'p' if r.get('profiled') else ''} "
                          f"({r['load_1m']:.1f})" for r in job)
-        peers = ", ".join(f"{r['seconds']:.1f} ({r.get('load_1m', 0):.1f})" for r in peer)
+        peers = ", ".join(f"{r['seconds']:.1f} ({_load(r)})" for r in peer)
         lines.append(f"| {name} | {median_of(job)} | {runs} | {median_of(peer)} | {peers} |")
     lines.append("")
     lines.append("(`p`: a run with --profile, left out of the median.)")

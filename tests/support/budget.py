@@ -93,13 +93,17 @@ class Budget:
 
     def _write_times(self, wall: float, slowest: list[tuple[str, float]]) -> None:
         """Every module's time, not only the slowest: where the next minute is to be found."""
-        with open(self._times_file, "w", encoding="utf-8") as out:  # type: ignore[arg-type]
-            json.dump({"wall_s": round(wall, 1),
-                       "modules": [{"module": m, "seconds": round(s, 1),
-                                    "tests": self.clock.tests[m]} for m, s in slowest],
-                       "shared": {n: round(s, 1) for n, s in self.clock.shared.items()}},
-                      out, indent=1)
-            out.write("\n")
+        times = {"wall_s": round(wall, 1),
+                 "modules": [{"module": m, "seconds": round(s, 1),
+                              "tests": self.clock.tests[m]} for m, s in slowest],
+                 "shared": {n: round(s, 1) for n, s in self.clock.shared.items()}}
+        try:
+            with open(self._times_file, "w", encoding="utf-8") as out:  # type: ignore[arg-type]
+                json.dump(times, out, indent=1)
+                out.write("\n")
+        except OSError as exc:
+            # The suite's own result stands; the file is a convenience.
+            print(f"the modules' times could not be written to {self._times_file}: {exc}")
 
 
 def _minutes(seconds: float) -> str:

@@ -5,6 +5,8 @@ failed."""
 
 from __future__ import annotations
 
+import datetime as dt
+from types import SimpleNamespace
 from typing import Any
 
 import kafka.errors as Errors
@@ -21,13 +23,16 @@ class ScriptedClient:
     """The part of kafka-python's admin client the group reads use; each call answers the
     next of its script (an exception is raised)."""
 
-    def __init__(self, groups: list[Any], offsets: list[Any]) -> None:
+    def __init__(self, groups: list[Any], offsets: list[Any], probe: list[Any] | None = None,
+                 may_describe_cluster: bool = True) -> None:
         self.groups = groups
         self.offsets = offsets
+        self.probe = probe or []
+        self.operations = ["DESCRIBE"] if may_describe_cluster else ["DESCRIBE_CONFIGS"]
         self.calls: list[str] = []
 
     def describe_cluster(self) -> dict[str, Any]:
-        return {"authorized_operations": ["DESCRIBE"]}
+        return {"authorized_operations": self.operations}
 
     def _next(self, name: str, script: list[Any]) -> Any:
         self.calls.append(name)
@@ -35,6 +40,9 @@ class ScriptedClient:
         if isinstance(answer, BaseException):
             raise answer
         return answer
+
+    def describe_groups(self, groups: list[str]) -> Any:
+        return self._next("describe_groups", self.probe)
 
     def list_groups(self) -> Any:
         return self._next("list_groups", self.groups)
@@ -54,9 +62,20 @@ class TP:
         self.partition = partition
 
 
-def _admin(scripted: ScriptedClient, request_timeout_ms: int = 60000) -> ClusterAdmin:
-    admin = ClusterAdmin(ClusterConf("local", "127.0.0.1:9"), None,
-                         KafkaConf(request_timeout_ms=request_timeout_ms))
+class NoTopics(ClusterAdmin):
+    """A cluster with no topic: what snapshot_rows asks besides the groups."""
+
+    def describe_topics(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return []
+
+    def topic_configs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+
+def _admin(scripted: ScriptedClient, request_timeout_ms: int = 60000,
+           kind: type[ClusterAdmin] = ClusterAdmin) -> ClusterAdmin:
+    admin = kind(ClusterConf("local", "127.0.0.1:9"), None,
+                 KafkaConf(request_timeout_ms=request_timeout_ms))
     admin._client = scripted  # type: ignore[assignment]
     return admin
 
@@ -74,26 +93,41 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    # The client module's own `time`, so no other thread's sleep moves this clock.
     c = Clock()
-    monkeypatch.setattr(client_module.time, "monotonic", c.monotonic)
-    monkeypatch.setattr(client_module.time, "sleep", c.sleep)
+    monkeypatch.setattr(client_module, "time",
+                        SimpleNamespace(monotonic=c.monotonic, sleep=c.sleep, time=c.monotonic))
     return c
 
 
 LOADING = Errors.CoordinatorLoadInProgressError
+OFFSETS = {"billing": {TP("orders", 0): Offset(7), TP("orders", 1): Offset(-1),
+                       TP("clicks", 0): Offset(3)}}
 
 
 def test_a_loading_coordinator_is_asked_again_until_it_answers(clock: Clock) -> None:
-    scripted = ScriptedClient(
-        groups=[LOADING("loading"), LOADING("loading"), [{"group_id": "billing"}]],
-        offsets=[Errors.CoordinatorNotAvailableError("moving"),
-                 {"billing": {TP("orders", 0): Offset(7), TP("orders", 1): Offset(-1),
-                              TP("clicks", 0): Offset(3)}}])
+    scripted = ScriptedClient(groups=[LOADING("loading"), LOADING("loading"),
+                                      [{"group_id": "billing"}]],
+                              offsets=[LOADING("loading"), OFFSETS])
     admin = _admin(scripted)
 
     assert admin.topics_in_use() == {"orders": ["billing"], "clicks": ["billing"]}
     assert scripted.calls == ["list_groups", "list_groups", "list_groups",
                               "list_group_offsets", "list_group_offsets"]
+    assert clock.now == pytest.approx(0.75)
+
+
+def test_one_deadline_holds_for_the_whole_read(clock: Clock) -> None:
+    scripted = ScriptedClient(groups=[LOADING("loading"), LOADING("loading"),
+                                      [{"group_id": "billing"}]],
+                              offsets=[LOADING("loading")] * 100)
+    admin = _admin(scripted, request_timeout_ms=1000)
+
+    with pytest.raises(LOADING):
+        admin.committed_offsets()
+    # The groups took 0.5 s of the second: the offsets are asked at 0.5 and 0.75 s, and
+    # no call starts at 1.0 s.
+    assert scripted.calls == ["list_groups"] * 3 + ["list_group_offsets"] * 2
     assert clock.now == pytest.approx(0.75)
 
 
@@ -103,8 +137,17 @@ def test_a_coordinator_still_loading_at_the_deadline_raises_its_error(clock: Clo
 
     with pytest.raises(LOADING):
         admin.committed_offsets()
-    # Asked at 0, 0.25, 0.5, 0.75 and 1.0 s: the last answer past the deadline is raised.
-    assert scripted.calls == ["list_groups"] * 5
+    assert scripted.calls == ["list_groups"] * 4
+
+
+def test_a_coordinator_that_moved_is_not_asked_again_at_the_same_broker(clock: Clock) -> None:
+    scripted = ScriptedClient(groups=[[{"group_id": "billing"}]],
+                              offsets=[Errors.NotCoordinatorError("moved"), OFFSETS])
+    admin = _admin(scripted)
+
+    with pytest.raises(Errors.NotCoordinatorError):
+        admin.committed_offsets()
+    assert scripted.calls == ["list_groups", "list_group_offsets"]
 
 
 def test_a_non_retriable_error_is_raised_at_once(clock: Clock) -> None:
@@ -118,13 +161,40 @@ def test_a_non_retriable_error_is_raised_at_once(clock: Clock) -> None:
     assert clock.now == 0.0
 
 
+def test_the_visibility_probe_waits_for_the_coordinator_then_reads(clock: Clock) -> None:
+    scripted = ScriptedClient(
+        groups=[[{"group_id": "billing"}]], offsets=[OFFSETS], may_describe_cluster=False,
+        probe=[Errors.CoordinatorNotAvailableError("creating __consumer_offsets"),
+               [{"group": "probe", "error_code": 0}]])
+    admin = _admin(scripted)
+
+    assert admin.topics_in_use() == {"orders": ["billing"], "clicks": ["billing"]}
+    assert scripted.calls == ["describe_groups", "describe_groups", "list_groups",
+                              "list_group_offsets"]
+
+
+@pytest.mark.parametrize("probe", [
+    [Errors.GroupAuthorizationFailedError("no describe on groups")],
+    [Errors.CoordinatorNotAvailableError("never")] * 100,
+], ids=["not-authorized", "never-answered"])
+def test_groups_not_all_visible_leave_the_readers_unknown(clock: Clock,
+                                                          probe: list[Any]) -> None:
+    scripted = ScriptedClient(groups=[], offsets=[], probe=probe, may_describe_cluster=False)
+    admin = _admin(scripted, request_timeout_ms=1000)
+
+    assert admin.topics_in_use() is None
+    assert set(scripted.calls) == {"describe_groups"}
+
+
 def test_the_snapshot_records_readers_unknown_when_the_groups_cannot_be_read(
         clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
     scripted = ScriptedClient(groups=[LOADING("loading")] * 100, offsets=[])
-    admin = _admin(scripted, request_timeout_ms=500)
+    admin = _admin(scripted, request_timeout_ms=500, kind=NoTopics)
 
     with caplog.at_level("WARNING", logger=snapshot.log.name):
-        assert snapshot._readers(admin) is None
+        rows = list(snapshot.snapshot_rows(admin, "run-1", None,
+                                           dt.datetime(2026, 11, 26)))
+    assert rows == []
     assert [r.getMessage() for r in caplog.records] == [
         "cluster local: the consumer groups could not be read "
         "(CoordinatorLoadInProgressError); which topics are in use is unknown"]

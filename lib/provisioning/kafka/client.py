@@ -164,6 +164,25 @@ def _token_source(cluster: ClusterConf, credentials: Credentials | None) -> Any:
     return source
 
 
+# Seconds between two asks of a request the broker answered with a retriable error.
+SETTLE_PAUSE_S = 0.25
+
+
+def settled(call: Callable[[], R], deadline: float,
+            only: tuple[type[Errors.KafkaError], ...] | None = None) -> R:
+    """`call`'s answer, asked again while it raises a retriable KafkaError (with `only`:
+    one of those), until `deadline` (time.monotonic()): no call starts after it, and the
+    last error is raised."""
+    while True:
+        try:
+            return call()
+        except Errors.KafkaError as exc:
+            again = isinstance(exc, only) if only is not None else exc.retriable
+            if not again or time.monotonic() + SETTLE_PAUSE_S >= deadline:
+                raise
+        time.sleep(SETTLE_PAUSE_S)
+
+
 class ClusterAdmin:
     """An admin connection to one cluster: `connect()` then `close()`, or a `with` block."""
 
@@ -372,12 +391,13 @@ class ClusterAdmin:
                 found[topic] = config_rows(entries, only_non_default)
         return found
 
-    def sees_every_group(self) -> bool:
+    def sees_every_group(self, deadline: float) -> bool:
         """Whether ListGroups shows this principal every consumer group.
 
         The broker lists all groups to a principal with Describe on the cluster and
         otherwise only the groups it may describe; describing a random group name
-        tells whether that is any group (Describe on Group `*`).
+        tells whether that is any group (Describe on Group `*`). Asked until `deadline`
+        (time.monotonic()) while the broker answers with a retriable error.
         """
         if "DESCRIBE" in (self.client.describe_cluster().get("authorized_operations") or []):
             return True
@@ -385,7 +405,7 @@ class ClusterAdmin:
         try:
             # The first FindCoordinator of a cluster creates __consumer_offsets and
             # answers COORDINATOR_NOT_AVAILABLE until it has a leader.
-            self.settled(lambda: self.client.describe_groups([probe]))
+            settled(lambda: self.client.describe_groups([probe]), deadline)
             return True
         except Errors.GroupAuthorizationFailedError:
             return False
@@ -394,35 +414,29 @@ class ClusterAdmin:
                      "visible (%s)", self.cluster.name, type(exc).__name__)
             return False
 
-    def settled(self, call: Callable[[], R]) -> R:
-        """`call`'s answer, asked again while the broker answers with a retriable error
-        (a group coordinator still loading its offsets, a partition leader being
-        elected), until `kafka.request_timeout_ms`; then that error is raised."""
-        deadline = time.monotonic() + self.kafka.request_timeout_ms / 1000
-        while True:
-            try:
-                return call()
-            except Errors.KafkaError as exc:
-                if not exc.retriable or time.monotonic() >= deadline:
-                    raise
-            time.sleep(0.25)
-
     def committed_offsets(self) -> dict[str, dict[tuple[str, int], int]] | None:
         """Group -> (topic, partition) -> committed offset, for every consumer group.
 
         None when the principal may not see every group: a judgement over part of the
-        groups (an in-use check, a topic's readers) would be wrong without a word.
+        groups (an in-use check, a topic's readers) would be wrong without a word. A
+        broker's retriable answers are asked again within one `kafka.request_timeout_ms`
+        for the whole read; then the error is raised.
         """
-        if not self.sees_every_group():
+        deadline = time.monotonic() + self.kafka.request_timeout_ms / 1000
+        if not self.sees_every_group(deadline):
             log.info("cluster %s: not every consumer group is visible; the groups' "
                      "committed offsets are unknown", self.cluster.name)
             return None
-        # A coordinator that has just started answers COORDINATOR_LOAD_IN_PROGRESS
-        # while it reads __consumer_offsets.
-        groups = [g["group_id"] for g in self.settled(self.client.list_groups)]
+        # A broker whose group coordinator has just started answers ListGroups with
+        # COORDINATOR_LOAD_IN_PROGRESS while it reads __consumer_offsets.
+        groups = [g["group_id"] for g in settled(self.client.list_groups, deadline)]
         if not groups:
             return {}
-        answers = self.settled(lambda: self.client.list_group_offsets(groups))
+        # OffsetFetch goes to each group's coordinator, which kafka-python keeps once
+        # found: only a coordinator still loading is asked again (one that moved would be
+        # asked again at the same broker).
+        answers = settled(lambda: self.client.list_group_offsets(groups), deadline,
+                          only=(Errors.CoordinatorLoadInProgressError,))
         return {group: {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()
                         if meta.offset is not None and meta.offset >= 0}
                 for group, offsets in answers.items()}
