@@ -15,7 +15,7 @@ import pytest
 from provisioning.conf import ClusterConf
 from provisioning.conf.model import KafkaConf
 from provisioning.kafka import client as client_module
-from provisioning.kafka import snapshot
+from provisioning.kafka import settle, snapshot
 from provisioning.kafka.client import ClusterAdmin
 
 
@@ -93,10 +93,11 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    # The client module's own `time`, so no other thread's sleep moves this clock.
+    # The modules' own `time`, so no other thread's sleep moves this clock.
     c = Clock()
-    monkeypatch.setattr(client_module, "time",
-                        SimpleNamespace(monotonic=c.monotonic, sleep=c.sleep, time=c.monotonic))
+    fake = SimpleNamespace(monotonic=c.monotonic, sleep=c.sleep, time=c.monotonic)
+    for module in (client_module, settle):
+        monkeypatch.setattr(module, "time", fake)
     return c
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import kafka.errors as Errors
 from kafka import KafkaAdminClient
@@ -24,10 +24,10 @@ from provisioning.errors import ClusterUnreachable
 from provisioning.kafka import timing
 from provisioning.kafka.codes import config_rows, error_name, topic_id_text
 from provisioning.kafka.sasl import sasl_login_error
+from provisioning.kafka.settle import settled
 from provisioning.kafka.tls import ssl_context
 
 log = logging.getLogger(__name__)
-R = TypeVar("R")
 
 
 class _BelowInfo(logging.Filter):
@@ -162,25 +162,6 @@ def _token_source(cluster: ClusterConf, credentials: Credentials | None) -> Any:
         raise ClusterUnreachable(f"cluster {cluster.name}: no {cluster.sasl_mechanism} token "
                                  "source was made for it (kafka.tokens.token_sources)")
     return source
-
-
-# Seconds between two asks of a request the broker answered with a retriable error.
-SETTLE_PAUSE_S = 0.25
-
-
-def settled(call: Callable[[], R], deadline: float,
-            only: tuple[type[Errors.KafkaError], ...] | None = None) -> R:
-    """`call`'s answer, asked again while it raises a retriable KafkaError (with `only`:
-    one of those), until `deadline` (time.monotonic()): no call starts after it, and the
-    last error is raised."""
-    while True:
-        try:
-            return call()
-        except Errors.KafkaError as exc:
-            again = isinstance(exc, only) if only is not None else exc.retriable
-            if not again or time.monotonic() + SETTLE_PAUSE_S >= deadline:
-                raise
-        time.sleep(SETTLE_PAUSE_S)
 
 
 class ClusterAdmin:
