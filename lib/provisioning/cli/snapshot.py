@@ -35,7 +35,10 @@ def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
                 lines.append(
                     f"  {s.cluster} (id {s.cluster_id}): {s.brokers} broker(s), {s.topics} "
                     f"topic(s) ({s.internal_topics} internal), {s.partitions} partition(s), "
-                    f"{s.topics_in_use} in use by consumer groups"
+                    + (f"{s.topics_in_use} in use by consumer groups"
+                       if s.topics_in_use is not None
+                       else "topics in use by consumer groups unknown (not every group "
+                            "could be read)")
                     + (f", {s.undescribable_topics} not describable"
                        if s.undescribable_topics else ""))
             lines.append(f"  recorded in {cmd.conf.tables.snapshots}")

@@ -41,7 +41,8 @@ class ClusterSummary(Plain):
     topics: int
     internal_topics: int
     partitions: int
-    topics_in_use: int
+    # None: which topics are read is unknown (the consumer groups could not all be read).
+    topics_in_use: int | None
     undescribable_topics: int
 
 

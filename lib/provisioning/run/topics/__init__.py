@@ -127,7 +127,9 @@ class TopicsKind(RunKind):
                 topics=int(row.get("topics") or 0),
                 internal_topics=int(row.get("internal_topics") or 0),
                 partitions=int(row.get("partitions") or 0),
-                topics_in_use=int(row.get("topics_in_use") or 0),
+                # A cluster with no topic has no row: none of them is in use.
+                topics_in_use=(None if row and row.get("topics_in_use") is None
+                               else int(row.get("topics_in_use") or 0)),
                 undescribable_topics=int(row.get("undescribable_topics") or 0),
             ))
         ctx.record.clusters = [
