@@ -90,7 +90,6 @@ class Budget:
             write(f"OVER BUDGET: {_minutes(wall)} is more than {_minutes(BUDGET_S)}",
                   red=True, bold=True)
 
-
     def _write_times(self, wall: float, slowest: list[tuple[str, float]]) -> None:
         """Every module's time, not only the slowest: where the next minute is to be found."""
         times = {"wall_s": round(wall, 1),

@@ -7,8 +7,8 @@
 #                 components of their own.
 # The connect lane's output streams; the rest lane's is printed when both have ended, then
 # the wall time of the whole; every module's time goes to .cache/test-times/<lane>.json.
-# Fails when either session fails (pytest's 5, no tests,
-# included). TESTS narrows both lanes to some paths (each lane runs its own share of them).
+# Fails when either session fails (pytest's 5, no tests, included). TESTS narrows both
+# lanes to some paths (each lane runs its own share of them).
 set -u
 cd "$(dirname "$0")/../.."
 py=${PY:-.venv/bin/python}
