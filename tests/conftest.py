@@ -208,13 +208,22 @@ def sasl_proxy(_sasl_kafka: tuple[object, object]) -> object:
 
 # The racks of the three-node cluster: one per node.
 RACKS = {1: "a", 2: "b", 3: "c"}
+# The racked cluster's own settings:
+# - no automatic preferred-leader election: the controller's five-minute check would move
+#   a leader a test placed off its preferred replica back at a moment no test controls;
+# - follower fetches of at most 64 KiB: a replication throttle holds to its rate only when
+#   one fetch is small beside the rate times the quota's ten-second window (a 1 MiB fetch
+#   passes in one go and is forgotten eleven seconds later).
+RACKED_SETTINGS = {"auto.leader.rebalance.enable": "false",
+                   "replica.fetch.max.bytes": str(64 * 1024)}
 
 
 @pytest.fixture(scope="session")
 def racked_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The session's three-node KRaft cluster with one rack per node (RACKS). A test that
     stops or kills a node starts it again before it ends."""
-    yield from _cluster(tmp_path_factory.mktemp("kafka-racks"), 3, racks=RACKS)
+    yield from _cluster(tmp_path_factory.mktemp("kafka-racks"), 3, racks=RACKS,
+                        broker_properties=RACKED_SETTINGS)
 
 
 @pytest.fixture(scope="session")
