@@ -11,7 +11,11 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.transforms.plan import build_plan
-from provisioning.transforms.reassign.plan import check_results, with_reassignments
+from provisioning.transforms.reassign.plan import (
+    check_results,
+    partitions_to_move,
+    with_reassignments,
+)
 from provisioning.transforms.reassign.policies import ReassignContext, with_reassign_policies
 from schemas import REASSIGNMENT_IN_FLIGHT
 from tests.builders import cluster_states_df, desired_df, rows_df, snapshot_df
@@ -130,6 +134,39 @@ def test_a_row_that_also_alters_stays_alter_and_fewer_partitions_stay_drift(
     drift = {r["topic"]: [(d["field"], d["supported"]) for d in r["drift"]]
              for r in actual.collect()}
     assert drift["fewer-rf"] == [("partitions", False), ("replication_factor", True)]
+
+
+def test_with_nothing_in_flight_the_partitions_to_move_are_those_the_plan_moves(
+        spark: SparkSession) -> None:
+    lives = [live("up", {0: [1], 1: [2, 3]}), live("down", {0: [1, 2, 3]}),
+             live("same-rf", {0: [1, 2], 1: [2, 3]}), live("uneven", {0: [1, 2], 1: [3]}),
+             live("moved", {0: [1, 2], 1: [2, 3]}), live("kept", {0: [1, 2]}),
+             live("unlisted", {0: [1, 2], 1: [2, 3]}), live("configs", {0: [1]}),
+             live("gone", {0: [1]}), live("other", {0: [3, 2]})]
+    desired = [
+        row("up", replication_factor=2), row("down", replication_factor=2),
+        row("same-rf", replication_factor=2, partitions=3),
+        # The snapshot's replication factor is its first partition's: 2, as asked.
+        row("uneven", replication_factor=2),
+        row("moved", replica_assignment={0: [1, 2], 1: [3, 1]}),
+        row("kept", replica_assignment={0: [1, 2]}),
+        row("unlisted", replica_assignment={0: [1, 2]}),
+        row("configs", configs={"retention.ms": "1000"}),
+        row("gone", state="absent"),
+        row("new", replication_factor=3),
+    ]
+    snapshot = snapshot_df(spark, lives)
+    plan = build_plan(desired_df(spark, desired), snapshot)
+    moved = with_reassignments(plan, snapshot, cluster_states_df(spark, THREE_RACKS),
+                               rows_df(spark, REASSIGNMENT_IN_FLIGHT, []))
+    placed = sorted((r["cluster"], r["topic"], m["partition"]) for r in moved.collect()
+                    for m in r["reassignment"] or [])
+    found = sorted(tuple(r) for r in partitions_to_move(plan, snapshot).collect())
+    assert found == placed == [("local", "down", 0), ("local", "moved", 1),
+                               ("local", "uneven", 1), ("local", "up", 0)]
+    # A config-only plan has none, so its replica-move planning is skipped.
+    assert partitions_to_move(build_plan(desired_df(spark, [desired[7], desired[2]]), snapshot),
+                              snapshot).isEmpty()
 
 
 def test_checks_name_fenced_missing_and_repeated_brokers(spark: SparkSession) -> None:

@@ -6,7 +6,9 @@ A topic row gets its moves (`transforms.reassign.plan.with_reassignments`) when 
 has drift or alters, or some partition is being moved: action REASSIGN, or an ALTER that
 carries them in `reassignment`. The moves an earlier run started and never settled, that
 are not moving any more, count as moves in flight (`unsettled_moves`), so an apply settles
-them.
+them. With nothing in flight, a plan whose rows ask for no partition to change
+(`partitions_to_move`: a config-only alter, say) places nothing, and its reassign policies
+run only when the conf adds its own (the always-on ones judge only rows that move).
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from provisioning.run.state import RunState
 from provisioning.run.topics.phases import in_run
 from provisioning.session import job_label
 from provisioning.transforms.audit import plan_outcome
-from provisioning.transforms.reassign.plan import moves_planned, with_reassignments
+from provisioning.transforms.reassign.plan import (
+    moves_planned,
+    partitions_to_move,
+    with_reassignments,
+)
 from provisioning.transforms.reassign.policies import ReassignContext, with_reassign_policies
 from schemas import REASSIGNMENT_IN_FLIGHT, column_names
 
@@ -43,20 +49,28 @@ class ReassignLayer(PlanLayer):
     """Replica moves planned on the topics' plan rows (see the module docstring)."""
 
     reads = ("states", "reassign.in_flight", "reassign.unlisted")
-    writes = ("reassign.counts",)
+    writes = ("reassign.placed", "reassign.counts")
     relock_reads = ("reassign.in_flight", "reassign.unlisted", "reassign.counts")
-    relock_writes = ("reassign.in_flight", "reassign.unlisted", "reassign.counts")
+    relock_writes = ("reassign.in_flight", "reassign.unlisted", "reassign.placed",
+                     "reassign.counts")
 
     def attach(self, ctx: RunContext, state: RunState, rows: DataFrame, counts: PlanCounts,
                live: DataFrame) -> DataFrame:
         moves = state.of(ReassignState)
+        moves.placed = None
         if moves.in_flight is None:
             return rows
         flights = list(moves.in_flight)
         flights += unsettled_moves(ctx, in_run(ctx, live), flights)
         if not flights and not any(n for (_, action, _), n in counts.items()
                                    if action in (names.DRIFT, names.ALTER)):
+            moves.placed = False
             return rows
+        if not flights and partitions_to_move(rows, live).isEmpty():
+            # A config change, or drift other than replicas: no partition to place.
+            moves.placed = False
+            return rows
+        moves.placed = True
         frame = ctx.spark.createDataFrame(
             [tuple(r[c] for c in column_names(REASSIGNMENT_IN_FLIGHT)) for r in flights],
             REASSIGNMENT_IN_FLIGHT)
@@ -68,10 +82,13 @@ class ReassignLayer(PlanLayer):
               live: DataFrame) -> DataFrame:
         planned = {action for (_, action, outcome), n in counts.items()
                    if outcome == names.PLANNED and n}
-        if state.of(ReassignState).in_flight is None or not (
-                REASSIGN in planned or names.ALTER in planned):
+        moves = state.of(ReassignState)
+        if moves.in_flight is None or not (REASSIGN in planned or names.ALTER in planned):
             return rows
         conf = ctx.conf.section(ReassignConf)
+        if moves.placed is False and not conf.policies:
+            # No row moves replicas: the always-on policies judge only rows that do.
+            return rows
         states = require(state.states, "states")
         context = ReassignContext(
             clusters=cluster_states_frame(ctx.spark, states), live=live,

@@ -163,6 +163,21 @@ def _moves(plan: DataFrame, live: DataFrame, clusters: DataFrame, in_flight: Dat
                               lambda p: p["lines"])).alias("_problems"))
 
 
+def partitions_to_move(plan: DataFrame, live: DataFrame) -> DataFrame:
+    """(cluster, topic, partition) of the live partitions that PLAN rows would move when no
+    move is in flight: a partition with another number of replicas than its row's
+    replication factor, or whose replicas differ from its entry in the row's assignment.
+    With no move in flight these are exactly the partitions `with_reassignments` moves
+    (placement keeps a partition whose replica count already matches), found without
+    placing anything: a plan with none skips the placement."""
+    partitions = _live_partitions(live).join(_candidates(plan), on=_KEYS, how="inner")
+    assigned = F.try_element_at(F.col("_want_assignment"), F.col("partition"))
+    differs = F.when(F.col("_want_assignment").isNotNull(),
+                     assigned.isNotNull() & (assigned != F.col("_replicas"))) \
+        .otherwise(F.size("_replicas") != F.col("_want_rf"))
+    return partitions.where(differs).select(*_PARTITION_KEYS)
+
+
 def with_reassignments(plan: DataFrame, live: DataFrame, clusters: DataFrame,
                        in_flight: DataFrame) -> DataFrame:
     """PLAN rows with `reassignment`, `reassign_problems` and the REASSIGN action filled in.
