@@ -41,6 +41,9 @@ from provisioning.kafka.tasks.common import (
 from provisioning.names import reassign as move_names
 
 Partition = tuple[str, int]
+# How long a move found neither moving nor at its target waits for a second look
+# (verify_batches): a broker's metadata trails the controller's by milliseconds.
+CONFIRM_PAUSE_S = 0.5
 # A topic's outcome from its partitions' (the first that applies).
 _PRECEDENCE = (names.UNKNOWN, names.FAILED, names.REJECTED, move_names.REASSIGNING,
                move_names.REASSIGNED)
@@ -231,11 +234,17 @@ def reassign_verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterC
 def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
                    owned_brokers: Mapping[int, int] | None = None) -> Iterator[Result]:
     """One cluster's rows: read their moves until all are settled or `deadline`
-    (time.monotonic()) passes, at least once; then clear the finished ones' throttles."""
+    (time.monotonic()) passes, at least once; then clear the finished ones' throttles.
+
+    A move is failed only when a second read, CONFIRM_PAUSE_S later, still finds it neither
+    moving nor at its target: the controller answers ListPartitionReassignments, but a
+    broker answers the replicas, and a broker's metadata may not yet hold the move that
+    the controller has just finished."""
     cluster = admin.cluster.name
     moves = {(r["topic"], int(m["partition"])): (r["topic"], m) for r in rows for m in _moves(r)}
     targets = {key: list(m["after"] or []) for key, (_, m) in moves.items()}
     attempts = 0
+    failed_before: set[Partition] = set()
     while True:
         attempts += 1
         try:
@@ -245,9 +254,12 @@ def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
                 raise
             time.sleep(0.5)
             continue
-        if time.monotonic() >= deadline or move_names.REASSIGNING not in states.values():
+        failed = {key for key, state in states.items() if state == names.FAILED}
+        unconfirmed, failed_before = failed - failed_before, failed
+        moving = move_names.REASSIGNING in states.values()
+        if time.monotonic() >= deadline or not (moving or unconfirmed):
             break
-        time.sleep(1.0)
+        time.sleep(1.0 if moving else CONFIRM_PAUSE_S)
     done = [(t, int(m["partition"]), m["before"] or [], m["after"] or [])
             for key, (t, m) in moves.items() if states[key] == move_names.REASSIGNED]
     # Idempotent: entries never appended, or removed by an earlier run, are no-ops.
