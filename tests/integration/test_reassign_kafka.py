@@ -115,12 +115,17 @@ def throttle_configs(admin: ClusterAdmin, topic: str) -> dict[str, set[str]]:
 
 def wait_settled(admin: ClusterAdmin, targets: dict[tuple[str, int], list[int]],
                  timeout_s: float = 180) -> dict[tuple[str, int], str]:
+    """Each move's state once none is moving and two reads half a second apart agree (a
+    broker's metadata may trail the controller's that ended the move)."""
     deadline = time.monotonic() + timeout_s
+    last: dict[tuple[str, int], str] | None = None
     while True:
         states, _ = reassign_progress(admin, targets)
-        if move_names.REASSIGNING not in states.values() or time.monotonic() > deadline:
+        settled = move_names.REASSIGNING not in states.values()
+        if (settled and states == last) or time.monotonic() > deadline:
             return states
-        time.sleep(1)
+        last = states if settled else None
+        time.sleep(0.5 if settled else 1)
 
 
 def eventually(check: Callable[[], bool], timeout_s: float = 30) -> None:
