@@ -68,6 +68,13 @@ def _candidates(plan: DataFrame) -> DataFrame:
     )
 
 
+def _assigned() -> Column:
+    """A candidate partition's entry in its row's assignment (null when the row gives none,
+    or its assignment does not list the partition)."""
+    return F.when(F.col("_want_assignment").isNotNull(),
+                  F.try_element_at(F.col("_want_assignment"), F.col("partition")))
+
+
 def _live_partitions(live: DataFrame) -> DataFrame:
     """Every live partition of every cluster (SNAPSHOT exploded): its replicas now."""
     return live.where(F.col("error_name").isNull() & F.col("replica_assignment").isNotNull()) \
@@ -126,8 +133,7 @@ def _moves(plan: DataFrame, live: DataFrame, clusters: DataFrame, in_flight: Dat
                         how="left"))
     moving = F.col("_flight_target").isNotNull()
     current = F.coalesce(F.col("_flight_target"), F.col("_replicas"))
-    want_assigned = F.when(F.col("_want_assignment").isNotNull(),
-                           F.try_element_at(F.col("_want_assignment"), F.col("partition")))
+    want_assigned = _assigned()
     wanted = F.col("_candidate") & (F.col("_want_rf").isNotNull() | want_assigned.isNotNull())
     placing = partitions.select(
         *_PARTITION_KEYS,
@@ -171,7 +177,7 @@ def partitions_to_move(plan: DataFrame, live: DataFrame) -> DataFrame:
     (placement keeps a partition whose replica count already matches), found without
     placing anything: a plan with none skips the placement."""
     partitions = _live_partitions(live).join(_candidates(plan), on=_KEYS, how="inner")
-    assigned = F.try_element_at(F.col("_want_assignment"), F.col("partition"))
+    assigned = _assigned()
     differs = F.when(F.col("_want_assignment").isNotNull(),
                      assigned.isNotNull() & (assigned != F.col("_replicas"))) \
         .otherwise(F.size("_replicas") != F.col("_want_rf"))
