@@ -10,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import INTERPRETED
+
 REPO = Path(__file__).resolve().parents[1]
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
 KAFKA_JARS = REPO / ".cache" / "jars" / "kafka"
-# The tests' queries are a few rows each, thousands of them per run of the suite: compiling
-# generated code for each costs more CPU than running it interpreted (same results). The
-# tests' own session and their Connect server run so; the classic launcher's tests, the
-# benchmarks and `make connect-up` keep Spark's codegen.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
-               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 # The same two long-lived JVMs compile with C2 only their hottest code: ten times the JVM's
 # thresholds for its top tier. Over ten unit modules their session's JVM took a fifth less
 # CPU in the same wall time (C2 had been most of the JVM's CPU in a short module; C1 alone

@@ -14,6 +14,16 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# The tests' queries are a few rows each, thousands of them per run of the suite: compiling
+# generated code for each costs more CPU than running it interpreted (same results). The
+# tests' own session, their Connect server and the classic drivers they start (run_cli, the
+# Airflow DAG's) run so; the README's quick start, the benchmarks and `make connect-up` keep
+# Spark's codegen.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# The same for a classic driver, as Java system properties (a new SparkConf reads every
+# `spark.*` one): a cold JVM compiles each query's generated code with a cold compiler.
+INTERPRETED_DRIVER_OPTS = " ".join(f"-D{k}={v}" for k, v in INTERPRETED.items())
 
 
 def write_conf(path: Path, bootstrap: str, warehouse: Path, cluster: str = "local",
@@ -63,6 +73,10 @@ def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
     full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                 "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}
     full_env.pop("SPARK_REMOTE", None)
+    if not remote and "SPARK_SUBMIT_OPTS" not in (env or {}):
+        # A test that gives the driver's JVM options (test_packaging) sees only its own.
+        full_env["SPARK_SUBMIT_OPTS"] = " ".join(
+            filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), INTERPRETED_DRIVER_OPTS)))
     launcher = ["--remote", remote] if remote else ["--driver-memory", "1g"]
     proc = subprocess.run(
         [str(REPO / "spark-submit.sh"), *launcher, *spark_args, str(REPO / job), *args],

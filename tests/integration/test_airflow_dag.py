@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO, broker_state, write_conf, write_manifest_table
+from tests.helpers import INTERPRETED, REPO, broker_state, write_conf, write_manifest_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -82,7 +82,7 @@ def airflow_env(tmp: Path, conf: Path, plan_dir: Path) -> dict[str, str]:
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
         "spark.databricks.delta.snapshotPartitions": "2",
-        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.session.timeZone": "UTC", **INTERPRETED,
     }
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},

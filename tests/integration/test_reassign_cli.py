@@ -28,6 +28,7 @@ from provisioning.kafka import reassign
 from provisioning.kafka.client import ClusterAdmin
 from tests.conftest import RACKS
 from tests.helpers import (
+    INTERPRETED_DRIVER_OPTS,
     REPO,
     audit_rows,
     broker_state,
@@ -303,7 +304,8 @@ def test_a_run_killed_mid_move_is_finished_by_the_next(
                                           "wait_seconds": 300},
                              "run": {"lock_ttl_seconds": 24}})
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
+           "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_SUBMIT_OPTS": INTERPRETED_DRIVER_OPTS}
     env.pop("SPARK_REMOTE", None)
     log = (tmp_path / "killed.log").open("w")
     proc = subprocess.Popen(
