@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -86,11 +87,40 @@ def _jars(directory: Path) -> list[str]:
     return jars
 
 
+# The tests' own session's settings that a Spark Connect session can take (runtime SQL).
+TEST_SESSION_SQL = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    # chispa's ignore_row_order sorts by hash() of every column, which Spark 4 refuses on
+    # map columns (PLAN and AUDIT have several) without this flag.
+    "spark.sql.legacy.allowHashOnMapType": "true",
+}
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A small local session with Delta: local[2], no UI, few partitions."""
+def spark(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[object]:
+    """The tests' own session: what they write (manifests) and read (the job's tables)
+    with, and what job code they call directly runs on.
+
+    In lane `connect`, a session of its own on the lane's Spark Connect server, opened as
+    the job opens one (its code shipped): no second JVM beside the server, whose CPU the
+    tests' reads and writes had cost more than the server's own work for them. Elsewhere,
+    a small local session with Delta: local[2], no UI, few partitions."""
     from provisioning.session import build_session
 
+    if request.config.getoption("--lane") == "connect":
+        server = request.getfixturevalue("connect_server")
+        from tests import helpers
+
+        session = build_session("provisioning-tests", TEST_SESSION_SQL,
+                                remote=f"{server.address}/;session_id={uuid.uuid4()}")
+        helpers.TESTS_SESSION["connect"] = True
+        yield session
+        helpers.TESTS_SESSION["connect"] = False
+        session.stop()
+        return
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = build_session(
         "provisioning-tests",
@@ -98,16 +128,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             "spark.master": "local[2]",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "2",
+            **TEST_SESSION_SQL,
             **INTERPRETED,
             "spark.driver.extraJavaOptions": " ".join(HOT_ONLY_C2),
             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
             "spark.default.parallelism": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
-            "spark.sql.session.timeZone": "UTC",
-            # chispa's ignore_row_order sorts by hash() of every column, which Spark 4
-            # refuses on map columns (PLAN and AUDIT have several) without this flag.
-            "spark.sql.legacy.allowHashOnMapType": "true",
             "spark.sql.warehouse.dir": str(warehouse),
             "spark.driver.memory": "1g",
             "spark.driver.host": "127.0.0.1",

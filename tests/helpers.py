@@ -64,15 +64,27 @@ class Completed:
         return json.loads(self.stdout.strip().splitlines()[-1])
 
 
+# What pyspark sets in this process for a Spark Connect session (the tests' own, in lane
+# connect), and a Connect client's address: a child process that inherited either would
+# take itself for a Connect client.
+CONNECT_CLIENT_VARS = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment for a child that starts Spark its own way: the variables
+    of CONNECT_CLIENT_VARS dropped, `extra` on top."""
+    env = {k: v for k, v in os.environ.items() if k not in CONNECT_CLIENT_VARS}
+    return {**env, **(extra or {})}
+
+
 def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
             cwd: Path | None = None, timeout: float = 600,
             job: str = "jobs/provision_topics.py",
             spark_args: Sequence[str] = (), remote: str | None = None) -> Completed:
     """Run a job through spark-submit.sh, as an operator would: classic Spark, or with
     `remote` (sc://...) as a thin client of that Spark Connect server."""
-    full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-                "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})}
-    full_env.pop("SPARK_REMOTE", None)
+    full_env = child_env({"PYSPARK_PYTHON": sys.executable,
+                          "PYSPARK_DRIVER_PYTHON": sys.executable, **(env or {})})
     if not remote and "SPARK_SUBMIT_OPTS" not in (env or {}):
         # A test that gives the driver's JVM options (test_packaging) sees only its own.
         full_env["SPARK_SUBMIT_OPTS"] = " ".join(
@@ -92,15 +104,25 @@ def fault_env(*faults: str) -> dict[str, str]:
             "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'faults'}:{REPO / 'lib'}:{REPO}"}
 
 
+# Whether the tests' own session (the `spark` fixture) is a Spark Connect session: in lane
+# `connect` it is (tests/conftest.py), and no classic session exists for the CLI to run on.
+TESTS_SESSION: dict[str, bool] = {"connect": False}
+
+
 def run_cli_in_process(args: Sequence[str], env: Mapping[str, str] | None = None
                        ) -> Completed:
     """Run the job's CLI (`provisioning.cli.main`, the same command spark-submit.sh runs)
-    in this process, on the tests' SparkSession: no JVM start per run, for tests that run
-    the job many times. Other tests go through spark-submit.sh (run_cli)."""
+    in this process, on the tests' classic SparkSession: no JVM start per run, for tests
+    that run the job many times. Other tests go through spark-submit.sh (run_cli); in lane
+    `connect`, as thin clients of its server."""
     from click.testing import CliRunner
 
     from provisioning.cli import main
 
+    if TESTS_SESSION["connect"]:
+        raise RuntimeError("run_cli_in_process runs on the tests' classic session, and in "
+                           "lane connect the tests' session is a Spark Connect one: use "
+                           "run_cli(..., remote=connect_server.address) (the `cli` fixture)")
     result = CliRunner(env=dict(env or {})).invoke(main, list(args), catch_exceptions=False)
     return Completed(result.exit_code, result.stdout, result.stderr)
 

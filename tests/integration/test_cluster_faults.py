@@ -2,9 +2,8 @@
 and the active controller killed with -9 in the middle of a 2,000-topic apply (the node
 started again, and every topic of the module deleted, before the module ends).
 
-The soak runs the CLI 8 times (the first and the last through spark-submit.sh as thin
-clients of the shared Spark Connect server, those between in the tests' own Spark
-session), each on a manifest mutated at random from a
+The soak runs the CLI 8 times through spark-submit.sh as thin clients of the shared Spark
+Connect server, each on a manifest mutated at random from a
 printed seed (`SOAK_SEED=<n>` replays one): new topics, `state: absent`,
 changed partitions, retention and replication factor, invalid rows, duplicates, a topic
 deleted or created behind the job's back, protected topics marked absent. From the
@@ -36,7 +35,6 @@ from tests.helpers import (
     broker_state,
     plan_counts,
     run_cli,
-    run_cli_in_process,
     runs_rows,
     write_conf,
     write_manifest_table,
@@ -438,11 +436,7 @@ def test_soak_eight_runs_against_a_model(three_nodes: KafkaCluster, spark: Any,
             expected, code = model.expect()
 
             args = ["apply", "--conf", str(conf), "--allow-deletes", "--allow-alter", "--json"]
-            # The first and the last run through spark-submit.sh, as thin clients of the
-            # shared Spark Connect server; those between run the same CLI in this process
-            # (a process per run would double the soak's time).
-            done = (run_cli(args, remote=connect_server.address) if run in (0, SOAK_RUNS - 1)
-                    else run_cli_in_process(args))
+            done = run_cli(args, remote=connect_server.address)
             assert done.returncode == code, f"{context}\n{done.output[-3000:]}"
             run_id = done.json()["run_id"]
             run_ids.append(run_id)

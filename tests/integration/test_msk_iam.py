@@ -9,7 +9,8 @@ No broker here can verify an AWS signature (only AWS can), so what is proven is 
   listener (SASL_SSL) checks the token's structure with a test-only Java validator
   (tests/java/provisioning/testing/MskIamTokenValidator.java) that takes the principal
   from the access key, under StandardAuthorizer with ACLs granted to that principal only.
-The CLI runs in this process on the tests' SparkSession; topics are on the prefix `msk.`.
+The CLI runs through spark-submit.sh as a thin client of the session's Spark Connect server;
+topics are on the prefix `msk.`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import hashlib
 import hmac
 import pickle
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -30,7 +31,7 @@ import pytest
 from provisioning.conf import ClusterConf
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.tokens import MskIamTokens, token_sources
-from tests.helpers import audit_rows, broker_state_as, grant, run_cli_in_process, write_conf
+from tests.helpers import Completed, audit_rows, broker_state_as, grant, write_conf
 from tests.helpers import write_manifest_table as write_manifest
 from tests.support.secured import IAM_LISTENER, MSK_REGION, OAuthBroker
 
@@ -167,17 +168,18 @@ def _state(broker: OAuthBroker) -> dict[str, tuple[int, int]]:
 
 
 def test_plan_and_apply_over_msk_iam_as_the_access_key(
-        oauth_kafka: OAuthBroker, aws_env: dict[str, str], spark: Any, tmp_path: Path) -> None:
+        oauth_kafka: OAuthBroker, aws_env: dict[str, str], spark: Any,
+        cli: Callable[..., Completed], tmp_path: Path) -> None:
     grant(oauth_kafka.admin_settings(), f"User:{ACCESS_KEY}", JOB_ACLS)
     write_manifest(spark, tmp_path / "wh" / "desired_topics", [
         {"cluster": CLUSTER, "topic": "msk.orders", "partitions": 2, "replication_factor": 1},
         {"cluster": CLUSTER, "topic": "msk.clicks", "partitions": 1, "replication_factor": 1}])
     conf = _conf(tmp_path, oauth_kafka)
 
-    plan = run_cli_in_process(["plan", "--conf", str(conf), "--json"], env=aws_env)
+    plan = cli(["plan", "--conf", str(conf), "--json"], env=aws_env)
     assert plan.returncode == 0, plan.output[-4000:]
     assert _state(oauth_kafka) == {}
-    apply = run_cli_in_process(["apply", "--conf", str(conf), "--json"], env=aws_env)
+    apply = cli(["apply", "--conf", str(conf), "--json"], env=aws_env)
     assert apply.returncode == 0, apply.output[-4000:]
     assert _state(oauth_kafka) == {"msk.orders": (2, 1), "msk.clicks": (1, 1)}
     assert audit_rows(spark, tmp_path / "wh", apply.json()["run_id"]) == sorted(
@@ -189,7 +191,7 @@ def test_plan_and_apply_over_msk_iam_as_the_access_key(
     # A token for another region is refused by the broker's validator: exit 3, unchanged
     # (kafka-python retries a refused login until its bootstrap times out: 5 s here).
     other = _conf(tmp_path, oauth_kafka, "us-east-1", timeout_ms=5000)
-    refused = run_cli_in_process(["plan", "--conf", str(other), "--json"], env=aws_env)
+    refused = cli(["plan", "--conf", str(other), "--json"], env=aws_env)
     assert refused.returncode == 3, refused.output[-4000:]
     assert refused.json()["error"].startswith(
         f"cluster {CLUSTER}: authentication failed (SASL_AUTHENTICATION_FAILED: ")

@@ -7,12 +7,13 @@ StandardAuthorizer and ACLs granted to the token's subject only.
 The token endpoint (tests/support/secured.py) runs on loopback and signs RS256 JWTs that
 live a few seconds, so the apply run outlives its first token: the job renews it in every
 process that talks to Kafka. A wrong client secret and an unreachable endpoint exit 3,
-naming the cluster and the endpoint. The CLI runs in this process on the tests'
-SparkSession; topics are on this module's prefix (`oauth.`).
+naming the cluster and the endpoint. The CLI runs through spark-submit.sh as a thin client
+of the session's Spark Connect server; topics are on this module's prefix (`oauth.`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from tests.helpers import (
     audit_rows,
     broker_state_as,
     grant,
-    run_cli_in_process,
     runs_rows,
     write_conf,
     write_manifest_table,
@@ -77,8 +77,8 @@ def _state(broker: OAuthBroker) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def flows(oauth_kafka: OAuthBroker, spark: Any, tmp_path_factory: pytest.TempPathFactory
-          ) -> Flows:
+def flows(oauth_kafka: OAuthBroker, spark: Any, cli: Callable[..., Completed],
+          tmp_path_factory: pytest.TempPathFactory) -> Flows:
     oauth_kafka.issuer.add_client(CLIENT, CLIENT_SECRET, SUBJECT,
                                   lifetime_s=TOKEN_LIFETIME_S)
     grant(oauth_kafka.admin_settings(), f"User:{SUBJECT}", JOB_ACLS)
@@ -89,9 +89,9 @@ def flows(oauth_kafka: OAuthBroker, spark: Any, tmp_path_factory: pytest.TempPat
         for name, n in TOPICS.items()])
     conf = _conf(work, "job", oauth_kafka.issuer.token_url, oauth_kafka)
     env = {ID_ENV: CLIENT}
-    plan = run_cli_in_process(["plan", "--conf", str(conf), "--json"], env=env)
+    plan = cli(["plan", "--conf", str(conf), "--json"], env=env)
     after_plan = _state(oauth_kafka)
-    apply = run_cli_in_process(["apply", "--conf", str(conf), "--json"], env=env)
+    apply = cli(["apply", "--conf", str(conf), "--json"], env=env)
     return Flows(work, warehouse, plan, after_plan, apply, _state(oauth_kafka))
 
 
@@ -128,10 +128,10 @@ def test_a_run_longer_than_a_token_renews_it(flows: Flows, oauth_kafka: OAuthBro
 
 
 def test_a_wrong_client_secret_exits_3_with_the_endpoints_error(
-        flows: Flows, oauth_kafka: OAuthBroker) -> None:
+        flows: Flows, oauth_kafka: OAuthBroker, cli: Callable[..., Completed]) -> None:
     wrong_secret = "not-the-client-secret-91c2"
     conf = _conf(flows.work, "wrong", oauth_kafka.issuer.token_url, oauth_kafka, wrong_secret)
-    refused = run_cli_in_process(["plan", "--conf", str(conf), "--json"], env={ID_ENV: CLIENT})
+    refused = cli(["plan", "--conf", str(conf), "--json"], env={ID_ENV: CLIENT})
     assert refused.returncode == 3, refused.output[-4000:]
     assert refused.json()["error"] == (
         f"cluster {CLUSTER}: the token endpoint {oauth_kafka.issuer.token_url} refused the "
@@ -141,12 +141,12 @@ def test_a_wrong_client_secret_exits_3_with_the_endpoints_error(
     assert _state(oauth_kafka) == flows.after_apply
 
 
-def test_an_unreachable_token_endpoint_exits_3_naming_it(flows: Flows,
-                                                         oauth_kafka: OAuthBroker) -> None:
+def test_an_unreachable_token_endpoint_exits_3_naming_it(
+        flows: Flows, oauth_kafka: OAuthBroker, cli: Callable[..., Completed]) -> None:
     (port,) = free_ports(1)
     endpoint = f"http://127.0.0.1:{port}/token"
     conf = _conf(flows.work, "unreachable", endpoint, oauth_kafka)
-    refused = run_cli_in_process(["plan", "--conf", str(conf), "--json"], env={ID_ENV: CLIENT})
+    refused = cli(["plan", "--conf", str(conf), "--json"], env={ID_ENV: CLIENT})
     assert refused.returncode == 3, refused.output[-4000:]
     assert refused.json()["error"] == (
         f"cluster {CLUSTER}: the token endpoint {endpoint} is unreachable "

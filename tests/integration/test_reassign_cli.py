@@ -32,6 +32,7 @@ from tests.helpers import (
     REPO,
     audit_rows,
     broker_state,
+    child_env,
     run_cli,
     write_conf,
     write_manifest_table,
@@ -303,10 +304,8 @@ def test_a_run_killed_mid_move_is_finished_by_the_next(
                       extra={"reassign": {"throttle_bytes_per_second": 20_000,
                                           "wait_seconds": 300},
                              "run": {"lock_ttl_seconds": 24}})
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_SUBMIT_OPTS": INTERPRETED_DRIVER_OPTS}
-    env.pop("SPARK_REMOTE", None)
+    env = child_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                     "SPARK_SUBMIT_OPTS": INTERPRETED_DRIVER_OPTS})
     log = (tmp_path / "killed.log").open("w")
     proc = subprocess.Popen(
         [str(REPO / "spark-submit.sh"), "--driver-memory", "1g",

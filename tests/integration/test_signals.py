@@ -10,7 +10,6 @@ an Airflow task's); the pauses that hold it at a moment come from tests/support/
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from tests.helpers import (
     REPO,
     audit_rows,
     broker_state,
+    child_env,
     fault_env,
     plan_counts,
     row_count,
@@ -43,8 +43,7 @@ def _signalled(connect_server: Any, conf: Path, faults: tuple[str, ...],
                when: Callable[[], bool]) -> tuple[int, dict[str, Any], str]:
     """Run apply as a Connect client with `faults`, send SIGTERM once `when()` holds, then let
     any pause go on (the `go` file); the exit code, the JSON document and the output."""
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **fault_env(*faults)}
-    env.pop("SPARK_REMOTE", None)
+    env = child_env({"PYSPARK_PYTHON": sys.executable, **fault_env(*faults)})
     job = subprocess.Popen(
         [str(REPO / "spark-submit.sh"), "--remote", connect_server.address,
          str(REPO / "jobs" / "provision_topics.py"), "apply", "--conf", str(conf), "--json"],
