@@ -6,8 +6,9 @@ are made, the broker's own refusal at validateOnly, the audit rows, saved plans,
 check and the import round trip.
 
 The CLI runs in this process on the tests' SparkSession (`run_cli_in_process`: the same
-command spark-submit.sh runs); `load_manifest --kind quotas` goes through spark-submit.sh
-as a thin client of the session's Spark Connect server. Every stage reads the broker's
+command spark-submit.sh runs), but in the import test (lane connect), whose runs and
+`load_manifest --kind quotas` go through spark-submit.sh as thin clients of the session's
+Spark Connect server. Every stage reads the broker's
 whole quota state back (DescribeClientQuotas).
 """
 
@@ -295,6 +296,11 @@ def test_client_quotas_are_planned_validated_applied_verified_and_audited(
 def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
         spark: Any, clean_quotas: str, connect_server: Any, tmp_path: Path) -> None:
     bootstrap = clean_quotas
+
+    def thin(*args: str) -> Completed:
+        """The CLI as a thin client of the lane's Spark Connect server."""
+        return run_cli(list(args), remote=connect_server.address)
+
     existing = {E(user="svc-a"): {"producer_byte_rate": 3.0 * MIB, "consumer_byte_rate": MIB},
                 E(user=None, client_id=None): {"request_percentage": 25.0},
                 E(ip="127.0.0.2"): {"connection_creation_rate": 7.0}}
@@ -312,7 +318,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
     conf = quota_conf(tmp_path, bootstrap, wh, [wh / "named"])
 
     # check: the quotas no manifest lists, as info findings.
-    checked = cli("check", "--conf", str(conf), "--json")
+    checked = thin("check", "--conf", str(conf), "--json")
     assert checked.returncode == 0, checked.output[-3000:]
     assert sorted((v["rule"], v["severity"], v["detail"]) for v in
                   checked.json()["violations"] if v["rule"] == "unmanaged_quota") == [
@@ -324,7 +330,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
                                ("user=svc-a", "consumer_byte_rate", "1048576.0")])]
 
     # import: the entities no manifest names, as rows a plan finds all NOOP.
-    imported = cli("import", "--conf", str(conf), "--quotas", "--table",
+    imported = thin("import", "--conf", str(conf), "--quotas", "--table",
                    str(wh / "imported"), "--owner", "platform", "--json")
     assert imported.returncode == 0, imported.output[-3000:]
     assert [(c["cluster"], c["rows_written"], c["quotas_written"], c["left_out_managed"])
@@ -339,7 +345,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
          "entity_ip": None, "quotas": {"request_percentage": 25.0}, "state": "present",
          "owner": "platform", "force": None}], key=lambda r: json.dumps(r, sort_keys=True))
     adopted = quota_conf(tmp_path, bootstrap, wh, [wh / "imported"], name="adopted.yaml")
-    plan = cli("plan", "--conf", str(adopted), "--json")
+    plan = thin("plan", "--conf", str(adopted), "--json")
     assert plan.returncode == 0, plan.output[-3000:]
     assert plan.json()["quotas"]["counts"] == {"already_present": 4}
     assert live(bootstrap) == existing
