@@ -8,8 +8,8 @@ check and the import round trip.
 The CLI runs in this process on the tests' SparkSession (`run_cli_in_process`: the same
 command spark-submit.sh runs), but in the import test (lane connect), whose runs and
 `load_manifest --kind quotas` go through spark-submit.sh as thin clients of the session's
-Spark Connect server. Every stage reads the broker's
-whole quota state back (DescribeClientQuotas).
+Spark Connect server. Every stage reads the broker's whole quota state back
+(DescribeClientQuotas).
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
 
     # import: the entities no manifest names, as rows a plan finds all NOOP.
     imported = thin("import", "--conf", str(conf), "--quotas", "--table",
-                   str(wh / "imported"), "--owner", "platform", "--json")
+                    str(wh / "imported"), "--owner", "platform", "--json")
     assert imported.returncode == 0, imported.output[-3000:]
     assert [(c["cluster"], c["rows_written"], c["quotas_written"], c["left_out_managed"])
             for c in imported.json()["clusters"]] == [("local", 2, 2, 2)]
