@@ -20,7 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import INTERPRETED, REPO, broker_state, write_conf, write_manifest_table
+from tests.helpers import (
+    INTERPRETED,
+    REPO,
+    broker_state,
+    quick_driver_opts,
+    write_conf,
+    write_manifest_table,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -102,6 +109,8 @@ def airflow_env(tmp: Path, conf: Path, plan_dir: Path) -> dict[str, str]:
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
+        # The driver JVM as spark-submit.sh starts it (the operator runs pyspark's own).
+        "SPARK_SUBMIT_OPTS": quick_driver_opts(),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
 
