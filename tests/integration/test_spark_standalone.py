@@ -28,6 +28,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from tests.helpers import (
+    QUICK_JIT,
     audit_rows,
     broker_state,
     row_count,
@@ -105,7 +106,7 @@ def _submit(standalone: Any, python: Path, args: list[str],
         "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
         "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
         "--conf", f"spark.pyspark.python={python}", "--conf", "spark.ui.enabled=false",
-        *extra])
+        "--conf", f"spark.executor.extraJavaOptions={QUICK_JIT}", *extra])
 
 
 def _python_without_pyarrow(base: Path) -> Path:
@@ -254,6 +255,7 @@ def test_mtls_apply_with_executors_that_have_none_of_the_tls_files(
         "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
         "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
         "--conf", f"spark.pyspark.python={BARE_PYTHON}", "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.executor.extraJavaOptions={QUICK_JIT}",
         "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}",
         "--conf", "spark.eventLog.compress=false"])
     assert done.returncode == 0, done.output[-6000:] + standalone.logs()

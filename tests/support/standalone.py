@@ -33,6 +33,8 @@ class Standalone:
         conf_dir = base / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m",
+                    # Daemons that mostly wait: C1 only, one GC thread.
+                    "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
                     "SPARK_CONF_DIR": str(conf_dir)}
         for name in ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"):
             self.env.pop(name, None)
