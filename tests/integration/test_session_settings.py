@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from provisioning.session import WORKLOAD_SETTINGS
-from tests.helpers import run_cli, write_conf
-from tests.support.sparkconnect import ConnectServer, warm_up
+from tests.helpers import QUICK_JIT, run_cli, write_conf
+from tests.support.sparkconnect import ConnectServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -24,11 +24,12 @@ KEYS = [*WORKLOAD_SETTINGS, "spark.sql.session.timeZone"]
 @pytest.fixture(scope="module")
 def stock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
     """A stock server (Spark's defaults but Delta and loopback), started with one slow
-    static setting: Python workers that are not reused."""
+    static setting: Python workers that are not reused. Its JVM, which serves one run,
+    compiles as spark-submit.sh's drivers do (JVM options are no Spark setting)."""
     server = ConnectServer(tmp_path_factory.mktemp("stock-connect"), stock=True,
-                           extra={"spark.python.worker.reuse": "false"})
+                           extra={"spark.python.worker.reuse": "false"},
+                           java_options=QUICK_JIT.split())
     server.start()
-    warm_up(server.address)
     yield server
     server.stop()
 
