@@ -26,7 +26,8 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
 INTERPRETED_DRIVER_OPTS = " ".join(f"-D{k}={v}" for k, v in INTERPRETED.items())
 # What spark-submit.sh gives a client-mode driver JVM (C1 only, the parallel GC, the class
 # archive of `make driver-archive`), for the Spark JVMs a test starts without it: the
-# Airflow DAG's spark-submit and the standalone cluster's executors. Measured on a 5-topic
+# Airflow DAG's spark-submit, the standalone cluster's executors and the stock Connect
+# server of test_session_settings (which takes the JIT flags only). Measured on a 5-topic
 # classic apply: 116 s of CPU with the JVM's defaults, 74 s with these flags but no
 # archive, 45 s with both.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
