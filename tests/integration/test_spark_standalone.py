@@ -100,9 +100,9 @@ def _admin_task_executors(events: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def _submit(standalone: Any, python: Path, args: list[str],
-            extra: tuple[str, ...] = ()) -> Any:
+            extra: tuple[str, ...] = (), cwd: Path | None = None) -> Any:
     """The job through spark-submit.sh on the standalone cluster, its executors on `python`."""
-    return run_cli(args, spark_args=[
+    return run_cli(args, cwd=cwd, spark_args=[
         "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
         "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
         "--conf", f"spark.pyspark.python={python}", "--conf", "spark.ui.enabled=false",
@@ -251,13 +251,11 @@ def test_mtls_apply_with_executors_that_have_none_of_the_tls_files(
     events = tmp_path / "events"
     events.mkdir()
 
-    done = run_cli(["apply", "--conf", str(conf), "--json"], cwd=tmp_path, spark_args=[
-        "--master", standalone.url, "--delta-jars", str(DELTA_JARS),
-        "--executor-memory", "512m", "--total-executor-cores", str(WORKERS),
-        "--conf", f"spark.pyspark.python={BARE_PYTHON}", "--conf", "spark.ui.enabled=false",
-        "--conf", f"spark.executor.extraJavaOptions={QUICK_JIT}",
-        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}",
-        "--conf", "spark.eventLog.compress=false"])
+    done = _submit(standalone, BARE_PYTHON, ["apply", "--conf", str(conf), "--json"],
+                   cwd=tmp_path, extra=(
+                       "--conf", "spark.eventLog.enabled=true",
+                       "--conf", f"spark.eventLog.dir={events}",
+                       "--conf", "spark.eventLog.compress=false"))
     assert done.returncode == 0, done.output[-6000:] + standalone.logs()
 
     state = broker_state_as(mtls_kafka.admin_settings())
