@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import INTERPRETED
+from tests.support.sparkconnect import G1_REGIONS, SMALL_BUFFERS
 
 REPO = Path(__file__).resolve().parents[1]
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
@@ -131,7 +132,8 @@ def spark(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             "spark.ui.showConsoleProgress": "false",
             **TEST_SESSION_SQL,
             **INTERPRETED,
-            "spark.driver.extraJavaOptions": " ".join(HOT_ONLY_C2),
+            **SMALL_BUFFERS,
+            "spark.driver.extraJavaOptions": " ".join((*HOT_ONLY_C2, G1_REGIONS)),
             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
             "spark.default.parallelism": "2",
             "spark.sql.warehouse.dir": str(warehouse),
