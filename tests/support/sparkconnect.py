@@ -50,9 +50,9 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 # heap and the cores) and the 4 MiB chunk every task binary's broadcast starts with. An
 # object of at least half a region goes straight to the old generation, and with 1 MiB
 # regions (a 2 GiB heap) every Spark job made some: a warm server ran a concurrent marking
-# cycle every few seconds, a sixth of its CPU. With these, a server that had run 11
-# five-topic flows had run 16 cycles instead of 106 to 170, and its last three flows took
-# 54 s of CPU against 60 s.
+# cycle every few seconds, a sixth of its CPU. With these, a server had run 16 cycles after
+# 11 five-topic flows; without them, 106 after 12 (156 after 11 with a 4 GiB heap), and
+# its last three of the 11 flows took 60 s of CPU against 54 s.
 SMALL_BUFFERS = {"spark.buffer.pageSize": "1m", "spark.broadcast.blockSize": "256k"}
 G1_REGIONS = "-XX:G1HeapRegionSize=4m"
 
