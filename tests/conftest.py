@@ -61,65 +61,13 @@ def lane_of(item: pytest.Item) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     lane = config.getoption("--lane")
-    if lane is not None:
-        keep = [i for i in items if lane_of(i) == lane]
-        dropped = [i for i in items if lane_of(i) != lane]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = keep
-    _early_first(items)
-
-
-# The session's components that a session stops after the last test that uses them (not at
-# its end): idle, a one-node broker took about 3 % of a core, the three-node cluster 12 %,
-# for the rest of a 40-minute lane. The modules using them run first, in this order, so
-# each stops as early as it can; the others keep their order.
-STOPPED_EARLY = ("racked_kafka", "_sasl_kafka", "oauth_kafka", "mtls_kafka", "standalone")
-_EARLY_STOPS: dict[str, Callable[[], None]] = {}
-_STOP_AFTER = pytest.StashKey[tuple[str, ...]]()
-
-
-def _stops_early(name: str, stop: Callable[[], None]) -> None:
-    """Register how to stop the component of fixture `name` once its last test has run (its
-    fixture's own finalizer stops it again, harmlessly, as the session ends)."""
-    _EARLY_STOPS[name] = stop
-
-
-def _stop_all(*components: object) -> None:
-    for component in components:
-        component.stop()  # type: ignore[attr-defined]
-
-
-def _early_first(items: list[pytest.Item]) -> None:
-    """Run the modules that use a component of STOPPED_EARLY first (grouped by the first
-    such component they use), and note each component's last test."""
-    def uses(item: pytest.Item) -> set[str]:
-        return set(getattr(item, "fixturenames", ())) & set(STOPPED_EARLY)
-
-    modules: dict[str, int] = {}
-    for item in items:
-        rank = min((STOPPED_EARLY.index(n) for n in uses(item)), default=len(STOPPED_EARLY))
-        module = str(item.fspath)
-        modules[module] = min(modules.get(module, rank), rank)
-    order = {module: i for i, module in enumerate(modules)}
-    items.sort(key=lambda i: (modules[str(i.fspath)], order[str(i.fspath)]))
-    last: dict[str, pytest.Item] = {}
-    for item in items:
-        for name in uses(item):
-            last[name] = item
-    for name, item in last.items():
-        item.stash[_STOP_AFTER] = (*item.stash.get(_STOP_AFTER, ()), name)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """After the last test using a component of STOPPED_EARLY (and its module's fixtures)
-    has been torn down, stop that component."""
-    yield
-    for name in item.stash.get(_STOP_AFTER, ()):
-        stop = _EARLY_STOPS.pop(name, None)
-        if stop is not None:
-            stop()
+    if lane is None:
+        return
+    keep = [i for i in items if lane_of(i) == lane]
+    dropped = [i for i in items if lane_of(i) != lane]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -266,7 +214,6 @@ def _sasl_kafka(tmp_path_factory: pytest.TempPathFactory,
     _jars(KAFKA_JARS)
     with running_behind(*sasl_broker(tmp_path_factory.mktemp("kafka-sasl"),
                                      sasl_tls)) as both:  # type: ignore[arg-type]
-        _stops_early("_sasl_kafka", functools.partial(_stop_all, both[1], both[0]))
         yield both
 
 
@@ -299,10 +246,8 @@ RACKED_SETTINGS = {"auto.leader.rebalance.enable": "false",
 def racked_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The session's three-node KRaft cluster with one rack per node (RACKS). A test that
     stops or kills a node starts it again before it ends."""
-    for cluster in _cluster(tmp_path_factory.mktemp("kafka-racks"), 3, racks=RACKS,
-                            broker_properties=RACKED_SETTINGS):
-        _stops_early("racked_kafka", cluster.stop)  # type: ignore[attr-defined]
-        yield cluster
+    yield from _cluster(tmp_path_factory.mktemp("kafka-racks"), 3, racks=RACKS,
+                        broker_properties=RACKED_SETTINGS)
 
 
 @pytest.fixture(scope="session")
@@ -315,7 +260,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     cluster = Standalone(tmp_path_factory.mktemp("spark-standalone"), 2)
     try:
         cluster.start()
-        _stops_early("standalone", cluster.stop)
         yield cluster
     finally:
         cluster.stop()
@@ -372,7 +316,6 @@ def mtls_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     _jars(KAFKA_JARS)
     broker = start_mtls_broker(tmp_path_factory.mktemp("kafka-mtls"))
     try:
-        _stops_early("mtls_kafka", broker.cluster.stop)
         yield broker
     finally:
         broker.cluster.stop()
@@ -392,7 +335,6 @@ def oauth_kafka(tmp_path_factory: pytest.TempPathFactory, policy_jar: Path) -> I
     try:
         broker = start_oauth_broker(base, issuer, policy_jar, {SCRAM_USER: SCRAM_PASSWORD})
         try:
-            _stops_early("oauth_kafka", functools.partial(_stop_all, broker.cluster, issuer))
             yield broker
         finally:
             broker.cluster.stop()
