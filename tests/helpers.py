@@ -111,12 +111,42 @@ def run_cli(args: Sequence[str], env: Mapping[str, str] | None = None,
         # A test that gives the driver's JVM options (test_packaging) sees only its own.
         full_env["SPARK_SUBMIT_OPTS"] = " ".join(
             filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), INTERPRETED_DRIVER_OPTS)))
+    if remote and not spark_args and _forkable(env):
+        # spark-submit.sh's Connect branch, from an already-imported Python (zygote.py).
+        pythonpath = os.environ.get("PYTHONPATH")
+        run_env = {**full_env, "SPARK_REMOTE": remote,
+                   "PYTHONPATH": f"{REPO / 'lib'}:{REPO}{':' + pythonpath if pythonpath else ''}"}
+        proc = _zygote(run_env).run([str(REPO / job), *args], run_env, cwd or REPO, timeout)
+        return Completed(proc.returncode, proc.stdout, proc.stderr)
     launcher = ["--remote", remote] if remote else ["--driver-memory", "1g"]
     proc = subprocess.run(
         [str(REPO / "spark-submit.sh"), *launcher, *spark_args, str(REPO / job), *args],
         cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
     return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+# What a run's environment must not set to be forked from the zygote: anything that
+# changes how its Python starts or which Python it is (the fault injection of fault_env
+# comes in through PYTHONPATH).
+_NOT_FORKABLE = ("PYTHON", "PYSPARK_DRIVER_PYTHON", "PROVISIONING_FAULT")
+_ZYGOTE: list[Any] = []
+
+
+def _forkable(env: Mapping[str, str] | None) -> bool:
+    return not any(key.startswith(_NOT_FORKABLE) for key in (env or {}))
+
+
+def _zygote(env: Mapping[str, str]) -> Any:
+    """This process's zygote (tests/support/zygote.py), started by its first Connect run."""
+    if not _ZYGOTE:
+        import atexit
+
+        from tests.support.zygote import Zygote
+
+        _ZYGOTE.append(Zygote(env))
+        atexit.register(_ZYGOTE[0].stop)
+    return _ZYGOTE[0]
 
 
 def fault_env(*faults: str) -> dict[str, str]:
