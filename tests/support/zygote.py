@@ -23,7 +23,6 @@ answers `{"pid": N}`, waits for it and answers `{"status": S}` (os.waitpid's sta
 
 from __future__ import annotations
 
-import array
 import contextlib
 import json
 import os
@@ -62,18 +61,15 @@ def _preload() -> None:
 
 
 def _recv(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The request line and the file descriptors sent with it (socket.send_fds)."""
     data = b""
     fds: list[int] = []
     while not data.endswith(b"\n"):
-        msg, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(16))
+        msg, got, _flags, _addr = socket.recv_fds(conn, 1 << 16, 2)
         if not msg:
             raise EOFError("the client went away")
         data += msg
-        for level, kind, payload in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                got = array.array("i")
-                got.frombytes(payload[:len(payload) - len(payload) % got.itemsize])
-                fds.extend(got)
+        fds.extend(got)
     return json.loads(data), fds
 
 
