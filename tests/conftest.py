@@ -96,6 +96,13 @@ TEST_SESSION_SQL = {
     # chispa's ignore_row_order sorts by hash() of every column, which Spark 4 refuses on
     # map columns (PLAN and AUDIT have several) without this flag.
     "spark.sql.legacy.allowHashOnMapType": "true",
+    # PySpark's DataFrame debugging: on a classic session, a walk of the Python stack and
+    # four more calls to the JVM for every Column and DataFrame call, to name its call site
+    # in Spark's error messages. PySpark reads the setting once per process, at the first
+    # such call; a classic run of the job made none of those JVM calls with it on (counted
+    # at its py4j client), the tests' own process thousands per module. Over test_check and
+    # test_policies_create it was a quarter of their CPU (JVM and pytest: 140 s, 105 s off).
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
