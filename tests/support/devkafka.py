@@ -750,6 +750,11 @@ class KafkaCluster:
             # session expires; 9 s by default, which every fault test would pay.
             "broker.heartbeat.interval.ms": "1000",
             "broker.session.timeout.ms": "6000",
+            # The active controller appends a no-op record to the metadata log every 500 ms
+            # by default (KIP-835's liveness signal for monitoring), which every node then
+            # writes, replicates and applies. 0 turns them off: an idle node took about 30 %
+            # less CPU (1.9 % of a core to 1.3 %; a 3-node cluster 5.0 % to 3.6 %).
+            "metadata.max.idle.interval.ms": "0",
         }
         if node.node_id in self.racks:
             props["broker.rack"] = self.racks[node.node_id]
