@@ -54,12 +54,12 @@ def test_a_profile_counts_each_steps_spark_work_commits_and_requests(
     first = created.json()["profile"]
     # Three topics in one CreateTopics, validateOnly first, each sent by an admin task.
     assert _where(first, "requests", "CreateTopics") == {"validate": 1, "create": 1}
-    # The job's tables are made by this first run (one commit each), then its own commits:
-    # the lock's claim and release, the view under the lock, the intent and the results,
-    # the runs row.
+    # The lock log is made as the run starts (one commit); the other tables by their first
+    # commits: the lock's claim and release, the view under the lock, the intent and the
+    # results, the runs row.
     assert _named(first["totals"]["commits"]) == {
-        "provision_runs": 2, "provision_runs_locks": 3, "topic_audit": 3,
-        "topic_snapshots": 2}
+        "provision_runs": 1, "provision_runs_locks": 3, "topic_audit": 2,
+        "topic_snapshots": 1}
 
     rows[1]["configs"] = {"retention.ms": "1209600000"}  # 14 days, up from the default
     write_manifest_table(spark, wh / "desired_topics", rows)

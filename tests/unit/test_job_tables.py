@@ -1,6 +1,7 @@
-"""The job's tables made in one place as a run starts (delta.tables.prepare_tables): each
-missing one created on a helper thread with its columns and properties, an existing one left
-as it is, and a write that comes while a table is being made waits for it."""
+"""The job's tables a run must find in place, made in one place as it starts
+(delta.tables.prepare_tables): each missing one created on a helper thread with its columns
+and properties, an existing one left as it is, and a write that comes while a table is
+being made waits for it. Which tables those are, per command (run.commands.job_tables)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from provisioning.delta.tables import (
     prepare_tables,
 )
 from provisioning.run.commands import job_tables
-from schemas import ACL_SNAPSHOT, AUDIT, DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
+from schemas import AUDIT, DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
 
 
 def _history(spark: Any, path: Path) -> list[tuple[int, str, str]]:
@@ -66,7 +67,10 @@ def test_a_write_while_its_table_is_being_made_waits_for_it(spark: Any, tmp_path
     assert _history(spark, snapshots) == [(0, "WRITE", "0"), (1, "WRITE", "1")]
 
 
-def test_each_command_makes_the_tables_it_writes() -> None:
+def test_a_run_makes_beforehand_only_the_tables_it_must_find_in_place() -> None:
+    """The lock log (its own properties) and `check`'s tables, which it reads back; the runs
+    row, the audit and the snapshots are made by their first append
+    (tests/integration/test_appends.py: the table and its properties in that commit)."""
     conf = parse_conf({"clusters": {"c": {"bootstrap_servers": "h:1"}},
                        "tables": {"manifests": ["m"], "audit": "w/audit", "runs": "w/runs",
                                   "snapshots": "w/snapshots", "acl_manifests": ["acl"]}}, "t")
@@ -74,14 +78,11 @@ def test_each_command_makes_the_tables_it_writes() -> None:
                       for t in job_tables(conf, command)]
             for command in ("plan", "apply", "check", "snapshot", "import")}
     plain = dict(TABLE_PROPERTIES)
-    runs, snapshots = ("w/runs", RUNS, plain), ("w/snapshots", SNAPSHOT, plain)
-    audit, acls = ("w/audit", AUDIT, plain), ("w/snapshots_acls", ACL_SNAPSHOT, plain)
     assert made == {
-        "plan": [runs, audit, snapshots, acls],
-        "apply": [runs, audit, ("w/runs_locks", LOCKS, LOCK_TABLE_PROPERTIES), snapshots,
-                  acls],
-        "check": [runs, snapshots, ("w/runs_violations", VIOLATIONS, plain),
+        "plan": [],
+        "apply": [("w/runs_locks", LOCKS, LOCK_TABLE_PROPERTIES)],
+        "check": [("w/runs_violations", VIOLATIONS, plain),
                   ("w/runs_inventory", INVENTORY, plain), ("w/runs_disks", DISKS, plain)],
-        "snapshot": [runs, snapshots],
-        "import": [runs],
+        "snapshot": [],
+        "import": [],
     }

@@ -15,12 +15,13 @@ Types. Every write casts each column to its type's plain DDL name (`plain_types`
 Spark Connect a string column can otherwise reach the Delta log as `string collate
 UTF8_BINARY`, which no other Delta reader accepts.
 
-Creation. The job's own tables (the runs, the audit, the lock log and each kind's own:
-`run.commands.job_tables`) are made in one place, `prepare_tables`: a run starts it as soon
-as it has a session, and each missing table is created on a helper thread of its own while
-the run reads its manifests and the clusters, instead of by the run's first write to it. A
-read or write of a table being created waits for its creation; one that failed leaves the
-table to the first write.
+Creation. A table of the job is made by its first append (`append`: the table, its
+properties and its first rows in one commit), except the few a run must find in place
+(`run.commands.job_tables`: the lock log, with properties of its own, and the tables a
+command reads before it writes them). Those are made in one place, `prepare_tables`: a run
+starts it as soon as it has a session, and each missing table is created on a helper thread
+of its own while the run reads its manifests and the clusters. A read or write of a table
+being created waits for its creation; one that failed leaves the table to the first write.
 """
 
 from __future__ import annotations

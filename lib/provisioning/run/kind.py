@@ -124,8 +124,9 @@ class RunKind(ABC):
         return {}
 
     def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
-        """The kind's own tables `command` ("plan", "apply", "check", "import", "snapshot")
-        writes, made when missing as its run starts (`run.commands.job_tables`)."""
+        """The kind's own tables that `command` ("plan", "apply", "check", "import",
+        "snapshot") reads before it writes them, made when missing as its run starts
+        (`run.commands.job_tables`); its other tables are made by their first append."""
         return ()
 
     def imported(self, state: RunState) -> object:

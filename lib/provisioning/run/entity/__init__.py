@@ -27,10 +27,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.conf import Conf, Credentials
+from provisioning.conf import Credentials
 from provisioning.conf.entity import EntityConf
 from provisioning.delta.manifests import read_manifests
-from provisioning.delta.tables import Commit, JobTable
+from provisioning.delta.tables import Commit
 from provisioning.results import EntitySummary
 from provisioning.run.engine import Phase, RunContext
 from provisioning.run.entity.phases import (
@@ -243,13 +243,6 @@ class EntityRunKind(RunKind):
 
     def plan_counts(self, state: RunState) -> PlanCounts:
         return self.slice(state).counts or {}
-
-    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
-        section = conf.section(self.conf_class)
-        commands = ("plan", "apply", *(("check",) if self.check_rule else ()))
-        if command not in commands or section.manifests is None:
-            return ()
-        return (JobTable(section.snapshots, self.model.snapshot),)
 
     def summary(self, ctx: RunContext, state: RunState) -> EntitySummary | None:
         own = self.slice(state)

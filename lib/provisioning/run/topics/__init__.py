@@ -79,14 +79,13 @@ class TopicsKind(RunKind):
         return state.of(TopicState).counts or {}
 
     def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
-        made = []
-        if command in ("plan", "apply", "check", "snapshot"):
-            made.append(JobTable(conf.tables.snapshots, schemas.SNAPSHOT))
-        if command == "check":
-            made.extend((JobTable(conf.tables.violations, schemas.VIOLATIONS),
-                         JobTable(conf.tables.inventory, schemas.INVENTORY),
-                         JobTable(conf.tables.disks, schemas.DISKS)))
-        return made
+        # `check` reads its tables back: the violations it recorded, the inventory's
+        # earlier rows (usage growth) and the disks beside them.
+        if command != "check":
+            return ()
+        return (JobTable(conf.tables.violations, schemas.VIOLATIONS),
+                JobTable(conf.tables.inventory, schemas.INVENTORY),
+                JobTable(conf.tables.disks, schemas.DISKS))
 
     def summary(self, ctx: RunContext, state: RunState) -> TopicsSummary | None:
         topics = state.of(TopicState)
