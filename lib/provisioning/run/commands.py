@@ -154,7 +154,8 @@ def job_tables(conf: Conf, command: str) -> list[JobTable]:
     `RunKind.job_tables`). Every other table of the job (the runs row, the audit, the
     snapshots) is made by its first append, in one commit with its first rows: a table made
     empty beforehand costs a commit of its own, and the idempotent append that follows
-    reads the new table's state back (BENCHMARKS.md: the job's tables on a first run)."""
+    reads the new table's state back (BENCHMARKS.md: the job's tables made by their
+    first append)."""
     made = []
     if command == "apply":
         made.append(JobTable(conf.tables.locks, LOCKS, LOCK_TABLE_PROPERTIES))
