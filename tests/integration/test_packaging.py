@@ -4,6 +4,7 @@ which executors on a stock PySpark lack; nothing of the dev tooling), and the wh
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -63,8 +64,16 @@ def _wheel_venv(work: Path) -> Path:
     dependencies come from the test venv's site-packages (a path file), the project's own
     package from the wheel."""
     dist = work / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist),
-                    str(REPO)], check=True, capture_output=True, text=True, timeout=300)
+    # setuptools builds in the checkout's own build/ directory: the two lanes of make test
+    # each build the wheel, one at a time.
+    lock_file = REPO / ".cache" / "wheel-build.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
+                                str(dist), str(REPO)], capture_output=True, text=True,
+                               timeout=300)
+    assert built.returncode == 0, (built.stdout + built.stderr)[-4000:]
     (wheel,) = dist.glob("topic_provisioning-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
