@@ -252,8 +252,8 @@ def plan_counts(spark: Any, warehouse: Path, run_id: str,
 
 def row_count(spark: Any, table: Path) -> int:
     """The rows of the Delta table at `table`; 0 when there is none there (a table of the
-    job is made by its first append; the few made as a run starts, such as the lock log,
-    may be there and empty)."""
+    job is made by its first append, the lock log by the first claim; the few made as a
+    run starts, `check`'s, may be there and empty)."""
     if not (table / "_delta_log").is_dir():
         return 0
     return int(spark.read.format("delta").load(str(table)).count())

@@ -175,8 +175,7 @@ def test_tables_an_earlier_release_wrote_with_collations_are_appended_then_made_
     maintained = cli(["maintain", "--conf", str(conf), "--json"])
     assert maintained.returncode == 0, maintained.output[-3000:]
     retyped = {t["role"]: t["retyped_columns"] for t in maintained.json()["tables"]}
-    # The apply made its lock table as it started, whether or not it had something to
-    # change (the module's first test may have made these topics on the broker already).
+    # The apply's claim made its lock table: it had a change (legacy.appended).
     assert (warehouse / "provision_runs_locks" / "_delta_log").is_dir()
     assert retyped == {"locks": [],
                        **{role: [f.name for f in schema.fields

@@ -54,11 +54,11 @@ def test_a_profile_counts_each_steps_spark_work_commits_and_requests(
     first = created.json()["profile"]
     # Three topics in one CreateTopics, validateOnly first, each sent by an admin task.
     assert _where(first, "requests", "CreateTopics") == {"validate": 1, "create": 1}
-    # The lock log is made as the run starts (one commit); the other tables by their first
-    # commits: the lock's claim and release, the view under the lock, the intent and the
-    # results, the runs row.
+    # Every table is made by its first commit: the lock log by the lock's claim (then its
+    # release), the snapshots by the view under the lock, the audit by the intent (then the
+    # results), the runs table by the runs row.
     assert _named(first["totals"]["commits"]) == {
-        "provision_runs": 1, "provision_runs_locks": 3, "topic_audit": 2,
+        "provision_runs": 1, "provision_runs_locks": 2, "topic_audit": 2,
         "topic_snapshots": 1}
 
     rows[1]["configs"] = {"retention.ms": "1209600000"}  # 14 days, up from the default

@@ -191,12 +191,19 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
         RunLock(spark, str(locks), ["local"], "r-next", "apply", 60).acquire()
 
 
-def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path) -> None:
-    from provisioning.delta.lock import RunLock
+@pytest.mark.parametrize("table_state", ["made beforehand", "made by the claims"])
+def test_racing_lock_acquisitions_have_one_winner(spark: Any, tmp_path: Path,
+                                                  table_state: str) -> None:
+    from provisioning.delta.lock import LOCK_TABLE_PROPERTIES, RunLock
+    from provisioning.delta.tables import TableRef, create_table
     from provisioning.errors import LockHeld
+    from schemas import LOCKS
 
     table = str(tmp_path / "locks")
-    RunLock(spark, table, ["a"], "r0", "apply", 60)._ensure_table()
+    if table_state == "made beforehand":
+        create_table(spark, LOCKS, TableRef(table), LOCK_TABLE_PROPERTIES)
+    # Else the three claims race to make the table too: their first commits conflict, and
+    # the losers append their claims again.
     outcomes: dict[str, str] = {}
     start = threading.Barrier(3)
 

@@ -68,9 +68,11 @@ def test_a_write_while_its_table_is_being_made_waits_for_it(spark: Any, tmp_path
 
 
 def test_a_run_makes_beforehand_only_the_tables_it_must_find_in_place() -> None:
-    """The lock log (its own properties) and `check`'s tables, which it reads back; the runs
-    row, the audit and the snapshots are made by their first append
-    (tests/integration/test_appends.py: the table and its properties in that commit)."""
+    """`check`'s tables, which it reads back, and a lock log named in the catalog (its
+    properties go with its CREATE TABLE); the runs row, the audit, the snapshots and a lock
+    log at a path are made by their first append (tests/integration/test_appends.py: the
+    table and its properties in that commit; test_reliability: claims racing to make the
+    lock log)."""
     conf = parse_conf({"clusters": {"c": {"bootstrap_servers": "h:1"}},
                        "tables": {"manifests": ["m"], "audit": "w/audit", "runs": "w/runs",
                                   "snapshots": "w/snapshots", "acl_manifests": ["acl"]}}, "t")
@@ -80,9 +82,15 @@ def test_a_run_makes_beforehand_only_the_tables_it_must_find_in_place() -> None:
     plain = dict(TABLE_PROPERTIES)
     assert made == {
         "plan": [],
-        "apply": [("w/runs_locks", LOCKS, LOCK_TABLE_PROPERTIES)],
+        "apply": [],
         "check": [("w/runs_violations", VIOLATIONS, plain),
                   ("w/runs_inventory", INVENTORY, plain), ("w/runs_disks", DISKS, plain)],
         "snapshot": [],
         "import": [],
     }
+    catalog = parse_conf({"clusters": {"c": {"bootstrap_servers": "h:1"}},
+                          "tables": {"manifests": ["m"], "audit": "db.audit",
+                                     "runs": "db.runs", "snapshots": "db.snapshots"}}, "t")
+    assert [(t.text, t.schema, dict(t.properties))
+            for t in job_tables(catalog, "apply")] == [
+        ("db.runs_locks", LOCKS, LOCK_TABLE_PROPERTIES)]

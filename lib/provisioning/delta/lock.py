@@ -205,14 +205,19 @@ class RunLock:
     # -- the table --------------------------------------------------------------
 
     def _ensure_table(self) -> None:
-        """Create the lock table when missing; refuse a table that is not a lock table and
-        upgrade one of an earlier release (before anything is appended to it)."""
+        """Refuse a table that is not a lock table and upgrade one of an earlier release
+        (before anything is appended to it). A missing lock table at a path is made by the
+        first claim, in one commit with its properties (`_append`); two runs that make it
+        at once conflict on its first commit, and the loser's claim is appended again
+        (`delta.tables.retry_conflicts`). A missing catalog table is created first."""
         try:
             schema = table_schema(self.spark, self.ref)
         except PySparkException as exc:
             raise self._unavailable("it could not be read", exc) from exc
         if schema is not None:
             self._check_schema(schema)
+            return
+        if self.ref.is_path:
             return
         try:
             create_table(self.spark, LOCKS, self.ref, LOCK_TABLE_PROPERTIES)
@@ -259,7 +264,8 @@ class RunLock:
                  event == RELEASE, event, written, (takes_over or {}).get(name), me.boot_id,
                  me.pid_namespace, me.start_ticks)
                 for name in self.names]
-        append(self.spark.createDataFrame(rows, LOCKS), self.ref, schema=LOCKS)
+        append(self.spark.createDataFrame(rows, LOCKS), self.ref, schema=LOCKS,
+               properties=LOCK_TABLE_PROPERTIES)
 
     def _events(self) -> list[Event]:
         """Every event on our clusters, with its commit version."""

@@ -17,11 +17,13 @@ UTF8_BINARY`, which no other Delta reader accepts.
 
 Creation. A table of the job is made by its first append (`append`: the table, its
 properties and its first rows in one commit), except the few a run must find in place
-(`run.commands.job_tables`: the lock log, with properties of its own, and the tables a
-command reads before it writes them). Those are made in one place, `prepare_tables`: a run
-starts it as soon as it has a session, and each missing table is created on a helper thread
-of its own while the run reads its manifests and the clusters. A read or write of a table
-being created waits for its creation; one that failed leaves the table to the first write.
+(`run.commands.job_tables`: the tables a command reads before it writes them, and a lock
+log named in the catalog; a lock log at a path is made by the first claim, its properties
+given to that append, `append(properties=...)`). Those are made in one place,
+`prepare_tables`: a run starts it as soon as it has a session, and each missing table is
+created on a helper thread of its own while the run reads its manifests and the clusters.
+A read or write of a table being created waits for its creation; one that failed leaves
+the table to the first write.
 """
 
 from __future__ import annotations
@@ -264,17 +266,18 @@ TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTI
 
 def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
            attempts: int = 5, user_metadata: str | None = None,
-           schema: StructType | None = None) -> None:
-    """Append `df` as one commit, creating the table on first use (with TABLE_PROPERTIES);
-    retry on conflicts. With `txn` the write is idempotent: a retry after an error raised
-    once the commit had landed writes nothing twice. `df` must be materialized (no Kafka
-    I/O in its lineage), because a retry recomputes it. `user_metadata` goes into the
-    commit's `userMetadata` (DESCRIBE HISTORY shows it). `schema`: `df`'s, when it was
-    built with one (`plain_types`).
+           schema: StructType | None = None,
+           properties: Mapping[str, str] | None = None) -> None:
+    """Append `df` as one commit, creating the table on first use (with TABLE_PROPERTIES
+    and `properties`); retry on conflicts. With `txn` the write is idempotent: a retry
+    after an error raised once the commit had landed writes nothing twice. `df` must be
+    materialized (no Kafka I/O in its lineage), because a retry recomputes it.
+    `user_metadata` goes into the commit's `userMetadata` (DESCRIBE HISTORY shows it).
+    `schema`: `df`'s, when it was built with one (`plain_types`).
     """
     # Tables written by an older release gain the columns added since then; the properties
     # take effect only when the append creates the table.
-    options = {"mergeSchema": "true", **TABLE_PROPERTIES}
+    options = {"mergeSchema": "true", **TABLE_PROPERTIES, **(properties or {})}
     if user_metadata is not None:
         options["userMetadata"] = user_metadata
     if txn is None:
@@ -354,12 +357,16 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5) -> None:
-    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict."""
+    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict.
+
+    On classic Spark, PySpark raises Delta's conflicts (`io.delta.exceptions.*`, which it
+    does not convert) as py4j's Py4JJavaError, not as a PySparkException: any exception
+    that names a conflict is retried."""
     for attempt in range(1, attempts + 1):
         try:
             action()
             return
-        except PySparkException as exc:
+        except Exception as exc:
             if attempt == attempts or not is_conflict(exc):
                 raise
             log.warning("Delta commit conflict on %s (attempt %d/%d), retrying",

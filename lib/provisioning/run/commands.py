@@ -149,15 +149,15 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
 
 def job_tables(conf: Conf, command: str) -> list[JobTable]:
     """The job's tables `command` makes, when missing, as its run starts
-    (`delta.tables.prepare_tables`): those with table properties of their own (the lock log
-    of an apply) or that the run reads before it writes them (each kind names its own,
-    `RunKind.job_tables`). Every other table of the job (the runs row, the audit, the
-    snapshots) is made by its first append, in one commit with its first rows: a table made
-    empty beforehand costs a commit of its own, and the idempotent append that follows
-    reads the new table's state back (BENCHMARKS.md: the job's tables made by their
-    first append)."""
+    (`delta.tables.prepare_tables`): the lock log of an apply when it is a catalog table
+    (its properties go with its `CREATE TABLE`), and the tables the run reads before it
+    writes them (each kind names its own, `RunKind.job_tables`). Every other table of the
+    job (the runs row, the audit, the snapshots, a lock log at a path) is made by its first
+    append, in one commit with its first rows: a table made empty beforehand costs a commit
+    of its own, and the append that follows reads the new table's state back
+    (BENCHMARKS.md: the job's tables made by their first append)."""
     made = []
-    if command == "apply":
+    if command == "apply" and not TableRef(conf.tables.locks).is_path:
         made.append(JobTable(conf.tables.locks, LOCKS, LOCK_TABLE_PROPERTIES))
     for kind in run_kinds():
         made += kind.job_tables(conf, command)
