@@ -9,13 +9,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.delta.tables import TableRef, Transaction, append, read_table, table_exists
+from provisioning.delta.idempotent import Transaction, append_once
+from provisioning.delta.tables import TableRef, read_table, table_exists
 
 
 class AuditLog:
-    """Appends one run's AUDIT rows, each commit an idempotent Delta write: application id
-    `topic-provisioning-audit-<run id>`, version the commit's number in the run, so an
-    append retried after an error that came after its commit is skipped by Delta."""
+    """Appends one run's AUDIT rows, each commit landing once (`delta.idempotent`): its
+    transaction `topic-provisioning-audit-<run id>`, version the commit's number in the
+    run, so an append retried after an error that came after its commit is not written
+    twice."""
 
     def __init__(self, spark: SparkSession, table: str, run_id: str) -> None:
         self.spark = spark
@@ -32,8 +34,8 @@ class AuditLog:
             version = self._commits
         # One file per commit, however many DataFrames and partitions it unions (a run's
         # rows are small; no small-file storm on a cluster).
-        append(rows.coalesce(1), self.ref,
-               txn=Transaction(f"topic-provisioning-audit-{self.run_id}", version))
+        append_once(rows.coalesce(1), self.ref,
+                    Transaction(f"topic-provisioning-audit-{self.run_id}", version))
 
 
 def created_by_job(spark: SparkSession, table: str) -> DataFrame:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from provisioning.delta.tables import TableRef, Transaction, append
+from provisioning.delta.idempotent import Transaction, append_once
+from provisioning.delta.tables import TableRef
 from provisioning.results import RunRecord
 from provisioning.session import job_label
 from schemas import RUNS
@@ -15,5 +16,5 @@ def write_run(spark: SparkSession, table: str, record: RunRecord) -> None:
     ref = TableRef(table)
     df = spark.createDataFrame([record.row()], RUNS)
     with job_label(spark, f"{record.command}: record the run"):
-        append(df, ref, txn=Transaction(f"topic-provisioning-runs-{record.run_id}", 1),
+        append_once(df, ref, Transaction(f"topic-provisioning-runs-{record.run_id}", 1),
                schema=RUNS)

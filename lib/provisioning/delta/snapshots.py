@@ -23,7 +23,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from provisioning.delta.tables import TableRef, Transaction, append, last_commit
+from provisioning.delta.idempotent import Transaction, append_once
+from provisioning.delta.tables import TableRef, last_commit
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,7 @@ def record_view(rows: DataFrame, ref: TableRef, txn: Transaction, clusters: Sequ
             log.info("%s of %s unchanged since version %d of %s: not recorded again", what,
                      ", ".join(sorted(now)), latest[0], ref.text)
             return False
-    append(rows, ref, txn=txn, user_metadata=json.dumps({DIGESTS_KEY: dict(sorted(now.items()))},
-                                                        sort_keys=True))
+    append_once(rows, ref, txn, user_metadata={DIGESTS_KEY: dict(sorted(now.items()))})
     return True
 
 

@@ -1,4 +1,4 @@
-"""Delta tables by path or catalog name: read at a version, write, append idempotently, retry
+"""Delta tables by path or catalog name: read at a version, write, append, retry
 conflicts. Every write of the job goes through `write`. Only DataFrame and SQL APIs, which
 classic Spark and Spark Connect share.
 
@@ -28,6 +28,7 @@ the table to the first write.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -36,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -121,7 +123,7 @@ _NOT_DELTA = ("DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE", "PATH_N
               "TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND")
 
 
-def _not_a_table(exc: PySparkException) -> bool:
+def not_a_table(exc: PySparkException) -> bool:
     condition = exc.getCondition() or ""
     return condition in _NOT_DELTA or any(c in str(exc)[:300] for c in _NOT_DELTA)
 
@@ -172,7 +174,7 @@ def table_schema(spark: SparkSession, ref: TableRef) -> StructType | None:
     try:
         return load(spark, ref).schema
     except PySparkException as exc:
-        if _not_a_table(exc):
+        if not_a_table(exc):
             return None
         raise
 
@@ -201,7 +203,7 @@ def latest_commit(spark: SparkSession, ref: TableRef) -> Commit | None:
                                "operationMetrics")).alias("marks"),
         ).first()
     except PySparkException as exc:
-        if _not_a_table(exc):
+        if not_a_table(exc):
             return None
         raise
     return None if row is None else Commit(int(row["version"]), str(row["marks"]))
@@ -220,7 +222,7 @@ def last_commit(spark: SparkSession, ref: TableRef) -> tuple[int, str | None] | 
         row = spark.sql(f"DESCRIBE HISTORY {sql_target(spark, ref)} LIMIT 1"
                         ).select("version", "userMetadata").first()
     except PySparkException as exc:
-        if _not_a_table(exc):
+        if not_a_table(exc):
             return None
         raise
     return None if row is None else (int(row["version"]), row["userMetadata"])
@@ -250,48 +252,31 @@ def plain_types(df: DataFrame, schema: StructType | None = None) -> DataFrame:
                        for f in (schema or df.schema).fields])
 
 
-@dataclass(frozen=True)
-class Transaction:
-    """An idempotent Delta write: Delta commits (app_id, version) once, and skips a write
-    whose version is not above the last one it committed for that app id."""
-
-    app_id: str
-    version: int
-
-
-# How long a table keeps the transaction ids of idempotent writes in its log.
+# How long a table keeps Delta's transaction ids (txnAppId / txnVersion) in its log: earlier
+# releases wrote one with every append (`delta.idempotent` says why no longer), and a
+# user's own writer may.
 TRANSACTION_RETENTION = "interval 7 days"
 TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTION}
 
 
-def append(df: DataFrame, ref: TableRef, *, txn: Transaction | None = None,
-           attempts: int = 5, user_metadata: str | None = None,
-           schema: StructType | None = None,
-           properties: Mapping[str, str] | None = None) -> None:
+def append(df: DataFrame, ref: TableRef, *, attempts: int = 5,
+           user_metadata: Mapping[str, Any] | None = None,
+           schema: StructType | None = None, properties: Mapping[str, str] | None = None,
+           options: Mapping[str, str] | None = None) -> None:
     """Append `df` as one commit, creating the table on first use (with TABLE_PROPERTIES
-    and `properties`); retry on conflicts. With `txn` the write is idempotent: a retry
-    after an error raised once the commit had landed writes nothing twice. `df` must be
-    materialized (no Kafka I/O in its lineage), because a retry recomputes it.
-    `user_metadata` goes into the commit's `userMetadata` (DESCRIBE HISTORY shows it).
-    `schema`: `df`'s, when it was built with one (`plain_types`).
+    and `properties`); retry on conflicts (`df` must be materialized, no Kafka I/O in its
+    lineage: a retry recomputes it). `user_metadata` goes into the commit's `userMetadata`
+    as a JSON object (DESCRIBE HISTORY shows it); `options`, more writer options.
+    `schema`: `df`'s, when it was built with one (`plain_types`). An append that must land
+    once whatever fails is `delta.idempotent.append_once`.
     """
     # Tables written by an older release gain the columns added since then; the properties
     # take effect only when the append creates the table.
-    options = {"mergeSchema": "true", **TABLE_PROPERTIES, **(properties or {})}
-    if user_metadata is not None:
-        options["userMetadata"] = user_metadata
-    if txn is None:
-        retry_conflicts(lambda: write(df, ref, "append", options, schema), ref, attempts)
-        return
-    options.update(txnAppId=txn.app_id, txnVersion=str(txn.version))
-    try:
-        retry_conflicts(lambda: write(df, ref, "append", options, schema), ref, attempts)
-    except PySparkException as exc:
-        # An idempotent write may simply run again: if the failed attempt committed after
-        # all, Delta skips this one.
-        log.warning("appending to %s failed (%s); trying once more", ref.text,
-                    type(exc).__name__)
-        write(df, ref, "append", options, schema)
+    given = {"mergeSchema": "true", **TABLE_PROPERTIES, **(properties or {}),
+             **(options or {})}
+    if user_metadata:
+        given["userMetadata"] = json.dumps(dict(user_metadata), sort_keys=True)
+    retry_conflicts(lambda: write(df, ref, "append", given, schema), ref, attempts)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from provisioning import names
-from provisioning.delta.tables import TableRef, Transaction, append
+from provisioning.delta.idempotent import Transaction, append_once
+from provisioning.delta.tables import TableRef
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded
 from provisioning.run.kind import RunKind
 from provisioning.run.state import RunState
@@ -91,4 +92,4 @@ class RecordFindings(Phase):
         table = TableRef(ctx.conf.tables.violations)
         txn = Transaction(f"topic-provisioning-violations-{ctx.run_id}", 1)
         with job_label(ctx.spark, f"{ctx.command}: record the findings"):
-            ctx.commits.record("violations-write", lambda: append(rows, table, txn=txn))
+            ctx.commits.record("violations-write", lambda: append_once(rows, table, txn))

@@ -33,10 +33,18 @@ from provisioning.session.connect import (
     ship_code,
     slow_settings,
 )
-from provisioning.session.tags import RUN_TAG, Stop, handling_signals, job_label, run_tag
+from provisioning.session.tags import (
+    APPEND_TAG,
+    RUN_TAG,
+    Stop,
+    handling_signals,
+    job_label,
+    run_tag,
+)
 from provisioning.session.threads import helper, succeeded
 
 __all__ = [
+    "APPEND_TAG",
     "DELTA_EXTENSION",
     "DELTA_SETTINGS",
     "RUN_TAG",

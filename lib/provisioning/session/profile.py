@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from provisioning.session.tags import RUN_TAG
+from provisioning.session.tags import APPEND_TAG, RUN_TAG
 
 log = logging.getLogger(__name__)
 
@@ -254,9 +254,9 @@ def _label(tag: str) -> str:
 
 def labelled(kind: str, tags: Iterable[str]) -> str:
     """`kind` with the job labels among an operation's `tags` (`session.job_label`; the
-    run's own tag left out): what a profile names the Spark work by."""
+    run's own tag and an append's left out): what a profile names the Spark work by."""
     labels = sorted({_label(str(t)) for t in tags} - {""})
-    shown = [t for t in labels if not t.startswith(RUN_TAG)]
+    shown = [t for t in labels if not t.startswith((RUN_TAG, APPEND_TAG))]
     return f"{kind}: {'; '.join(shown)}" if shown else kind
 
 

@@ -46,6 +46,11 @@ def job_label(spark: SparkSession, text: str) -> Iterator[None]:
 RUN_TAG = "topic-provisioning run "
 
 
+# The tag of one idempotent append's operations (`delta.tables.append`): what it waits
+# for after an error.
+APPEND_TAG = "topic-provisioning append "
+
+
 def run_tag(run_id: str) -> str:
     return f"{RUN_TAG}{run_id}"
 

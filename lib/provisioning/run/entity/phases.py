@@ -11,9 +11,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
+from provisioning.delta.idempotent import Transaction
 from provisioning.delta.manifests import manifest_commits, write_manifest_frame
 from provisioning.delta.snapshots import marked_view, record_view
-from provisioning.delta.tables import TableRef, Transaction, table_exists
+from provisioning.delta.tables import TableRef, table_exists
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
 from provisioning.run.executors import answered

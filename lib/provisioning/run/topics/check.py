@@ -12,7 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.conf.topics import TopicsConf
-from provisioning.delta.tables import TableRef, Transaction, append, read_table
+from provisioning.delta.idempotent import Transaction, append_once
+from provisioning.delta.tables import TableRef, read_table
 from provisioning.names import DISK_FORECAST, OFF
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_phase, require
@@ -65,8 +66,8 @@ class Usage(Phase):
         for table, rows, what in ((ctx.conf.tables.inventory, inventory, "inventory"),
                                   (ctx.conf.tables.disks, disks, "disks")):
             ctx.commits.record(f"{what}-write", functools.partial(
-                append, rows.coalesce(1), TableRef(table),
-                txn=Transaction(f"topic-provisioning-{what}-{ctx.run_id}", 1)))
+                append_once, rows.coalesce(1), TableRef(table),
+                Transaction(f"topic-provisioning-{what}-{ctx.run_id}", 1)))
         ctx.commits.side("usage-count",
                          lambda: log_phase(self.name, started, inventory, by="cluster"))
         topics.inventory, topics.disks = inventory, disks

@@ -18,8 +18,9 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.conf.topics import TopicsConf
 from provisioning.delta.audit_log import created_by_job
+from provisioning.delta.idempotent import Transaction
 from provisioning.delta.snapshots import record_view
-from provisioning.delta.tables import TableRef, Transaction
+from provisioning.delta.tables import TableRef
 from provisioning.results import utc_now
 from provisioning.run.engine import (
     Phase,
