@@ -46,8 +46,8 @@ def job_label(spark: SparkSession, text: str) -> Iterator[None]:
 RUN_TAG = "topic-provisioning run "
 
 
-# The tag of one idempotent append's operations (`delta.tables.append`): what it waits
-# for after an error.
+# The tag of one idempotent append's operations (`delta.idempotent.append_once`): what it
+# interrupts, after an error, before it fences the table.
 APPEND_TAG = "topic-provisioning append "
 
 
