@@ -66,6 +66,25 @@ def test_the_shipped_package_zip_holds_the_package_files_and_is_named_by_them() 
         package_zip("no_such_pkg")
 
 
+def test_a_package_imported_from_a_zip_is_shipped_whole(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """spark-submit --py-files puts the job's zip on the path (Airflow's SparkSubmitOperator):
+    the shipped zip holds the same files as when the package is a directory."""
+    archive = tmp_path / "deployed.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped_pkg/__init__.py", "")
+        z.writestr("zipped_pkg/inner/mod.py", "X = 1\n")
+        z.writestr("zipped_pkg/inner/data.json", "{}")
+        z.writestr("zipped_pkg/__pycache__/mod.cpython-311.pyc", "bytecode")
+        z.writestr("other/mod.py", "")
+    monkeypatch.syspath_prepend(str(archive))
+    with zipfile.ZipFile(package_zip("zipped_pkg")) as z:
+        shipped = {n: z.read(n) for n in z.namelist()}
+    assert shipped == {"zipped_pkg/__init__.py": b"", "zipped_pkg/inner/data.json": b"{}",
+                       "zipped_pkg/inner/mod.py": b"X = 1\n"}
+
+
 def test_kafka_python_is_shipped_with_its_protocol_schemas() -> None:
     with zipfile.ZipFile(package_zip("kafka")) as z:
         names = z.namelist()

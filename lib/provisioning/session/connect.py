@@ -78,6 +78,13 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
         return builder.create()
 
     where = redact_remote(remote)
+    # A Connect run started by spark-submit (Airflow's SparkSubmitOperator, which always
+    # passes a --master) inherits the MASTER spark-submit exports; pyspark refuses a remote
+    # session beside it. The server is the master of this run: the local one is dropped.
+    master = os.environ.pop("MASTER", None)
+    if master:
+        log.info("the run is on the Spark Connect server at %s: the master %s that "
+                 "spark-submit gave is not used", where, master)
     shared = _SESSION_PARAM not in remote
     url = _with_session(remote, shared_session_id(remote, settings)) if shared else remote
     spark = open_session(url)
@@ -272,13 +279,11 @@ def package_zip(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ConnectServerUnfit(f"cannot ship package {name}: it is not installed here")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    files = sorted(p for p in root.rglob("*")
-                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    files = _package_files(name, Path(next(iter(spec.submodule_search_locations))))
     digest = hashlib.sha256()
-    for f in files:
-        digest.update(f.relative_to(root).as_posix().encode())
-        digest.update(f.read_bytes())
+    for relative, content in files:
+        digest.update(relative.encode())
+        digest.update(content)
     out_dir = Path(tempfile.gettempdir()) / "topic-provisioning-artifacts"
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{name}-{digest.hexdigest()[:16]}.zip"
@@ -286,10 +291,31 @@ def package_zip(name: str) -> Path:
         return out
     tmp = out_dir / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in files:
-            info = zipfile.ZipInfo(f"{name}/{f.relative_to(root).as_posix()}",
-                                   date_time=(1980, 1, 1, 0, 0, 0))
+        for relative, content in files:
+            info = zipfile.ZipInfo(f"{name}/{relative}", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, f.read_bytes())
+            z.writestr(info, content)
     tmp.replace(out)
     return out
+
+
+def _package_files(name: str, root: Path) -> list[tuple[str, bytes]]:
+    """Every file of the package at `root` but bytecode, as (its path under the package,
+    its bytes), sorted: from the package's directory, or from the zip it was imported from
+    (`spark-submit --py-files provisioning.zip`, as Airflow's SparkSubmitOperator runs it:
+    `root` is then a path inside that zip)."""
+    def kept(parts: tuple[str, ...]) -> bool:
+        return "__pycache__" not in parts and not parts[-1].endswith(".pyc")
+
+    if root.is_dir():
+        return sorted((f.relative_to(root).as_posix(), f.read_bytes()) for f in root.rglob("*")
+                      if f.is_file() and kept(f.parts))
+    archive = next((p for p in root.parents if p.is_file()), None)
+    if archive is None or not zipfile.is_zipfile(archive):
+        raise ConnectServerUnfit(f"cannot ship package {name}: {root} is neither a directory "
+                                 "nor inside a zip")
+    inner = root.relative_to(archive).as_posix() + "/"
+    with zipfile.ZipFile(archive) as z:
+        return sorted((entry[len(inner):], z.read(entry)) for entry in z.namelist()
+                      if entry.startswith(inner) and not entry.endswith("/")
+                      and kept(tuple(entry.split("/"))))
