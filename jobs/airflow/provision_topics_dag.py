@@ -33,6 +33,13 @@ provider and the standard library):
   Delta comes with --packages PROVISIONING_DELTA_PACKAGE
   (io.delta:delta-spark_4.2_2.13:4.4.0) from a Maven repository.
 - PROVISIONING_SPARK_CONN_ID (spark_default): the Airflow connection naming the master.
+- PROVISIONING_SPARK_REMOTE (unset): a Spark Connect server (sc://HOST:PORT) the tasks run
+  on, as thin clients: spark-submit then starts no Spark driver of its own (only its
+  launcher, which puts the zip of PROVISIONING_PY_FILES on the job's path), the job ships
+  its code to the server, and the Delta jars, PROVISIONING_SPARK_CONF and the driver
+  memory are the server's business, not passed. The conf's `spark.settings` still apply.
+  The URL is a task argument, seen in Airflow's task view: for a URL that carries a token,
+  put it in the conf's `spark.remote` and set this to `conf`.
 - PROVISIONING_SPARK_CONF ({}): a JSON object of extra Spark properties.
 - PROVISIONING_DRIVER_MEMORY (unset): spark-submit --driver-memory.
 - PROVISIONING_ALLOW_DELETES (false): `true` passes --allow-deletes to the apply.
@@ -79,6 +86,8 @@ ALLOW_ALTER = os.environ.get("PROVISIONING_ALLOW_ALTER", "false").lower() == "tr
 ALLOW_REASSIGN = os.environ.get("PROVISIONING_ALLOW_REASSIGN", "false").lower() == "true"
 SCHEDULE = os.environ.get("PROVISIONING_SCHEDULE") or None
 SITE_DIR = os.environ.get("PROVISIONING_SITE_DIR") or None
+REMOTE = os.environ.get("PROVISIONING_SPARK_REMOTE") or None
+REMOTE_ARGS = ["--remote", REMOTE] if REMOTE and REMOTE != "conf" else []
 
 SPARK_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -125,16 +134,17 @@ def _should_apply(plan_file: str, allow_deletes: bool, allow_alter: bool,
 
 
 def _submit(task_id: str, args: list[str], **kwargs: Any) -> SparkSubmitOperator:
+    local = REMOTE is None   # a Spark driver of the task's own, with Delta
     return SparkSubmitOperator(
         task_id=task_id,
         conn_id=SPARK_CONN_ID,
         application=f"{HOME}/jobs/provision_topics.py",
-        application_args=args,
+        application_args=[*args, *REMOTE_ARGS],
         py_files=PY_FILES,
-        conf=SPARK_CONF,
-        jars=DELTA_JARS,
-        packages=None if DELTA_JARS else DELTA_PACKAGE,
-        driver_memory=DRIVER_MEMORY,
+        conf=SPARK_CONF if local else None,
+        jars=DELTA_JARS if local else None,
+        packages=None if DELTA_JARS or not local else DELTA_PACKAGE,
+        driver_memory=DRIVER_MEMORY if local else None,
         name=f"{DAG_ID}.{task_id}",
         # The job records its own outcome per topic; a blind retry of a whole apply
         # would only repeat a refusal (or, for `plan`, hide it).

@@ -1,4 +1,7 @@
-"""The example Airflow DAG, run for real: `airflow dags test` with SparkSubmitOperator.
+"""The example Airflow DAG, run for real: `airflow dags test` with SparkSubmitOperator, its
+tasks thin clients of the session's Spark Connect server (PROVISIONING_SPARK_REMOTE: each
+task's spark-submit starts its launcher only, no Spark driver); parsed with and without a
+server.
 
 Airflow lives in its own virtualenv (.cache/airflow-venv, or $AIRFLOW_TEST_VENV), never in
 the project's: its pins would fight pyspark's. `make setup` builds it once from PyPI (a few
@@ -79,6 +82,14 @@ def build_py_files(target: Path) -> Path:
     return target
 
 
+# The Spark settings the DAG gives a task's own driver (before PROVISIONING_SPARK_CONF's).
+LOCAL_DRIVER_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.speculation": "false",
+}
+
+
 def airflow_env(tmp: Path, conf: Path, plan_dir: Path) -> dict[str, str]:
     """A private Airflow (sqlite metadata DB under tmp) that runs the DAG against `conf`."""
     dags = tmp / "dags"
@@ -136,6 +147,8 @@ print(json.dumps({
     "tasks": {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} if dag else None,
     "operators": {t.task_id: type(t).__name__ for t in dag.tasks} if dag else None,
     "plan_args": dag.get_task("plan").application_args if dag else None,
+    "plan_local": [dag.get_task("plan").conf, dag.get_task("plan").jars,
+                   dag.get_task("plan").packages] if dag else None,
     "apply_args": dag.get_task("apply").application_args if dag else None,
     "site": [dag.get_task("site").application_args,
              getattr(dag.get_task("site").trigger_rule, "value", None)]
@@ -196,6 +209,8 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
                       "apply": "SparkSubmitOperator"},
         "plan_args": ["plan", "--conf", str(tmp_path / "conf.yaml"), "--out", plan_file,
                       "--json"],
+        "plan_local": [LOCAL_DRIVER_CONF | json.loads(env["PROVISIONING_SPARK_CONF"]),
+                       env["PROVISIONING_DELTA_JARS"], None],
         "apply_args": ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file,
                        "--json"],
         "site": None,
@@ -214,6 +229,26 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
             "missing": [False, f"no saved plan at {tmp_path / 'missing.json'}"],
         },
     }
+
+
+@pytest.mark.parametrize("remote", ["sc://127.0.0.1:15002", "conf"])
+def test_on_a_connect_server_the_tasks_pass_it_and_no_local_driver_settings(
+        airflow_python: str, tmp_path: Path, remote: str) -> None:
+    env = {**airflow_env(tmp_path, tmp_path / "conf.yaml", tmp_path / "plans"),
+           "PROVISIONING_SPARK_REMOTE": remote}
+    done = subprocess.run([airflow_python, "-c", _PARSE, env["AIRFLOW__CORE__DAGS_FOLDER"],
+                           "[]"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    plan_file = f"{tmp_path / 'plans'}/provision_topics/{{{{ run_id | replace(':', '-') | " \
+                "replace('+', '-') }}.json"
+    given = [] if remote == "conf" else ["--remote", remote]
+    assert (doc["import_errors"], doc["plan_args"], doc["apply_args"], doc["plan_local"]) == (
+        {},
+        ["plan", "--conf", str(tmp_path / "conf.yaml"), "--out", plan_file, "--json", *given],
+        ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file, "--json",
+         *given],
+        [None, None, None])
 
 
 def test_the_site_task_is_last_and_only_when_a_site_dir_is_set(airflow_python: str,
@@ -252,7 +287,8 @@ def _audit(spark: Any, warehouse: Path, run_id: str) -> list[tuple[Any, ...]]:
 
 
 def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
-        airflow_python: str, kafka: Any, spark: Any, tmp_path: Path) -> None:
+        airflow_python: str, kafka: Any, spark: Any, connect_server: Any,
+        tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     manifest = [
         {"cluster": "local", "topic": "af.orders", "partitions": 3, "replication_factor": 1,
@@ -264,7 +300,8 @@ def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
         "policies": {"create": [{"name": "partitions_range", "max": 8}]}})
     plan_dir = tmp_path / "plans"
     site = tmp_path / "site"
-    env = {**airflow_env(tmp_path, conf, plan_dir), "PROVISIONING_SITE_DIR": str(site)}
+    env = {**airflow_env(tmp_path, conf, plan_dir), "PROVISIONING_SITE_DIR": str(site),
+           "PROVISIONING_SPARK_REMOTE": connect_server.address}
     assert _state(kafka.bootstrap_servers) == {}
 
     migrated = airflow(airflow_python, env, "db", "migrate")
@@ -273,6 +310,9 @@ def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
     # First DAG run: the plan finds two creates, the gate opens, the apply makes them.
     first = airflow(airflow_python, env, "dags", "test", "provision_topics")
     assert first.returncode == 0, (first.stdout + first.stderr)[-6000:]
+    # Each of the three tasks ran on the server, its spark-submit's local master unused.
+    assert (first.stdout + first.stderr).count(
+        "the master local[2] that spark-submit gave is not used") == 3
     assert _state(kafka.bootstrap_servers) == {
         "af.orders": {"partitions": 3, "replication_factor": 1,
                       "configs": {"retention.ms": "3600000"}},
