@@ -363,6 +363,9 @@ class Model:
             outcome = "blocked" if extra["replication_factor"] > NODES else "rejected"
             add(extra["topic"], "CREATE", ("plan", outcome))
             attention = True
+        if not any(phase == "plan" and outcome == "planned" for *_, phase, outcome in rows):
+            # A plan with nothing to change records its findings only (run.commits).
+            rows = [r for r in rows if r[4] in ("drift", "blocked", "rejected", "failed")]
         return sorted(rows), 1 if attention else 0
 
     @staticmethod
