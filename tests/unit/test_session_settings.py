@@ -44,6 +44,8 @@ def test_the_workload_settings_are_few_partitions_and_the_confs_settings_overrid
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
         "spark.sql.adaptive.enabled": "false",
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     }
     assert runtime_settings(None) == WORKLOAD_SETTINGS
     assert runtime_settings({"spark.sql.shuffle.partitions": "16",

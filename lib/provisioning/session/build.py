@@ -45,11 +45,17 @@ SESSION_SETTINGS = {**DELTA_SETTINGS, **SAFETY_SETTINGS}
 # state (each commit, each read of a new version) in a few tasks, not 50; a listing of a
 # table's files (VACUUM) in a few tasks, not 10,000; and adaptive execution, which plans a
 # query again after each of its stages, costs queries this small more than it saves.
+# Generated code pays off over millions of rows; the job's queries are many and small, and
+# each new one compiled Java (whole-stage and per-expression code) that the JVM then compiled
+# again: evaluated as they are, a 10-change run over 1,000 topics took a warm Connect server
+# about half the CPU (BENCHMARKS.md: the job's queries without generated code).
 WORKLOAD_SETTINGS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
     "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 
