@@ -130,6 +130,7 @@ bench: setup
 	$(PY) bench/run.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/check_scale.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/waits.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
+	$(PY) bench/codegen.py
 	$(PY) bench/acl_batch.py --out bench/results/acl_batch.json
 	$(PY) bench/quota_batch.py --out bench/results/quota_batch.json
 	./spark-submit.sh bench/delta_append.py --out bench/results/delta_append.json
