@@ -139,7 +139,7 @@ def main() -> int:
     work = (args.work or Path(tempfile.mkdtemp(prefix="codegen-"))).resolve()
     started = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     result: dict[str, Any] = {"started": started, "machine": machine(),
-                              "versions": versions(), "commit": waits._commit(REPO),
+                              "versions": versions(), "commit": waits.checkout_commit(REPO),
                               "rounds": args.rounds, "load_before": os.getloadavg()}
     result["runs"] = measure(args, work)
     result["load_after"] = os.getloadavg()

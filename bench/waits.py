@@ -392,7 +392,7 @@ def summary(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _commit(tree: Path) -> str | None:
+def checkout_commit(tree: Path) -> str | None:
     """The commit `tree` is at, when it is a git checkout."""
     done = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True,
                           text=True, check=False)
@@ -435,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, Any] = {"started": started, "machine": machine(),
                               "versions": versions(), "cases": args.cases,
                               "tree": str(args.tree.resolve()),
-                              "commit": args.tree_commit or _commit(args.tree),
+                              "commit": args.tree_commit or checkout_commit(args.tree),
                               "reps": args.reps, "load_before": os.getloadavg()}
     if args.topicctl:
         result["topicctl_version"] = topicctl_peer.version(args.topicctl)
