@@ -1,13 +1,21 @@
-"""Per-topic error codes mapped to audit outcomes, and request batching under broker caps."""
+"""Per-topic error codes mapped to audit outcomes, config entries as the job records them, and
+request batching under broker caps."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
+from kafka.protocol.admin import DescribeConfigsResponse
 
 from provisioning.kafka.batching import TopicRequest, batches
-from provisioning.kafka.codes import config_entry, error_name, topic_id_text, topic_id_uuid
+from provisioning.kafka.codes import (
+    config_entry,
+    config_rows,
+    error_name,
+    topic_id_text,
+    topic_id_uuid,
+)
 from provisioning.kafka.outcomes import create_outcome, delete_outcome
 
 
@@ -70,6 +78,31 @@ def test_sensitive_config_values_are_never_kept() -> None:
     assert config_entry("sasl.jaas.config", "secret", "DYNAMIC_TOPIC_CONFIG", False, True) == {
         "name": "sasl.jaas.config", "value": None, "source": "DYNAMIC_TOPIC_CONFIG",
         "read_only": False, "sensitive": True}
+
+
+def _described(name: str, value: str | None, source: int, sensitive: bool = False) -> object:
+    """One config entry of a DescribeConfigs response, as kafka-python decodes it."""
+    return DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, config_source=source, is_sensitive=sensitive,
+        synonyms=[], config_type=0, documentation=None)
+
+
+def test_described_configs_become_rows_by_name_with_their_sources() -> None:
+    entries = [_described("segment.ms", "604800000", 5),
+               _described("retention.ms", "3600000", 1),
+               _described("sasl.jaas.config", "secret", 2, sensitive=True),
+               _described("cleanup.policy", "delete", 4),
+               _described("min.insync.replicas", "2", 99)]
+    row = {"read_only": False, "sensitive": False}
+    assert config_rows(entries, only_non_default=False) == [
+        {"name": "cleanup.policy", "value": "delete", "source": "STATIC_BROKER_CONFIG", **row},
+        {"name": "min.insync.replicas", "value": "2", "source": "UNKNOWN", **row},
+        {"name": "retention.ms", "value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG", **row},
+        {"name": "sasl.jaas.config", "value": None, "source": "DYNAMIC_BROKER_CONFIG",
+         "read_only": False, "sensitive": True},
+        {"name": "segment.ms", "value": "604800000", "source": "DEFAULT_CONFIG", **row}]
+    assert [r["name"] for r in config_rows(entries, only_non_default=True)] == [
+        "min.insync.replicas", "retention.ms", "sasl.jaas.config"]
 
 
 def _topic(name: str, partitions: int | None = 1, configs: int = 0) -> TopicRequest:

@@ -17,12 +17,14 @@ from typing import Any
 
 import kafka.errors as Errors
 from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.admin import ConfigResourceType
+from kafka.protocol.admin import DescribeConfigsRequest
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka import timing
 from provisioning.kafka.codes import config_rows, error_name, topic_id_text
+from provisioning.kafka.compat import send_to_node
 from provisioning.kafka.sasl import sasl_login_error
 from provisioning.kafka.settle import settled
 from provisioning.kafka.tls import ssl_context
@@ -309,12 +311,24 @@ class ClusterAdmin:
     def broker_configs(self, broker_id: int, names: Sequence[str] | None = None
                        ) -> list[dict[str, Any]]:
         """CONFIG_ENTRY rows of one broker (all of them, or `names`), sensitive values null."""
-        described = self.client.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(broker_id),
-                            list(names) if names is not None else None)],
-            config_filter="all")
-        entries = described.get("broker", {}).get(str(broker_id), {})
-        return config_rows(entries, only_non_default=False)
+        resource = (ConfigResourceType.BROKER, str(broker_id),
+                    list(names) if names is not None else None)
+        (result,) = self._describe_configs([resource], broker_id).results
+        if result.error_code:
+            raise Errors.for_code(result.error_code)(
+                f"DescribeConfigs of broker {broker_id}: {result.error_message}")
+        return config_rows(result.configs, only_non_default=False)
+
+    def _describe_configs(self, resources: Sequence[tuple[Any, str, list[str] | None]],
+                          node_id: int | None = None) -> Any:
+        """One DescribeConfigs request (to `node_id`, or any broker), its response as the
+        broker sent it. kafka-python's describe_configs turns every entry into a dict
+        through its enums (most of a 1,000-topic read's time) and drops each resource's
+        error code."""
+        request = DescribeConfigsRequest(resources=list(resources), include_synonyms=False,
+                                         min_version=1)
+        return send_to_node(self.client, node_id, request,
+                            use="DescribeConfigs with each resource's error code")
 
     def describe_topics(self, names: Sequence[str] | None = None) -> list[LiveTopic]:
         """Metadata of `names` (all topics when None); unknown names come back with an error."""
@@ -352,8 +366,8 @@ class ClusterAdmin:
         found: dict[str, list[dict[str, Any]]] = {}
 
         def describe(chunk: Sequence[str]) -> Any:
-            resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in chunk]
-            return self.client.describe_configs(resources, config_filter="all")
+            return self._describe_configs([(ConfigResourceType.TOPIC, n, None)
+                                           for n in chunk])
 
         chunks = [names[start:start + batch] for start in range(0, len(names), batch)]
         # Up to kafka.max_in_flight_requests chunks are asked at once.
@@ -363,13 +377,11 @@ class ClusterAdmin:
         else:
             with ThreadPoolExecutor(window, thread_name_prefix="describe-configs") as pool:
                 answers = list(pool.map(describe, chunks))
-        for described in answers:
-            for topic, entries in described.get("topic", {}).items():
-                # kafka-python drops DescribeConfigs' per-resource error code; with
-                # config_filter="all" a topic the broker described always has entries.
-                if not entries:
+        for response in answers:
+            for result in response.results:
+                if result.error_code:
                     continue
-                found[topic] = config_rows(entries, only_non_default)
+                found[result.resource_name] = config_rows(result.configs, only_non_default)
         return found
 
     def sees_every_group(self, deadline: float) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import kafka.errors as Errors
@@ -84,15 +84,14 @@ def config_entry(name: str, value: str | None, source: str, read_only: bool,
 
 
 
-def config_rows(entries: Mapping[str, Mapping[str, Any]], only_non_default: bool
-                 ) -> list[dict[str, Any]]:
-    """CONFIG_ENTRY rows from kafka-python's describe_configs entries, by name."""
+def config_rows(configs: Iterable[Any], only_non_default: bool) -> list[dict[str, Any]]:
+    """CONFIG_ENTRY rows, by name, of the config entries of one resource of a
+    DescribeConfigs response (version 1 on: each names its source)."""
     rows = []
-    for name, e in sorted(entries.items()):
-        source = str(e.get("config_source", "UNKNOWN"))
+    for c in sorted(configs, key=lambda c: c.name):
+        source = CONFIG_SOURCES.get(int(c.config_source), "UNKNOWN")
         if only_non_default and source not in NON_DEFAULT_SOURCES:
             continue
-        rows.append(config_entry(name, e.get("value"), source, bool(e.get("read_only")),
-                                 bool(e.get("is_sensitive"))))
+        rows.append(config_entry(c.name, c.value, source, c.read_only, c.is_sensitive))
     return rows
 
