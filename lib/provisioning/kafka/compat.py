@@ -5,8 +5,10 @@ The public CreateTopics / DeleteTopics helpers of kafka-python drop the response
 client's own controller routing (`_manager.run(_send_request_to_controller, ...)`), and
 a lost controller is forgotten (`_controller_id`) so that a resend asks the cluster again.
 Its helpers for other admin requests lose per-item answers (which item an error belongs
-to, per-item error codes) or leave them as bits (DescribeCluster's authorized operations),
-so those requests go to a broker through the connection manager
+to, per-item error codes: DescribeConfigs' per resource) or leave them as bits
+(DescribeCluster's authorized operations), or cost more than the request over many topics
+(DescribeConfigs' entries made into dicts through its enums; a full metadata read to route
+each ListOffsets), so those requests go to a broker through the connection manager
 (`_manager.run(_manager.send, request, node_id)`).
 Those are private names: this module checks them once, and a kafka-python release
 that moved them fails with a message saying so instead of an AttributeError mid-run.

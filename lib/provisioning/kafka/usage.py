@@ -4,7 +4,8 @@ task per cluster), and the newest write of the topics a plan would delete (`last
 A handful of requests per broker, not per topic:
 - DescribeLogDirs once per broker: every replica's bytes, and each log dir's total and
   usable bytes (KIP-827);
-- ListOffsets EARLIEST, LATEST and MAX_TIMESTAMP (KIP-734), each batched per leader;
+- ListOffsets EARLIEST, LATEST and MAX_TIMESTAMP (KIP-734), each batched per leader (the
+  leaders from one Metadata request per 1,000 topics);
 - ListGroups, then the committed offsets per group (OffsetFetch);
 all asked at once (one thread each, over the cluster's one admin client).
 An answer that fails leaves its measures null and says why in the row's `error`; every
@@ -23,6 +24,7 @@ from kafka import TopicPartition
 from kafka import errors as Errors
 from kafka.admin import OffsetSpec
 from kafka.protocol.admin.cluster import DescribeLogDirsRequest
+from kafka.protocol.consumer import ListOffsetsRequest
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
@@ -30,6 +32,8 @@ from provisioning.kafka.compat import send_to_node
 from schemas import USAGE_READ, column_names
 
 TOPIC, DISK = "topic", "disk"
+_Topic = ListOffsetsRequest.ListOffsetsTopic
+_Partition = _Topic.ListOffsetsPartition
 _COLUMNS = column_names(USAGE_READ)
 
 
@@ -181,23 +185,93 @@ def _offsets(admin: ClusterAdmin, partitions: Iterable[tuple[str, int]],
     """spec -> (topic, partition) -> (offset, timestamp): one ListOffsets per leader and
     spec, the specs asked at once. A spec whose answer failed is missing, with the first
     failure's text (in the specs' order)."""
-    wanted = [TopicPartition(t, p) for t, p in sorted(partitions)]
+    wanted = sorted(partitions)
     found: Offsets = {}
     failure = None
     if not wanted:
         return found, None
+    leaders = _by_leader(admin, wanted)
     with ThreadPoolExecutor(len(specs), thread_name_prefix="offsets") as pool:
-        asked = [(spec, pool.submit(admin.client.list_partition_offsets,
-                                    {tp: spec for tp in wanted})) for spec in specs]
+        asked = [(spec, pool.submit(_listed, admin, wanted, leaders, spec)) for spec in specs]
     for spec, future in asked:
         try:
-            answer = future.result()
+            found[spec] = future.result()
         except Errors.KafkaError as exc:
             failure = failure or f"ListOffsets {spec.name}: {_error(exc)}"
-            continue
-        found[spec] = {(tp.topic, tp.partition): (int(o.offset), int(o.timestamp))
-                       for tp, o in answer.items()}
     return found, failure
+
+
+# Topic names per Metadata request when finding the partitions' leaders.
+_METADATA_CHUNK = 1000
+
+
+def _by_leader(admin: ClusterAdmin, wanted: Sequence[tuple[str, int]]
+               ) -> dict[int, list[tuple[str, int]]] | None:
+    """The wanted partitions by their leader, from one Metadata request per chunk of topics;
+    None when a read failed or a partition has no leader now (kafka-python's own routing
+    then asks, waiting out a leader election)."""
+    topics = sorted({t for t, _ in wanted})
+    leader: dict[tuple[str, int], int | None] = {}
+    try:
+        for start in range(0, len(topics), _METADATA_CHUNK):
+            for t in admin.describe_topics(topics[start:start + _METADATA_CHUNK]):
+                for state in t.partition_states or ():
+                    leader[(t.name, state.partition)] = state.leader
+    except Errors.KafkaError:
+        return None
+    groups: dict[int, list[tuple[str, int]]] = {}
+    for tp in wanted:
+        node = leader.get(tp)
+        if node is None or node < 0:
+            return None
+        groups.setdefault(node, []).append(tp)
+    return groups
+
+
+class _Unsettled(Exception):
+    """A partition's leader answered ListOffsets with an error (a leader that moved)."""
+
+
+def _listed(admin: ClusterAdmin, wanted: Sequence[tuple[str, int]],
+            leaders: Mapping[int, Sequence[tuple[str, int]]] | None, spec: OffsetSpec
+            ) -> dict[tuple[str, int], tuple[int, int]]:
+    """One spec's offsets of the wanted partitions: a ListOffsets to each leader. When a
+    leader is unknown or a partition answers with an error, kafka-python's own
+    list_partition_offsets asks again: it reads every topic's metadata to route the
+    requests (most of this request's time over many topics), retries a moved leader until
+    its timeout and raises any other error."""
+    if leaders is not None:
+        try:
+            return _listed_by_leader(admin, leaders, spec)
+        except _Unsettled:
+            pass
+    answer = admin.client.list_partition_offsets({TopicPartition(t, p): spec for t, p in wanted})
+    return {(tp.topic, tp.partition): (int(o.offset), int(o.timestamp))
+            for tp, o in answer.items()}
+
+
+def _listed_by_leader(admin: ClusterAdmin, leaders: Mapping[int, Sequence[tuple[str, int]]],
+                      spec: OffsetSpec) -> dict[tuple[str, int], tuple[int, int]]:
+    found: dict[tuple[str, int], tuple[int, int]] = {}
+    for node, partitions in sorted(leaders.items()):
+        by_topic: dict[str, list[Any]] = {}
+        for t, p in partitions:
+            by_topic.setdefault(t, []).append(_Partition(partition_index=p,
+                                                         timestamp=int(spec)))
+        request = ListOffsetsRequest(
+            isolation_level=0, topics=[_Topic(name=t, partitions=ps)
+                                       for t, ps in by_topic.items()],
+            min_version=max(1, ListOffsetsRequest.min_version_for_timestamp(spec)))
+        response = send_to_node(admin.client, node, request,
+                                use="ListOffsets to each partition's leader")
+        for topic in response.topics:
+            for p in topic.partitions:
+                if p.error_code:
+                    raise _Unsettled
+                found[(topic.name, p.partition_index)] = (int(p.offset), int(p.timestamp))
+        if any(tp not in found for tp in partitions):
+            raise _Unsettled
+    return found
 
 
 def _records(offsets: Offsets, topic: str, parts: Sequence[int]) -> int | None:
