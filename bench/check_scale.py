@@ -2,6 +2,7 @@
 topicctl's `check`, on the same broker and the same topics.
 
     .venv/bin/python bench/check_scale.py --topics 10000 [--topicctl BINARY] [--reps 2]
+        [--connect-only] [--tree CHECKOUT]
 
 One local KRaft broker holds `--topics` single-partition topics (`chk.NNNNNN`, replication
 factor 1, retention.ms 86400000), created up front with batched CreateTopics. A manifest
@@ -20,6 +21,8 @@ Measured, each from launching the process to its exit:
             ListOffsets per leader, the groups' offsets); `no-usage` runs the same with
             `checks.usage: false`, so the difference is what usage costs
   topicctl  topicctl check --cluster-config cluster.yaml 'topics/*.yaml'
+`--connect-only` leaves the cold runs out; `--tree` measures another checkout's job (an
+older commit's, for a before-and-after) on the same kind of broker, topics and server.
 Each job run's steps (the engine's "step NAME: Ns" lines) are kept beside its time: where
 the time goes.
 Nothing asserts a time; the machine's load is recorded beside each figure.
@@ -44,6 +47,7 @@ sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
 from bench import topicctl_peer  # noqa: E402
 from bench.run import JOB, SUBMIT, load_manifest, machine, write_conf  # noqa: E402
+from bench.waits import checkout_commit  # noqa: E402
 from tests.support.devkafka import KafkaCluster  # noqa: E402
 from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
@@ -78,8 +82,10 @@ def write_manifest(work: Path, names: list[str]) -> Path:
     return load_manifest(rows, work / "manifest.json", work / "warehouse" / "desired_topics")
 
 
-def run_check(work: Path, conf: Path, spark_args: list[str], name: str) -> dict[str, Any]:
-    cmd = [str(SUBMIT), *spark_args, str(JOB), "check", "--conf", str(conf), "--json"]
+def run_check(work: Path, conf: Path, spark_args: list[str], name: str,
+              tree: Path = REPO) -> dict[str, Any]:
+    cmd = [str(tree / SUBMIT.relative_to(REPO)), *spark_args, str(tree / JOB.relative_to(REPO)),
+           "check", "--conf", str(conf), "--json"]
     load = os.getloadavg()[0]
     launched = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, cwd=work)
@@ -126,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connect-memory", default="2g")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--tree", type=Path, default=REPO,
+                        help="the checkout whose job is measured (default: this one); an "
+                             "older commit's, for a before-and-after")
+    parser.add_argument("--connect-only", action="store_true",
+                        help="no cold spark-submit runs: only the warm client's")
     args = parser.parse_args(argv)
+    tree = args.tree.resolve()
 
     work = (args.work or Path(tempfile.mkdtemp(prefix="check-scale-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -139,22 +151,26 @@ def main(argv: list[str] | None = None) -> int:
         write_manifest(work, names)
         warehouse = work / "warehouse"
         conf = write_conf(work / "conf.json", cluster.bootstrap_servers, warehouse, 1000)
-        result: dict[str, Any] = {"topics": args.topics, "machine": machine()}
-        result["job_first"] = run_check(work, conf, [], "job-0")
-        job = [run_check(work, conf, [], f"job-{i + 1}") for i in range(args.reps)]
+        result: dict[str, Any] = {"topics": args.topics, "machine": machine(),
+                                  "tree": str(tree), "commit": checkout_commit(tree)}
+        if not args.connect_only:
+            result["job_first"] = run_check(work, conf, [], "job-0", tree)
+            job = [run_check(work, conf, [], f"job-{i + 1}", tree) for i in range(args.reps)]
+            result.update(job=job, job_median=statistics.median(r["seconds"] for r in job))
         server = ConnectServer(work / "spark-connect", driver_memory=args.connect_memory)
         server.start()
         warm_up(server.address)
         remote = ["--remote", server.address]
-        connect = [run_check(work, conf, remote, f"connect-{i}") for i in range(args.reps + 1)]
+        connect = [run_check(work, conf, remote, f"connect-{i}", tree)
+                   for i in range(args.reps + 1)]
         plain = work / "conf-no-usage.json"
         plain.write_text(json.dumps({**json.loads(conf.read_text()),
                                      "checks": {"usage": False}}))
-        no_usage = [run_check(work, plain, remote, f"no-usage-{i}") for i in range(args.reps)]
+        no_usage = [run_check(work, plain, remote, f"no-usage-{i}", tree)
+                    for i in range(args.reps)]
         result.update(no_usage=no_usage,
                       no_usage_median=statistics.median(r["seconds"] for r in no_usage))
-        result.update(job=job, connect=connect,
-                      job_median=statistics.median(r["seconds"] for r in job),
+        result.update(connect=connect,
                       connect_first=connect[0]["seconds"],
                       connect_median=statistics.median(r["seconds"] for r in connect[1:]))
         if args.topicctl is not None:
@@ -165,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
         cluster.stop()
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"check-scale-{args.topics}.json"
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    out = args.out / f"check-scale-{args.topics}-{stamp}.json"
     out.write_text(json.dumps(result, indent=2, default=str))
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, default=str))
     return 0
