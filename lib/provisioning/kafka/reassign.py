@@ -39,7 +39,7 @@ from kafka.protocol.admin import (
 from provisioning import names
 from provisioning.kafka import requests
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.codes import CONFIG_SOURCES, error_name
+from provisioning.kafka.codes import config_rows, error_name
 from provisioning.kafka.compat import send_to_node
 
 log = logging.getLogger(__name__)
@@ -316,10 +316,9 @@ def broker_rates(admin: ClusterAdmin, broker_ids: Iterable[int]
             if result.error_code:
                 raise Errors.for_code(result.error_code)(
                     f"broker {broker}: {result.error_message or ''}")
-            for c in result.configs:
-                source = CONFIG_SOURCES.get(int(c.config_source), "UNKNOWN")
-                if c.name in names.THROTTLED_RATE_CONFIGS and source in _SET_SOURCES:
-                    rates[c.name] = RateSetting(value=c.value, source=source)
+            for c in config_rows(result.configs, only_non_default=False):
+                if c["name"] in names.THROTTLED_RATE_CONFIGS and c["source"] in _SET_SOURCES:
+                    rates[c["name"]] = RateSetting(value=c["value"], source=c["source"])
         found[broker] = rates
     return found
 

@@ -21,13 +21,7 @@ from kafka.protocol.admin import (
 from provisioning import names
 from provisioning.kafka.batching import TopicRequest
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.codes import (
-    CONFIG_SOURCES,
-    config_entry,
-    error_name,
-    topic_id_text,
-    topic_id_uuid,
-)
+from provisioning.kafka.codes import config_rows, error_name, topic_id_text, topic_id_uuid
 from provisioning.kafka.compat import forget_controller, send_to_controller, throttle_delay_ms
 
 log = logging.getLogger(__name__)
@@ -291,11 +285,7 @@ def _create_result(topic: Any) -> dict[str, Any]:
         "error_message": getattr(topic, "error_message", None),
         "result_partitions": partitions if partitions is not None and partitions >= 0 else None,
         "result_replication_factor": rf if rf is not None and rf >= 0 else None,
-        "result_configs": None if configs is None else [
-            config_entry(c.name, c.value, CONFIG_SOURCES.get(int(c.config_source), "UNKNOWN"),
-                         c.read_only, c.is_sensitive)
-            for c in sorted(configs, key=lambda c: c.name)
-        ],
+        "result_configs": None if configs is None else config_rows(configs, False),
         "topic_config_error_code": int(config_error) if config_error else None,
     }
 

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 # Describe-by-name answers that mean "no such topic": it is absent, not hidden.
 _ABSENT = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "INVALID_TOPIC_EXCEPTION"})
-# Topic names per Metadata request when describing wanted topics by name.
+# Topic names per Metadata request when describing topics by name.
 _DESCRIBE_CHUNK = 1000
 
 
@@ -136,7 +136,7 @@ def snapshot_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     row = functools.partial(_row, admin, run_id, cluster_id, taken_at, in_use)
     for t in topics:
         yield row(t, configs.get(t.name))
-    for found in _described(admin, (name for name in wanted if name not in listed)):
+    for found in described(admin, (name for name in wanted if name not in listed)):
         yield from _rows_of(admin, found, row)
 
 
@@ -151,7 +151,7 @@ def _readers(admin: ClusterAdmin) -> dict[str, list[str]] | None:
         return None
 
 
-def _described(admin: ClusterAdmin, names: Iterable[str]) -> Iterator[list[LiveTopic]]:
+def described(admin: ClusterAdmin, names: Iterable[str]) -> Iterator[list[LiveTopic]]:
     """`names` described by name, a Metadata request per chunk: the topics that are not
     absent (hidden ones keep their error), one list per chunk."""
     it = iter(names)
@@ -199,7 +199,7 @@ def reread_rows(admin: ClusterAdmin, run_id: str, cluster_id: str | None,
     listed = sorted((listing[n] for n in again if n in listing), key=lambda t: t.name)
     if listed:
         rows.extend(_rows_of(admin, listed, row))
-    for found in _described(admin, sorted(n for n in again if n not in listing)):
+    for found in described(admin, sorted(n for n in again if n not in listing)):
         if found:
             rows.extend(_rows_of(admin, found, row))
     return rows, again

@@ -29,6 +29,7 @@ from kafka.protocol.consumer import ListOffsetsRequest
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.snapshot import described
 from schemas import USAGE_READ, column_names
 
 TOPIC, DISK = "topic", "disk"
@@ -201,20 +202,15 @@ def _offsets(admin: ClusterAdmin, partitions: Iterable[tuple[str, int]],
     return found, failure
 
 
-# Topic names per Metadata request when finding the partitions' leaders.
-_METADATA_CHUNK = 1000
-
-
 def _by_leader(admin: ClusterAdmin, wanted: Sequence[tuple[str, int]]
                ) -> dict[int, list[tuple[str, int]]] | None:
-    """The wanted partitions by their leader, from one Metadata request per chunk of topics;
-    None when a read failed or a partition has no leader now (kafka-python's own routing
-    then asks, waiting out a leader election)."""
-    topics = sorted({t for t, _ in wanted})
+    """The wanted partitions by their leader, from the snapshot's Metadata requests by name
+    (`snapshot.described`); None when a read failed, or a partition is gone or has no
+    leader now (kafka-python's own routing then asks, waiting out a leader election)."""
     leader: dict[tuple[str, int], int | None] = {}
     try:
-        for start in range(0, len(topics), _METADATA_CHUNK):
-            for t in admin.describe_topics(topics[start:start + _METADATA_CHUNK]):
+        for chunk in described(admin, sorted({t for t, _ in wanted})):
+            for t in chunk:
                 for state in t.partition_states or ():
                     leader[(t.name, state.partition)] = state.leader
     except Errors.KafkaError:
