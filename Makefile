@@ -127,7 +127,8 @@ test-integration: setup
 
 # The job (cold spark-submit and warm Spark Connect) against a plain kafka-python floor, a
 # per-topic loop and, given TOPICCTL=path/to/topicctl (v1.23.1, built by the reader), the
-# topicctl peer; plus the plan-only scale test, the pipelining measurement, 1,000 ACL
+# topicctl peer; plus the plan-only scale test, the pipelining measurement, the job's
+# queries with and without generated code, a new JVM's first casing of a string, 1,000 ACL
 # bindings batched against one request per binding, 1,000 client quotas set and removed
 # batched against one request per entity, and what one audit append costs with and
 # without Delta's transaction id, and `report --site` over 10,000 topics and 30 days of
@@ -138,6 +139,7 @@ bench: setup
 	$(PY) bench/check_scale.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/waits.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/codegen.py
+	$(PY) bench/case_mappings.py
 	$(PY) bench/acl_batch.py --out bench/results/acl_batch.json
 	$(PY) bench/quota_batch.py --out bench/results/quota_batch.json
 	./spark-submit.sh bench/delta_append.py --out bench/results/delta_append.json

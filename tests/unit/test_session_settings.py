@@ -46,6 +46,7 @@ def test_the_workload_settings_are_few_partitions_and_the_confs_settings_overrid
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.icu.caseMappings.enabled": "false",
     }
     assert runtime_settings(None) == WORKLOAD_SETTINGS
     assert runtime_settings({"spark.sql.shuffle.partitions": "16",
