@@ -56,9 +56,9 @@ WORKLOAD_SETTINGS = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    # Upper- and lower-casing (ACL bindings' enum names, cleanup policies) by the JVM's case
-    # mappings, not ICU's: the names the job cases are ASCII, where both agree, and the first
-    # use of ICU's cost a new JVM about 2 s (BENCHMARKS.md: case mappings).
+    # Strings upper- and lower-cased by the JVM's case mappings, not ICU's: the names the job
+    # cases are ASCII, where both agree, and the first use of ICU's cost a new JVM about 2 s
+    # (BENCHMARKS.md: case mappings).
     "spark.sql.icu.caseMappings.enabled": "false",
 }
 
