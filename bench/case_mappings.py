@@ -24,6 +24,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    runs: list[dict[str, object]] = []
+    runs: list[dict[str, Any]] = []
     for rep in range(args.reps):
         for name, settings in VARIANTS.items():
             first, second = probe(settings)
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:6s} rep {rep}: first casing {first:.3f} s, second {second:.3f} s",
                   flush=True)
     summary = {name: {f"{key}_median": statistics.median(
-        float(r[key]) for r in runs if r["variant"] == name)  # type: ignore[arg-type]
+        r[key] for r in runs if r["variant"] == name)
         for key in ("first_s", "second_s")} for name in VARIANTS}
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     out = args.out or REPO / "bench" / "results" / f"case_mappings-{stamp}.json"
