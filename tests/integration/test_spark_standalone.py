@@ -8,11 +8,17 @@ only `pyspark[connect]`'s packages (`.cache/connect/venv`: no kafka-python, noth
 this project), chosen with `--conf spark.pyspark.python`, as a cluster's own Python would
 be; the driver stays in the project's venv. The job ships what the executors import. The
 job is submitted with `./spark-submit.sh --master spark://127.0.0.1:PORT` and the cached
-Delta jars (`--delta-jars`: no Maven repository needed). The test checks the broker's
-exact state, the runs' exact audit rows, one audit commit per phase, and, from Spark's
-event log and the workers' directories, that every admin task (validateOnly, create,
-verify) ran in an executor a worker launched. An executor Python without pyarrow is
-refused before anything is read, naming what is missing.
+Delta jars (`--delta-jars`: no Maven repository needed).
+
+One apply covers two clusters, the session's plain broker and its mTLS broker, whose
+client certificate and key reach the executors in memory only. The test checks both
+brokers' exact state, the run's exact audit rows, one audit commit per phase, and, from
+Spark's event log and the workers' directories, that every admin task (validateOnly,
+create, verify) ran in an executor a worker launched and that no TLS file or secret is in
+an executor's directory or the event log. An executor Python without pyarrow is refused
+before anything is read, naming what is missing. (`plan` changes nothing on any launcher:
+test_provision_e2e, test_security, test_mtls; each submit here starts a driver and two
+executors, so the apply is the one run whose admin tasks the workers' executors run.)
 """
 
 from __future__ import annotations
@@ -120,36 +126,58 @@ def _python_without_pyarrow(base: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Any, broker: Any,
-                                                         spark: Any, tmp_path: Path) -> None:
+MTLS_SUBJECT = "/O=platform/CN=provisioning-standalone"
+MTLS_TOPICS = {"sa.mtls.orders": 2, "sa.mtls.audit": 1}
+MTLS_KEY_PASSWORD = "standalone-key-pw-3c8d"
+
+
+def test_apply_over_a_plain_and_an_mtls_cluster_with_executors_on_a_bare_python(
+        standalone: Any, broker: Any, mtls_kafka: Any, spark: Any, tmp_path: Path) -> None:
+    """One apply over two clusters: the session's plain broker (`local`) and its mTLS broker
+    (`secure`). The client certificate, its encrypted key and the key's password reach the
+    executors in memory: the conf names them by paths relative to the driver's directory,
+    which no executor's directory has, and nothing of them is in Spark's event log."""
+    from tests.helpers import broker_state_as, grant
+    from tests.support.secured import ClientCertificate
+
     assert subprocess.run([str(BARE_PYTHON), "-c", "import kafka"],
                           capture_output=True).returncode != 0  # it really lacks kafka-python
+    tls = tmp_path / "tls"
+    cert = ClientCertificate.create(mtls_kafka.tls, tls, "job", MTLS_SUBJECT,
+                                    key_password=MTLS_KEY_PASSWORD)
+    (tls / "ca.pem").write_text(mtls_kafka.tls.ca_file.read_text())
+    (tls / "key-password").write_text(MTLS_KEY_PASSWORD + "\n")
+    grant(mtls_kafka.admin_settings(), cert.principal, [
+        ("TOPIC", "sa.mtls.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"]),
+        ("GROUP", "*", "LITERAL", ["DESCRIBE"])])
     warehouse = tmp_path / "wh"
     rows = [{"cluster": "local", "topic": name, "owner": "team-s", **spec}
             for name, spec in CREATES.items()]
     rows.append({"cluster": "local", "topic": "sa.same", "partitions": 2,
                  "replication_factor": 1, "configs": {"cleanup.policy": "compact"}})
+    rows += [{"cluster": "secure", "topic": name, "partitions": n, "replication_factor": 1}
+             for name, n in MTLS_TOPICS.items()]
     write_manifest_table(spark, warehouse / "desired_topics", rows)
-    conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse)
+    conf = write_conf(tmp_path / "conf.yaml", broker.bootstrap_servers, warehouse, extra={
+        "clusters": {
+            "local": {"bootstrap_servers": broker.bootstrap_servers},
+            "secure": {"bootstrap_servers": mtls_kafka.bootstrap_servers,
+                       "security_protocol": "SSL", "ssl_cafile": "tls/ca.pem",
+                       "ssl_certfile": "tls/job.crt", "ssl_keyfile": "tls/job.key",
+                       "ssl_key_password_file": "tls/key-password"}}})
     events = tmp_path / "events"
     events.mkdir()
     before = broker_state(broker.bootstrap_servers)
 
-    planned = _submit(standalone, BARE_PYTHON, ["plan", "--conf", str(conf), "--json"])
-    assert planned.returncode == 0, planned.output[-6000:] + standalone.logs()
-    assert broker_state(broker.bootstrap_servers) == before
-    assert audit_rows(spark, warehouse, planned.json()["run_id"]) == sorted(
-        [("local", name, "CREATE", phase, outcome) for name in CREATES
-         for phase, outcome in (("plan", "planned"), ("validate", "validated"))]
-        + [("local", "sa.same", "NOOP", "plan", "already_present")])
-
-    done = _submit(standalone, BARE_PYTHON, ["apply", "--conf", str(conf), "--json"], (
-        "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}",
-        "--conf", "spark.eventLog.compress=false"))
+    done = _submit(standalone, BARE_PYTHON, ["apply", "--conf", str(conf), "--json"],
+                   cwd=tmp_path, extra=(
+                       "--conf", "spark.eventLog.enabled=true",
+                       "--conf", f"spark.eventLog.dir={events}",
+                       "--conf", "spark.eventLog.compress=false"))
     assert done.returncode == 0, done.output[-6000:] + standalone.logs()
     run_id = done.json()["run_id"]
 
-    # the broker: exactly the manifest, the existing topic untouched
+    # the brokers: exactly the manifest, the existing topic untouched
     after = broker_state(broker.bootstrap_servers)
     assert {n: {k: v for k, v in s.items() if k != "topic_id"} for n, s in after.items()} == {
         **{n: {"partitions": s["partitions"], "replication_factor": 1, "configs": s["configs"]}
@@ -158,27 +186,33 @@ def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Any, broker:
                     "configs": {"cleanup.policy": "compact"}},
     }
     assert after["sa.same"]["topic_id"] == before["sa.same"]["topic_id"]
+    secured = broker_state_as(mtls_kafka.admin_settings())
+    assert {n: (s["partitions"], s["replication_factor"]) for n, s in secured.items()
+            if n.startswith("sa.mtls.")} == {n: (p, 1) for n, p in MTLS_TOPICS.items()}
 
-    # the audit: every phase of every topic, exactly
-    expected = [("local", name, "CREATE", phase, outcome) for name in CREATES
-                for phase, outcome in (("plan", "planned"), ("validate", "validated"),
-                                       ("apply", "created"), ("verify", "created"))]
+    # the audit: every phase of every topic of both clusters, exactly
+    phases = (("plan", "planned"), ("validate", "validated"), ("apply", "created"),
+              ("verify", "created"))
+    expected = [(cluster, name, "CREATE", phase, outcome)
+                for cluster, names in (("local", CREATES), ("secure", MTLS_TOPICS))
+                for name in names for phase, outcome in phases]
     expected.append(("local", "sa.same", "NOOP", "plan", "already_present"))
     assert audit_rows(spark, warehouse, run_id) == sorted(expected)
     created = {r["topic"]: (r["topic_id"], r["result_partitions"])
                for r in spark.read.format("delta").load(str(warehouse / "topic_audit"))
                .where(f"run_id = '{run_id}' and phase = 'apply'").collect()}
-    assert created == {n: (after[n]["topic_id"], s["partitions"]) for n, s in CREATES.items()}
+    assert created == {**{n: (after[n]["topic_id"], s["partitions"])
+                          for n, s in CREATES.items()},
+                       **{n: (secured[n]["topic_id"], p) for n, p in MTLS_TOPICS.items()}}
 
-    # Delta: the plan run's one commit (which made the table), then the apply's intent
-    # (plan and validate rows) and its results (apply and verify rows), one data file each
-    # (no small-file storm on a cluster)
+    # Delta: the apply's intent (plan and validate rows), which made the table, then its
+    # results (apply and verify rows), one data file each (no small-file storm on a cluster)
+    creates = len(CREATES) + len(MTLS_TOPICS)
     history = (spark.sql(f"DESCRIBE HISTORY '{warehouse / 'topic_audit'}'")
                .orderBy("version").collect())
-    assert [(h["version"], h["operation"]) for h in history] == [(v, "WRITE") for v in range(3)]
+    assert [(h["version"], h["operation"]) for h in history] == [(v, "WRITE") for v in range(2)]
     assert [(h["operationMetrics"]["numOutputRows"], h["operationMetrics"]["numFiles"])
-            for h in history] == [(str(len(CREATES) * 2 + 1), "1")] * 2 + [
-                (str(len(CREATES) * 2), "1")]
+            for h in history] == [(str(creates * 2 + 1), "1"), (str(creates * 2), "1")]
 
     # the admin work ran in executors the two workers launched, never in the driver
     log = _events(events)
@@ -195,6 +229,15 @@ def test_plan_and_apply_with_executors_on_a_bare_python(standalone: Any, broker:
     assert sorted(launched_by.values()) == sorted(w.name for w in standalone.work_dirs)
     # ...in the bare Python, as the job's check of the executors logged
     assert f"the executors run {BARE_PYTHON} (Python 3.11." in done.output
+    # no executor's directory holds the files the conf names
+    assert [p for w in standalone.work_dirs for p in (w / app_id).rglob("*")
+            if p.name in ("job.key", "job.crt", "key-password")] == []
+    key_body = cert.key.read_text().splitlines()[1]
+    event_text = "\n".join(f.read_text() for f in events.rglob("events_*"))
+    assert '"Event":"SparkListenerApplicationEnd"' in event_text
+    leaks = [what for what, secret in (("key", key_body), ("password", MTLS_KEY_PASSWORD))
+             for text in (event_text, done.stdout, done.stderr) if secret in text]
+    assert leaks == []
 
 
 def test_executors_without_pyarrow_are_refused_before_anything_is_read(
@@ -216,66 +259,3 @@ def test_executors_without_pyarrow_are_refused_before_anything_is_read(
     assert broker_state(broker.bootstrap_servers) == before
     assert row_count(spark, warehouse / "topic_snapshots") == 0
     assert row_count(spark, warehouse / "topic_audit") == 0
-
-
-MTLS_SUBJECT = "/O=platform/CN=provisioning-standalone"
-MTLS_TOPICS = {"sa.mtls.orders": 2, "sa.mtls.audit": 1}
-MTLS_KEY_PASSWORD = "standalone-key-pw-3c8d"
-
-
-def test_mtls_apply_with_executors_that_have_none_of_the_tls_files(
-        standalone: Any, mtls_kafka: Any, spark: Any, tmp_path: Path) -> None:
-    """The client certificate, its encrypted key and the key's password reach the executors
-    in memory: the conf names them by paths relative to the driver's directory, which no
-    executor's directory has, and nothing of them is in Spark's event log."""
-    from tests.helpers import broker_state_as, grant
-    from tests.support.secured import ClientCertificate
-
-    tls = tmp_path / "tls"
-    cert = ClientCertificate.create(mtls_kafka.tls, tls, "job", MTLS_SUBJECT,
-                                    key_password=MTLS_KEY_PASSWORD)
-    (tls / "ca.pem").write_text(mtls_kafka.tls.ca_file.read_text())
-    (tls / "key-password").write_text(MTLS_KEY_PASSWORD + "\n")
-    grant(mtls_kafka.admin_settings(), cert.principal, [
-        ("TOPIC", "sa.mtls.", "PREFIXED", ["CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"]),
-        ("GROUP", "*", "LITERAL", ["DESCRIBE"])])
-    warehouse = tmp_path / "wh"
-    write_manifest_table(spark, warehouse / "desired_topics", [
-        {"cluster": "local", "topic": name, "partitions": n, "replication_factor": 1}
-        for name, n in MTLS_TOPICS.items()])
-    conf = write_conf(tmp_path / "conf.yaml", mtls_kafka.bootstrap_servers, warehouse,
-                      cluster_extra={"security_protocol": "SSL", "ssl_cafile": "tls/ca.pem",
-                                     "ssl_certfile": "tls/job.crt", "ssl_keyfile": "tls/job.key",
-                                     "ssl_key_password_file": "tls/key-password"})
-    events = tmp_path / "events"
-    events.mkdir()
-
-    done = _submit(standalone, BARE_PYTHON, ["apply", "--conf", str(conf), "--json"],
-                   cwd=tmp_path, extra=(
-                       "--conf", "spark.eventLog.enabled=true",
-                       "--conf", f"spark.eventLog.dir={events}",
-                       "--conf", "spark.eventLog.compress=false"))
-    assert done.returncode == 0, done.output[-6000:] + standalone.logs()
-
-    state = broker_state_as(mtls_kafka.admin_settings())
-    assert {n: (s["partitions"], s["replication_factor"]) for n, s in state.items()
-            if n.startswith("sa.mtls.")} == {n: (p, 1) for n, p in MTLS_TOPICS.items()}
-    assert audit_rows(spark, warehouse, done.json()["run_id"]) == sorted(
-        ("local", name, "CREATE", phase, outcome) for name in MTLS_TOPICS
-        for phase, outcome in (("plan", "planned"), ("validate", "validated"),
-                               ("apply", "created"), ("verify", "created")))
-    log = _events(events)
-    executors = {e["Executor ID"] for e in log if e["Event"] == "SparkListenerExecutorAdded"}
-    ran = _admin_task_executors(log)
-    assert set(ran) == set(ADMIN_JOBS) and set().union(*ran.values()) <= executors
-    assert f"the executors run {BARE_PYTHON} (Python 3.11." in done.output
-    # no executor's directory holds the files the conf names
-    app_id = next(e["App ID"] for e in log if e["Event"] == "SparkListenerApplicationStart")
-    assert [p for w in standalone.work_dirs for p in (w / app_id).rglob("*")
-            if p.name in ("job.key", "job.crt", "key-password")] == []
-    key_body = cert.key.read_text().splitlines()[1]
-    event_text = "\n".join(f.read_text() for f in events.rglob("events_*"))
-    assert '"Event":"SparkListenerApplicationEnd"' in event_text
-    leaks = [what for what, secret in (("key", key_body), ("password", MTLS_KEY_PASSWORD))
-             for text in (event_text, done.stdout, done.stderr) if secret in text]
-    assert leaks == []
