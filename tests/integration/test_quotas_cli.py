@@ -15,6 +15,7 @@ Spark Connect server. Every stage reads the broker's whole quota state back
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from provisioning.kafka.quotas_entities import Entity
 from schemas.quotas import QUOTA_MANIFEST
 from tests.helpers import (
     Completed,
+    fault_env,
     run_cli,
     run_cli_in_process,
     write_conf,
@@ -349,3 +351,63 @@ def test_live_quotas_imported_plan_as_noop_and_unmanaged_ones_are_checked(
     assert plan.returncode == 0, plan.output[-3000:]
     assert plan.json()["quotas"]["counts"] == {"already_present": 4}
     assert live(bootstrap) == existing
+
+
+def test_quotas_are_planned_again_under_the_lock_only_when_their_view_changed(
+        spark: Any, clean_quotas: str, connect_server: Any, tmp_path: Path) -> None:
+    """Under an apply's lock the quotas are read again (as every entity kind's are: ACL
+    bindings and SCRAM credentials share the step). Before the run takes its lock, one
+    quota its first plan sets is set by hand to what the manifest wants: the plan made
+    under the lock sees it already present and sends only the other. An apply with a new
+    value, nothing changed before its lock, keeps its first plan."""
+    bootstrap = clean_quotas
+    wh = tmp_path / "wh"
+    table = wh / "desired_quotas"
+    rows = [{"cluster": "local", "entity_user": f"relock-{u}",
+             "quotas": {"producer_byte_rate": n * MIB}} for u, n in (("a", 1), ("b", 2))]
+    write_quota_table(spark, table, rows)
+    conf = quota_conf(tmp_path, bootstrap, wh, [table])
+    go = tmp_path / "go"
+    finished: dict[str, Completed] = {}
+    job = threading.Thread(target=lambda: finished.update(done=run_cli(
+        ["apply", "--conf", str(conf), "--json"], env=fault_env(f"pause-before-lock:{go}"),
+        remote=connect_server.address)))
+    job.start()
+    waiting = Path(f"{go}.waiting")
+    deadline = time.monotonic() + 300
+    while not waiting.exists() and job.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert waiting.exists(), "the run never reached the lock"
+    _set(bootstrap, {E(user="relock-a"): {"producer_byte_rate": MIB}})
+    go.touch()
+    job.join(600)
+    done = finished["done"]
+    assert done.returncode == 0, done.output[-3000:]
+    assert "step quota first plan kept under the lock:" not in done.output
+    assert quota_audit(spark, wh, done.json()["run_id"]) == sorted([
+        ("user=relock-a", "producer_byte_rate", "NOOP", "plan", "already_present",
+         float(MIB), float(MIB)),
+        # found: the value before the change, then (verify) the value read back
+        *(("user=relock-b", "producer_byte_rate", "SET", phase, outcome, 2.0 * MIB, found)
+          for phase, outcome, found in (("plan", "planned", None),
+                                        ("validate", "validated", None),
+                                        ("apply", "set", None),
+                                        ("verify", "set", 2.0 * MIB)))])
+    assert live(bootstrap) == {E(user="relock-a"): {"producer_byte_rate": MIB},
+                               E(user="relock-b"): {"producer_byte_rate": 2 * MIB}}
+
+    rows[1]["quotas"] = {"producer_byte_rate": 3 * MIB}
+    write_quota_table(spark, table, rows)
+    kept = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
+    assert kept.returncode == 0, kept.output[-3000:]
+    assert "step quota first plan kept under the lock:" in kept.output
+    assert quota_audit(spark, wh, kept.json()["run_id"]) == sorted([
+        ("user=relock-a", "producer_byte_rate", "NOOP", "plan", "already_present",
+         float(MIB), float(MIB)),
+        *(("user=relock-b", "producer_byte_rate", "SET", phase, outcome, 3.0 * MIB, found)
+          for phase, outcome, found in (("plan", "planned", 2.0 * MIB),
+                                        ("validate", "validated", 2.0 * MIB),
+                                        ("apply", "set", 2.0 * MIB),
+                                        ("verify", "set", 3.0 * MIB)))])
+    assert live(bootstrap) == {E(user="relock-a"): {"producer_byte_rate": MIB},
+                               E(user="relock-b"): {"producer_byte_rate": 3 * MIB}}

@@ -6,9 +6,11 @@ run ends there: it never writes the lock table, and its plan is its record. Othe
 `Relock` takes the lock of every cluster of the run (LockHeld, exit 4, when another run
 holds one; nothing of the first plan is recorded then) and, holding it, has every kind read
 again what the run may change and plan it again (`RunKind.relock_phases`: the topics read
-again their listing and the topics the run changes, `run.topics.relock`; another kind
-may read its live state again whole). The phases after it see only the plans made under the lock,
-which alone are recorded, with the views they were made on.
+again their listing and the topics the run changes, `run.topics.relock`; an entity kind
+reads its live entities again whole, `run.entity.phases.Relocked`). A kind whose view
+under the lock is the first keeps its first plan (the same plan, not made twice). The
+phases after it see only the plans made under the lock, which alone are recorded, with the
+views they were made on.
 
 Why it is safe: every request an apply sends names a subject (a topic, or another kind's) whose
 state was read after the run held the lock of its cluster, and was judged on a listing read
@@ -43,9 +45,15 @@ class Relock(Phase):
     def __init__(self, kinds: Sequence[RunKind]) -> None:
         self._kinds = tuple(kinds)
         self._phases = [(k, tuple(k.relock_phases())) for k in self._kinds]
-        self.reads = tuple(dict.fromkeys(
-            ["states", *(f for k in self._kinds for f in k.planned_reads),
-             *(f for _, phases in self._phases for p in phases for f in p.reads)]))
+        # What a phase reads that an earlier one of these writes is this phase's own doing
+        # (a kind's plan kept or not, read by the kinds planned on its plan).
+        reads: list[str] = ["states", *(f for k in self._kinds for f in k.planned_reads)]
+        written: set[str] = set()
+        for _, phases in self._phases:
+            for phase in phases:
+                reads += [f for f in phase.reads if f not in written]
+                written.update(phase.writes)
+        self.reads = tuple(dict.fromkeys(reads))
         self.writes = tuple(dict.fromkeys(
             [*(f"{k.name}.rows" for k in self._kinds),
              *(f for _, phases in self._phases for p in phases for f in p.writes)]))

@@ -29,6 +29,9 @@ class KindState:
     slice holds the AUDIT rows its kind's phases recorded (what the kind's summary reads)."""
 
     rows: list[DataFrame] = field(default_factory=list)
+    # Under an apply's lock (run.relock): whether the kind kept its first plan, the view it
+    # read again being the view that plan was made on.
+    kept: bool = False
 
 
 @dataclass

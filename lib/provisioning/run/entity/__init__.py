@@ -39,6 +39,7 @@ from provisioning.run.entity.phases import (
     Import,
     Manifests,
     Plan,
+    Relocked,
     Snapshot,
     Validate,
     Verify,
@@ -232,8 +233,7 @@ class EntityRunKind(RunKind):
         }.get(step, ())
 
     def relock_phases(self) -> Sequence[Phase]:
-        # The view the run changes Kafka on is recorded, changed or not.
-        return (Snapshot(self, always_record=True), Plan(self))
+        return (Relocked(self),)
 
     def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         return self.planned(state, *self.sent_actions(ctx)) > 0

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.delta.idempotent import Transaction
 from provisioning.delta.manifests import manifest_commits, write_manifest_frame
-from provisioning.delta.snapshots import marked_view, record_view
+from provisioning.delta.snapshots import marked_view, record_view, same_rows
 from provisioning.delta.tables import TableRef, table_exists
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
@@ -175,6 +175,57 @@ class Plan(_Step):
                     model.plan_audit(judged, ctx.run_id, utc_now()), started, self.name,
                     f"{ctx.command}: saved plan ({self.nouns.title})",
                     (f"{self.nouns.prefix}-unmanaged", count_loose), self.nouns.one)
+
+
+class Relocked(_Step):
+    """Under an apply's lock (`run.relock`): the live entities read again and recorded (the
+    view the run changes Kafka on, changed or not), then the first plan kept when that view
+    is the one it was made on (every cluster's rows the same, compared by digest in one
+    Spark job; the same clusters unreadable, for the same reason) and every kind whose
+    state the plan reads kept its own first plan; else planned again whole. A kept plan is
+    recorded as the plan phase records one; what the first pass counted off the run's path
+    (the live entities no manifest names) stands."""
+
+    step = "under the lock"
+    own_reads = ("@desired", "@live", "@problems", "@plan", "@counts")
+    own_writes = ("@kept",)
+
+    def __init__(self, kind: EntityRunKind) -> None:
+        self._snapshot = Snapshot(kind, always_record=True)
+        self._plan = Plan(kind)
+        # The kinds whose state the plan reads: their first plans must stand too.
+        self._upstream = tuple(dict.fromkeys(f.split(".")[0] for f in kind.plan_reads))
+        super().__init__(
+            kind,
+            reads=tuple(dict.fromkeys([*self._snapshot.reads, *self._plan.reads,
+                                       *(f"{k}.kept" for k in self._upstream)])),
+            writes=tuple(dict.fromkeys([*self._snapshot.writes, *self._plan.writes])))
+
+    def needed(self, ctx: RunContext, state: RunState) -> bool:
+        return self._snapshot.needed(ctx, state)
+
+    def run(self, ctx: RunContext, state: RunState) -> None:
+        own = self.own(state)
+        first_live, first_problems = own.live, own.problems
+        first_plan, first_counts = own.plan, own.counts
+        self._snapshot.run(ctx, state)
+        own.kept = (first_live is not None and first_plan is not None
+                    and first_counts is not None
+                    and all(state.slice(k).kept for k in self._upstream)
+                    and own.problems == first_problems)
+        if own.kept:
+            with job_label(ctx.spark, f"{ctx.command}: {self.nouns.noun} rows read again "
+                                      "against the first read"):
+                own.kept = same_rows(require(first_live, "live"), require(own.live, "live"))
+        if not own.kept:
+            self._plan.run(ctx, state)
+            return
+        started, plan = time.monotonic(), require(first_plan, "plan")
+        record_plan(ctx, self.part.name, own, plan, require(first_counts, "counts"),
+                    self.model.plan_audit(plan, ctx.run_id, utc_now()), started,
+                    self._plan.name, f"{ctx.command}: saved plan ({self.nouns.title})",
+                    None, self.nouns.one)
+        ctx.steps.done(f"{self.nouns.noun} first plan kept under the lock")
 
 
 class Validate(_Step):

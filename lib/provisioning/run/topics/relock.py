@@ -55,7 +55,7 @@ class TopicsRelock(Phase):
         self.reads = ("states", "topics.desired", "topics.live", "topics.plan",
                       "topics.counts", "topics.unmanaged", *self._plan.reads, *reads)
         self.writes = ("topics.live", "topics.plan", "topics.counts", "topics.unmanaged",
-                       *self._plan.writes, *writes)
+                       "topics.kept", *self._plan.writes, *writes)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         topics = state.of(TopicState)
@@ -76,7 +76,8 @@ class TopicsRelock(Phase):
             same_layers = same_layers and unchanged
             extra += asked
         keys, same_topics = self._reread(ctx, state, first_plan, extra)
-        if same_layers and same_topics:
+        topics.kept = same_layers and same_topics
+        if topics.kept:
             for layer, first in zip(layers, first_layers, strict=True):
                 layer.kept(ctx, state, first)
             self._plan.keep(ctx, state, first_plan, first_counts, first_unmanaged)
