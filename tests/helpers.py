@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +156,39 @@ def fault_env(*faults: str) -> dict[str, str]:
     (tests/support/faults)."""
     return {"PROVISIONING_FAULT": ",".join(faults),
             "PYTHONPATH": f"{REPO / 'tests' / 'support' / 'faults'}:{REPO / 'lib'}:{REPO}"}
+
+
+@dataclass
+class PausedRun:
+    """A run of the job on a thread of its own, waiting at a fault point
+    (tests/support/faults: `pause-...:PATH`) until `go`."""
+
+    thread: threading.Thread
+    go_file: Path
+    finished: dict[str, Completed]
+
+    def go(self, timeout: float = 600) -> Completed:
+        """Let the run go on; what it did once it exits."""
+        self.go_file.touch()
+        self.thread.join(timeout)
+        return self.finished["done"]
+
+
+def run_paused(args: Sequence[str], point: str, go_file: Path, remote: str | None,
+               timeout: float = 300) -> PausedRun:
+    """`args` run through `run_cli` on a thread, with the fault `point:go_file`; returned once
+    the run waits there (`go_file`.waiting exists), failing when it never gets there."""
+    finished: dict[str, Completed] = {}
+    thread = threading.Thread(target=lambda: finished.update(done=run_cli(
+        list(args), env=fault_env(f"{point}:{go_file}"), remote=remote)))
+    thread.start()
+    waiting = Path(f"{go_file}.waiting")
+    deadline = time.monotonic() + timeout
+    while not waiting.exists() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    ended = finished["done"].output[-3000:] if "done" in finished else ""
+    assert waiting.exists(), f"the run never reached {point}\n{ended}"
+    return PausedRun(thread, go_file, finished)
 
 
 # Whether the tests' own session (the `spark` fixture) is a Spark Connect session: in lane

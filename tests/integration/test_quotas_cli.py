@@ -15,7 +15,6 @@ Spark Connect server. Every stage reads the broker's whole quota state back
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,9 +30,9 @@ from provisioning.kafka.quotas_entities import Entity
 from schemas.quotas import QUOTA_MANIFEST
 from tests.helpers import (
     Completed,
-    fault_env,
     run_cli,
     run_cli_in_process,
+    run_paused,
     write_conf,
     write_manifest_table,
 )
@@ -367,21 +366,10 @@ def test_quotas_are_planned_again_under_the_lock_only_when_their_view_changed(
              "quotas": {"producer_byte_rate": n * MIB}} for u, n in (("a", 1), ("b", 2))]
     write_quota_table(spark, table, rows)
     conf = quota_conf(tmp_path, bootstrap, wh, [table])
-    go = tmp_path / "go"
-    finished: dict[str, Completed] = {}
-    job = threading.Thread(target=lambda: finished.update(done=run_cli(
-        ["apply", "--conf", str(conf), "--json"], env=fault_env(f"pause-before-lock:{go}"),
-        remote=connect_server.address)))
-    job.start()
-    waiting = Path(f"{go}.waiting")
-    deadline = time.monotonic() + 300
-    while not waiting.exists() and job.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert waiting.exists(), "the run never reached the lock"
+    paused = run_paused(["apply", "--conf", str(conf), "--json"], "pause-before-lock",
+                        tmp_path / "go", connect_server.address)
     _set(bootstrap, {E(user="relock-a"): {"producer_byte_rate": MIB}})
-    go.touch()
-    job.join(600)
-    done = finished["done"]
+    done = paused.go()
     assert done.returncode == 0, done.output[-3000:]
     assert "step quota first plan kept under the lock:" not in done.output
     assert quota_audit(spark, wh, done.json()["run_id"]) == sorted([

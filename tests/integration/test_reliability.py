@@ -23,6 +23,7 @@ from tests.helpers import (
     plan_counts,
     row_count,
     run_cli,
+    run_paused,
     runs_rows,
     topic_rows,
     write_conf,
@@ -147,27 +148,16 @@ def test_a_lock_taken_over_before_apply_fences_the_run(kafka: Any, spark: Any,
     names = [f"fence.{i:03d}" for i in range(3)]
     write_manifest_table(spark, warehouse / "desired_topics", topic_rows("fence.", 3, 3))
     conf = write_conf(tmp_path / "conf.yaml", kafka.bootstrap_servers, warehouse)
-    go = tmp_path / "go"
-    finished: dict[str, Any] = {}
-    job = threading.Thread(target=lambda: finished.update(done=run_cli(
-        ["apply", "--conf", str(conf), "--topics", "fence.*"],
-        env=fault_env(f"pause-before-changes:{go}"), remote=connect_server.address)))
-    job.start()
-    waiting = Path(f"{go}.waiting")
-    deadline = time.monotonic() + 300
-    while not waiting.exists() and job.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert waiting.exists(), "the run never reached the pause before apply"
+    paused = run_paused(["apply", "--conf", str(conf), "--topics", "fence.*"],
+                        "pause-before-changes", tmp_path / "go", connect_server.address)
     locks = warehouse / "provision_runs_locks"
     (victim,) = {r["run_id"] for r in spark.read.format("delta").load(str(locks)).collect()}
     # Another run takes the cluster over, as one that found the victim's process gone would.
     usurper = RunLock(spark, str(locks), ["local"], "20990101T000000Z-usurper", "apply", 600)
     usurper.me = ProcessIdentity("elsewhere", None, None, 1, None)
     usurper._append("claim", {"local": victim})
-    go.touch()
-    job.join(600)
 
-    done = finished["done"]
+    done = paused.go()
     assert done.returncode == 4, done.output[-3000:]
     assert ("error: lock lost: taken over: another run holds the lock: cluster local is "
             "locked by apply run 20990101T000000Z-usurper (pid 1 on elsewhere") in done.output
@@ -442,17 +432,8 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
     try:
         admin.create_topics([NewTopic("relock.a", 1, 1, topic_configs={"retention.ms": hour}),
                              NewTopic("relock.d", 1, 1, topic_configs={"retention.ms": day})])
-        go = tmp_path / "go"
-        finished: dict[str, Any] = {}
-        job = threading.Thread(target=lambda: finished.update(done=run_cli(
-            ["apply", "--conf", str(conf), "--allow-alter", "--json"],
-            env=fault_env(f"pause-before-lock:{go}"), remote=connect_server.address)))
-        job.start()
-        waiting = Path(f"{go}.waiting")
-        deadline = time.monotonic() + 300
-        while not waiting.exists() and job.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert waiting.exists(), "the run never reached the lock"
+        paused = run_paused(["apply", "--conf", str(conf), "--allow-alter", "--json"],
+                            "pause-before-lock", tmp_path / "go", connect_server.address)
         locks = warehouse / "provision_runs_locks"
         assert row_count(spark, locks) == 0  # the first plan was made without the lock
         # Between the plan and the lock: relock.a altered, relock.b created, both as wanted;
@@ -462,11 +443,9 @@ def test_an_apply_plans_again_under_its_lock_and_a_no_op_takes_none(
         admin.create_topics([NewTopic("relock.b", 1, 1, topic_configs={"retention.ms": day}),
                              NewTopic("relock.x", 1, 1)])
         admin.create_partitions({"relock.d": NewPartitions(2)})
-        go.touch()
-        job.join(600)
+        done = paused.go()
     finally:
         admin.close()
-    done = finished["done"]
     assert done.returncode == 0, done.output[-3000:]
     assert "step plan again under the lock:" in done.output
     assert "first plan kept" not in done.output
