@@ -18,6 +18,7 @@ from provisioning.delta.tables import TableRef, table_exists
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
 from provisioning.run.executors import answered
+from provisioning.run.kind import PlanCounts
 from provisioning.run.manifest_cache import manifest_rows
 from provisioning.run.options import ApplyOptions, ImportOptions
 from provisioning.run.phases import cut, record_plan
@@ -171,10 +172,21 @@ class Plan(_Step):
                 own.unmanaged = per_cluster(model.unmanaged(live, desired))
                 part.count_loose(ctx, state, live)
 
-        record_plan(ctx, part.name, own, judged, counts,
-                    model.plan_audit(judged, ctx.run_id, utc_now()), started, self.name,
-                    f"{ctx.command}: saved plan ({self.nouns.title})",
-                    (f"{self.nouns.prefix}-unmanaged", count_loose), self.nouns.one)
+        self._record(ctx, state, judged, counts, started,
+                     (f"{self.nouns.prefix}-unmanaged", count_loose))
+
+    def keep(self, ctx: RunContext, state: RunState, plan: DataFrame,
+             counts: PlanCounts) -> None:
+        """`plan` (with its `counts`) as this phase's plan, recorded as `run` records one:
+        an apply's first plan, when the view read under its lock is the view it was made
+        on (`Relocked`); what the first pass counted off the run's path stands."""
+        self._record(ctx, state, plan, counts, time.monotonic(), None)
+
+    def _record(self, ctx: RunContext, state: RunState, plan: DataFrame, counts: PlanCounts,
+                started: float, side: tuple[str, Callable[[], None]] | None) -> None:
+        record_plan(ctx, self.part.name, self.own(state), plan, counts,
+                    self.model.plan_audit(plan, ctx.run_id, utc_now()), started, self.name,
+                    f"{ctx.command}: saved plan ({self.nouns.title})", side, self.nouns.one)
 
 
 class Relocked(_Step):
@@ -209,22 +221,19 @@ class Relocked(_Step):
         first_live, first_problems = own.live, own.problems
         first_plan, first_counts = own.plan, own.counts
         self._snapshot.run(ctx, state)
-        own.kept = (first_live is not None and first_plan is not None
-                    and first_counts is not None
-                    and all(state.slice(k).kept for k in self._upstream)
-                    and own.problems == first_problems)
-        if own.kept:
+        same = (first_live is not None and first_plan is not None
+                and first_counts is not None and own.problems == first_problems
+                and all(state.slice(k).kept for k in self._upstream))
+        if same:
             with job_label(ctx.spark, f"{ctx.command}: {self.nouns.noun} rows read again "
                                       "against the first read"):
-                own.kept = same_rows(require(first_live, "live"), require(own.live, "live"))
-        if not own.kept:
+                same = same_rows(require(first_live, "live"), require(own.live, "live"))
+        own.kept = same
+        if not same:
             self._plan.run(ctx, state)
             return
-        started, plan = time.monotonic(), require(first_plan, "plan")
-        record_plan(ctx, self.part.name, own, plan, require(first_counts, "counts"),
-                    self.model.plan_audit(plan, ctx.run_id, utc_now()), started,
-                    self._plan.name, f"{ctx.command}: saved plan ({self.nouns.title})",
-                    None, self.nouns.one)
+        self._plan.keep(ctx, state, require(first_plan, "plan"),
+                        require(first_counts, "counts"))
         ctx.steps.done(f"{self.nouns.noun} first plan kept under the lock")
 
 
