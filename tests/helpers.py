@@ -175,12 +175,13 @@ class PausedRun:
 
 
 def run_paused(args: Sequence[str], point: str, go_file: Path, remote: str | None,
-               timeout: float = 300) -> PausedRun:
-    """`args` run through `run_cli` on a thread, with the fault `point:go_file`; returned once
-    the run waits there (`go_file`.waiting exists), failing when it never gets there."""
+               timeout: float = 300, env: Mapping[str, str] | None = None) -> PausedRun:
+    """`args` run through `run_cli` on a thread (with `env` too), with the fault
+    `point:go_file`; returned once the run waits there (`go_file`.waiting exists), failing
+    when it never gets there."""
     finished: dict[str, Completed] = {}
     thread = threading.Thread(target=lambda: finished.update(done=run_cli(
-        list(args), env=fault_env(f"{point}:{go_file}"), remote=remote)))
+        list(args), env={**(env or {}), **fault_env(f"{point}:{go_file}")}, remote=remote)))
     thread.start()
     waiting = Path(f"{go_file}.waiting")
     deadline = time.monotonic() + timeout

@@ -2,9 +2,10 @@
 (the StandardAuthorizer; emptied for this module): grants, an idempotent rerun, revokes only
 when allowed, unlisted bindings kept unless the conf removes them, policies, invalid rows,
 the authority check,
-a deleted topic's bindings, saved plans, report and import; and a batch of 1,000
+a deleted topic's bindings, saved plans, report and import; a batch of 1,000
 bindings granted and revoked through `spark-submit.sh` as a thin client of the session's
-Spark Connect server, its requests counted by a loopback proxy the broker advertises.
+Spark Connect server, its requests counted by a loopback proxy the broker advertises; and,
+on the same server, the bindings planned again under the lock when the topics were.
 
 The CLI runs in this process on the tests' SparkSession (`run_cli_in_process`): the same
 command `spark-submit.sh` runs. Every stage reads the broker's whole ACL state back.
@@ -13,6 +14,7 @@ command `spark-submit.sh` runs. Every stage reads the broker's whole ACL state b
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from tests.helpers import (
     grant,
     run_cli,
     run_cli_in_process,
+    run_paused,
     write_conf,
     write_manifest_table,
 )
@@ -400,3 +403,51 @@ def test_a_thousand_bindings_in_a_handful_of_requests_through_spark_connect(
         expected |= chain(key, "REVOKE", PLANNED, VALIDATED, ("apply", "revoked", "NONE"),
                           ("verify", "revoked", "NONE"))
     assert acl_audit(spark, tmp_path, revoked["run_id"]) == expected
+
+
+def test_bindings_are_planned_again_under_the_lock_when_the_topics_were(
+        secured: KafkaCluster, connect_server: Any, spark: Any, tmp_path: Path) -> None:
+    """The first plan (without the lock) deletes a topic and revokes its binding with it;
+    before the run takes its lock the topic is deleted by hand. Under the lock the topics
+    are planned again (the topic is already absent), so the bindings' plan, which reads
+    the topics' plan, is made again: no revoke, the binding left as it is, the grant made."""
+    settings = secured.client_settings()
+    admin = KafkaAdminClient(**settings)
+    try:
+        admin.create_topics([_new_topic("acl.relock.gone")], wait_for_metadata=True)
+        reader = k("User:relock-reader", "READ", "TOPIC", "acl.relock.gone")
+        grant(settings, "User:relock-reader", [("TOPIC", "acl.relock.gone", "LITERAL",
+                                                ["READ"])])
+        app = k("User:relock-app", "READ", "TOPIC", "acl.relock.app")
+        # `force`: the delete does not wait on the topic's last write, which the first
+        # plan's policies may still be reading when the run reaches its lock.
+        write_manifest_table(spark, tmp_path / "wh" / "desired_topics", [
+            {"cluster": CLUSTER, "topic": "acl.relock.gone", "state": "absent",
+             "force": True}])
+        write_acl_table(spark, tmp_path / "wh" / "acls", [
+            {"principal": "User:relock-app", "resource_type": "TOPIC",
+             "resource_name": "acl.relock.app", "operations": ["READ"]}])
+        conf = conf_for(tmp_path, secured, "relock")
+        paused = run_paused(["apply", "--conf", str(conf), "--allow-deletes", "--json"],
+                            "pause-before-lock", tmp_path / "go", connect_server.address,
+                            env=ADMIN)
+        admin.delete_topics(["acl.relock.gone"])
+        deadline = time.monotonic() + 60
+        while "acl.relock.gone" in admin.list_topics():
+            assert time.monotonic() < deadline, "the topic was never deleted"
+            time.sleep(0.2)
+        before = bindings(secured)
+        done = paused.go()
+    finally:
+        admin.close()
+    assert done.returncode == 0, done.output[-3000:]
+    assert "step plan again under the lock:" in done.output
+    assert done.output.count("step ACL plan and policies:") == 2, done.output[-3000:]
+    assert "ACL first plan kept" not in done.output
+    doc = done.json()
+    assert acl_audit(spark, tmp_path, doc["run_id"]) == chain(
+        app, "GRANT", PLANNED, VALIDATED, ("apply", "granted", "NONE"),
+        ("verify", "granted", "NONE"))
+    assert bindings(secured) == sorted([*before, app])
+    assert reader in before
+    assert "acl.relock.gone" not in topics(secured)
