@@ -15,9 +15,10 @@ PROVISIONING_FAULT is a comma-separated list of `point` or `point:argument`:
 - pause-before-changes:PATH       before the first phase that changes Kafka,
 - pause-between-waves:PATH        before each wave of apply requests after the first,
 - pause-in-snapshot:PATH          when the snapshot phase starts,
-- pause-before-lock:PATH          once an apply's plan, made without its lock, has
-                                  changes, before it writes its lock claim and plans
-                                  again,
+- pause-before-lock:PATH          once an apply's first plan, made without its lock,
+                                  has changes, before it writes its lock claim and plans
+                                  again (the claim starts beside the first plan's
+                                  policies, which may still be reading Kafka),
 - pause-after-phases:PATH         once every phase is done (before the last commits land):
                                   create PATH.waiting, then wait (at most five minutes)
                                   until PATH exists
