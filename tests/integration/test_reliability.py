@@ -23,6 +23,7 @@ from tests.helpers import (
     plan_counts,
     row_count,
     run_cli,
+    run_cli_in_process,
     run_paused,
     runs_rows,
     topic_rows,
@@ -71,7 +72,6 @@ def _split(broker: Any, prefix: str) -> tuple[list[str], dict[str, dict[str, Any
 
 
 def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
-                                                     connect_server: Any,
                                                      tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     rows = topic_rows("kill.", 12, 3)
@@ -93,8 +93,9 @@ def test_killed_driver_rerun_records_each_topic_once(kafka: Any, spark: Any,
     assert sorted({r["phase"] for r in audit}) == ["plan", "validate"]
     assert runs_rows(spark, warehouse) == {}
 
-    # the dead driver's lock is stale at once (its pid is gone), so the rerun proceeds
-    rerun = run_cli(["apply", "--conf", str(conf), "--json"], remote=connect_server.address)
+    # the dead driver's lock is stale at once (its pid is gone), so the rerun proceeds (in
+    # this process, on the tests' classic session)
+    rerun = run_cli_in_process(["apply", "--conf", str(conf), "--json"])
     assert rerun.returncode == 0, rerun.output[-3000:]
     second = rerun.json()["run_id"]
     # Nothing left to change: the rerun's plan is its counts, no audit row.
