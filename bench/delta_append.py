@@ -1,7 +1,10 @@
 """What one small audit append costs on a warm classic session: the job's idempotent append
 (`delta.idempotent.append_once`: its transaction named in the commit's userMetadata),
 Delta's own idempotent write (txnAppId / txnVersion) and a plain append, with and
-without per-file statistics.
+without per-file statistics; and an append to a table with the lock log's properties
+(`delta.lock.LOCK_TABLE_PROPERTIES`: row tracking on, as every claim, renewal and release
+is), as it comes and with the table read just before it (untimed, as a lock's read-back
+reads it).
 
     ./spark-submit.sh bench/delta_append.py [--appends 14] [--rows 10] [--out FILE]
 
@@ -11,7 +14,8 @@ four appends of a case are not counted (the table's creation and the session's f
 writes of it). The 11th append also writes the table's first checkpoint, so it is in the
 spread, not the median. Reported per case: the median and the fastest append, every
 append's time, and the Spark jobs of the last append (Delta's transaction id makes it
-reconstruct the table's state to look up the id's last version). Nothing asserts a time.
+reconstruct the table's state to look up the id's last version; row tracking makes an
+append read the table's row id high-water mark from its state). Nothing asserts a time.
 """
 
 from __future__ import annotations
@@ -33,17 +37,22 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from provisioning.delta.idempotent import Transaction, append_once  # noqa: E402
+from provisioning.delta.lock import LOCK_TABLE_PROPERTIES  # noqa: E402
 from provisioning.delta.tables import TableRef, append  # noqa: E402
 from schemas import AUDIT  # noqa: E402
 
 NO_STATS = {"spark.databricks.delta.stats.collect": "false"}
-# name -> (how: "job" append_once, "delta" txnAppId / txnVersion, "plain"; session settings)
+# name -> (how: "job" append_once, "delta" txnAppId / txnVersion, "plain", "lock" a plain
+# append to a table with the lock log's properties, "lock-read" the same after an untimed
+# read of the table; session settings)
 CASES: dict[str, tuple[str, dict[str, str]]] = {
     "the job's idempotent append (append_once)": ("job", {}),
     "Delta's idempotent write (txnAppId / txnVersion)": ("delta", {}),
     "no transaction id": ("plain", {}),
     "the job's, no file statistics": ("job", NO_STATS),
     "Delta's, no file statistics": ("delta", NO_STATS),
+    "the lock log's (row tracking on), no transaction id": ("lock", {}),
+    "the same, the table read just before": ("lock-read", {}),
 }
 SKIPPED = 4
 
@@ -61,6 +70,8 @@ def _append(df: DataFrame, ref: TableRef, how: str, name: str, number: int) -> N
         append_once(df, ref, Transaction(f"bench-{name}", number))
     elif how == "delta":
         append(df, ref, options={"txnAppId": f"bench-{name}", "txnVersion": str(number)})
+    elif how in ("lock", "lock-read"):
+        append(df, ref, properties=LOCK_TABLE_PROPERTIES)
     else:
         append(df, ref)
 
@@ -76,6 +87,10 @@ def measure(spark: SparkSession, root: Path, name: str, how: str,
         tracker = spark.sparkContext.statusTracker()
         jobs: list[str] = []
         for i in range(appends):
+            if how == "lock-read" and i:
+                # As a lock's read-back leaves the table before its next event.
+                (spark.read.format("delta").load(ref.text)
+                 .select("*", F.col("_metadata.row_commit_version")).collect())
             group = f"append-{ref.text}-{i}"
             spark.sparkContext.setJobGroup(group, group)
             started = time.monotonic()
