@@ -11,11 +11,12 @@ reads it).
 Each case appends `--rows` AUDIT rows (`provisioning.delta.tables.append`, under every
 audit, runs and snapshot commit) `--appends` times to a new path table; the first
 four appends of a case are not counted (the table's creation and the session's first
-writes of it). The 11th append also writes the table's first checkpoint, so it is in the
-spread, not the median. Reported per case: the median and the fastest append, every
-append's time, and the Spark jobs of the last append (Delta's transaction id makes it
-reconstruct the table's state to look up the id's last version; row tracking makes an
-append read the table's row id high-water mark from its state). Nothing asserts a time.
+writes of it). One append of each case also writes the table's first checkpoint (the 11th;
+the 10th in the lock log's cases), so it is in the spread, not the median. Reported per
+case: the median and the fastest append, every append's time, and the Spark jobs of the
+last append (Delta's transaction id makes it reconstruct the table's state to look up the
+id's last version; row tracking makes an append read the table's row id high-water mark
+from its state). Nothing asserts a time.
 """
 
 from __future__ import annotations
