@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -371,3 +371,14 @@ def table_json(spark: Any, path: Path) -> list[str]:
     """Every row of the Delta table at `path` as one JSON document (every column)."""
     return [json.dumps(r.asDict(recursive=True), sort_keys=True, default=str)
             for r in spark.read.format("delta").load(str(path)).collect()]
+
+
+def wait_until(what: str, done: Callable[[], bool], timeout_s: float = 30,
+               pause: float = 0.2) -> None:
+    """Return once `done()` holds (a broker shows a change a moment after it answered, a
+    replica catches up); fail naming `what` when it still does not after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g}s waiting for {what}")
+        time.sleep(pause)

@@ -6,8 +6,7 @@ them; on three nodes, one stopped broker shrinks the ISRs the health rules then 
 from __future__ import annotations
 
 import datetime as dt
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.client import ClusterAdmin, PartitionState
 from provisioning.kafka.codes import NON_DEFAULT_SOURCES, topic_id_text
 from provisioning.kafka.snapshot import snapshot_rows
-from tests.helpers import run_cli, write_conf, write_manifest_table
+from tests.helpers import run_cli, wait_until, write_conf, write_manifest_table
 from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration]
@@ -147,14 +146,6 @@ def three_nodes(racked_kafka: KafkaCluster) -> Iterator[KafkaCluster]:
         admin.close()
 
 
-def _wait(what: str, done: Callable[[], bool], timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 def _states(bootstrap: str, topics: set[str]) -> dict[str, Any]:
     with _admin(bootstrap) as admin:
         return {t.name: t.partition_states for t in admin.describe_topics(sorted(topics))}
@@ -206,7 +197,7 @@ def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
         return live, health_findings(live, desired_df(spark, []), context, rules=(
             "offline_partition", "under_replicated", "below_min_isr"))
 
-    _wait("every replica in sync", in_sync)
+    wait_until("every replica in sync", in_sync, 90, pause=0.5)
     full = {"chk.strict": (PartitionState(0, a, (a, b, victim), tuple(sorted((a, b, victim)))),
                            PartitionState(1, b, (b, victim, a), tuple(sorted((a, b, victim))))),
             "chk.apart": (PartitionState(0, a, (a, b), tuple(sorted((a, b)))),)}
@@ -217,9 +208,9 @@ def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
 
     three_nodes.stop_node(victim)
     try:
-        _wait(f"node {victim} out of every ISR", lambda: all(
+        wait_until(f"node {victim} out of every ISR", lambda: all(
             victim not in p.isr for states in _states(survivors, topics).values()
-            for p in states or ()))
+            for p in states or ()), 90, pause=0.5)
         live, found = judged(survivors)
 
         shrunk = tuple(sorted((a, b)))
@@ -259,7 +250,7 @@ def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
         if not three_nodes.is_running(victim):
             three_nodes.start_node(victim)
 
-    _wait("every replica back in sync", in_sync)
+    wait_until("every replica back in sync", in_sync, 90, pause=0.5)
     _, found = judged(everyone)
     assert_df_equality(found, spark.createDataFrame([], FINDING), ignore_nullable=True)
     assert _checked(connect_server, conf) == (0, {

@@ -36,6 +36,7 @@ from tests.helpers import (
     plan_counts,
     run_cli,
     runs_rows,
+    wait_until,
     write_conf,
     write_manifest_table,
 )
@@ -73,7 +74,8 @@ def _delete_prefixed(cluster: KafkaCluster, prefixes: tuple[str, ...]) -> None:
         mine = [t for t in admin.list_topics() if t.startswith(prefixes)]
         if mine:
             admin.delete_topics(mine, raise_errors=False)
-        _wait_for(admin, lambda live: not any(t.startswith(prefixes) for t in live), 120)
+        wait_until("the earlier tests' topics gone", lambda: not any(
+            t.startswith(prefixes) for t in admin.list_topics()), 120)
     finally:
         admin.close()
 
@@ -284,13 +286,13 @@ class Model:
     def _behind_the_back(self, admin: KafkaAdminClient, deleted: list[str]) -> None:
         for t in deleted:
             admin.delete_topics([t], timeout_ms=30000)
-            _wait_for(admin, lambda names, t=t: t not in names)
+            wait_until(f"{t} deleted", lambda t=t: t not in admin.list_topics())
             del self.live[t]
             self._note("deleted behind the back", f"deleted behind the back {t}")
         if self._due("created behind the back (unmanaged)") or self.rng.random() < 0.3:
             name = self._name("soak-foreign.")
             admin.create_topics([NewTopic(name, 1, 1)], timeout_ms=30000)
-            _wait_for(admin, lambda names: name in names)
+            wait_until(f"{name} created", lambda: name in admin.list_topics())
             self.foreign[name] = ""
             self._note("created behind the back (unmanaged)",
                        f"created behind the back (unmanaged) {name}")
@@ -299,7 +301,7 @@ class Model:
                      or self.rng.random() < 0.3):
             t = self.rng.choice(gone)
             admin.create_topics([NewTopic(t, 1, 1)], timeout_ms=30000)
-            _wait_for(admin, lambda names: t in names)
+            wait_until(f"{t} created", lambda: t in admin.list_topics())
             self.live[t] = Shape(1, 1, -1)
             self._note("created behind the back (wanted absent)",
                        f"created behind the back (wanted absent) {t}")
@@ -392,14 +394,6 @@ class Model:
         return {t: (s.partitions, s.rf,
                     {} if s.retention == -1 else {"retention.ms": str(s.retention)})
                 for t, s in sorted(self.live.items())}
-
-
-def _wait_for(admin: KafkaAdminClient, ready: Any, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready(set(admin.list_topics())):
-        if time.monotonic() > deadline:
-            raise AssertionError("the broker did not show the change in time")
-        time.sleep(0.2)
 
 
 def _soak_state(cluster: KafkaCluster) -> tuple[dict[str, tuple[int, int, dict[str, str]]],

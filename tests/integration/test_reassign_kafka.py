@@ -5,7 +5,7 @@ what the brokers hold."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from provisioning.names import reassign as move_names
 from provisioning.transforms.reassign.placement import PartitionSpec, place
 from schemas import TOPIC_RESULT, column_names
 from tests.conftest import RACKS
+from tests.helpers import wait_until
 from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
@@ -128,15 +129,6 @@ def wait_settled(admin: ClusterAdmin, targets: dict[tuple[str, int], list[int]],
         time.sleep(0.5 if settled else 1)
 
 
-def eventually(check: Callable[[], bool], timeout_s: float = 30) -> None:
-    """Wait for `check` (a broker applies a config change once the controller's metadata
-    reaches it, a moment after the request was answered)."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "not seen in time"
-        time.sleep(0.2)
-
-
 def as_dict(row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(column_names(TOPIC_RESULT), row, strict=True))
 
@@ -177,10 +169,10 @@ def test_rf_1_to_3_throttled_in_flight_then_done_and_unthrottled(
                                      removing=())
         for p, t in targets.items()}
     assert reassign.list_reassignments(admin, ["no.such.topic"]) == {}
-    eventually(lambda: throttle_configs(admin, topic) == {
+    wait_until("the topic's throttled replicas", lambda: throttle_configs(admin, topic) == {
         LEADER: set(entries[topic].leader), FOLLOWER: set(entries[topic].follower)})
     slow = reassign.RateSetting(str(SLOW), "DYNAMIC_BROKER_CONFIG")
-    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {
+    wait_until("the brokers' rates", lambda: reassign.broker_rates(admin, [1, 2, 3]) == {
         b: {names.LEADER_THROTTLED_RATE: slow, names.FOLLOWER_THROTTLED_RATE: slow}
         for b in (1, 2, 3)})
     left = reassign.bytes_left(admin, reassign.list_reassignments(admin, [topic]))
@@ -202,7 +194,7 @@ def test_rf_1_to_3_throttled_in_flight_then_done_and_unthrottled(
     # Somebody raises the rate: the job's value is gone, so it removes nothing.
     reassign.set_broker_rates(admin, [1, 2, 3], FAST)
     fast = reassign.RateSetting(str(FAST), "DYNAMIC_BROKER_CONFIG")
-    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {
+    wait_until("the brokers' rates", lambda: reassign.broker_rates(admin, [1, 2, 3]) == {
         b: {names.LEADER_THROTTLED_RATE: fast, names.FOLLOWER_THROTTLED_RATE: fast}
         for b in (1, 2, 3)})
     removed = reassign.remove_broker_rates(admin, [1, 2, 3], only_value=SLOW)
@@ -212,11 +204,13 @@ def test_rf_1_to_3_throttled_in_flight_then_done_and_unthrottled(
 
     assert reassign.throttle_topics(admin, entries, names.SUBTRACT) == {
         topic: {**NONE, "topic": topic}}
-    eventually(lambda: throttle_configs(admin, topic) == {})
+    wait_until("the topic's throttled replicas removed",
+               lambda: throttle_configs(admin, topic) == {})
     removed = reassign.remove_broker_rates(admin, [1, 2, 3], only_value=FAST)
     assert {b: a["removed"] for b, a in removed.items()} == {
         b: [names.LEADER_THROTTLED_RATE, names.FOLLOWER_THROTTLED_RATE] for b in (1, 2, 3)}
-    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}})
+    wait_until("the brokers' rates removed",
+               lambda: reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}})
 
     after = described(racked, topic)
     assert {p: replicas for p, (_, replicas) in after.items()} == targets
@@ -260,8 +254,10 @@ def test_rf_3_to_2_through_the_tasks_keeps_the_leaders_and_clears_its_throttles(
     assert {p: replicas for p, (_, replicas) in after.items()} == {
         p: targets[(topic, p)] for p in range(6)}
     assert all(r[0] == live[p][0] and len(r) == 2 for (_, p), r in targets.items())
-    eventually(lambda: throttle_configs(admin, topic) == {})
-    eventually(lambda: reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}})
+    wait_until("the topic's throttled replicas removed",
+               lambda: throttle_configs(admin, topic) == {})
+    wait_until("the brokers' rates removed",
+               lambda: reassign.broker_rates(admin, [1, 2, 3]) == {1: {}, 2: {}, 3: {}})
 
 
 def test_per_partition_errors_for_a_bad_target(admin: ClusterAdmin, racked: KafkaCluster,
