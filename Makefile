@@ -149,7 +149,7 @@ bench: setup
 # (tests/unit/test_conf_schema.py and test_manifest_schema.py fail when a file in the repo
 # is not what they make).
 conf-schema: venv
-	$(PY) -m provisioning.conf.schema conf/provisioning.schema.json schemas/manifest.schema.json
+	$(PY) -m provisioning.cli.schemas conf/provisioning.schema.json schemas/manifest.schema.json
 
 # The docs site (MkDocs, Material theme) into build/site, strictly: a broken link, a missing
 # page or a missing conf/provisioning.schema.json fails it. The reference pages are

@@ -219,8 +219,8 @@ def run_job(work: Path, bootstrap: str, bindings: int, password: str,
 
 def live_bench_bindings(cluster: KafkaCluster) -> int:
     from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-    from provisioning.kafka.acls import describe_acls
     from provisioning.kafka.client import ClusterAdmin
+    from provisioning.kinds.acls.requests import describe_acls
 
     assert cluster.sasl is not None
     conf = ClusterConf("local", cluster.bootstrap_servers, "SASL_PLAINTEXT", "PLAIN")

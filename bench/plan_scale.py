@@ -8,7 +8,7 @@ For each row count, two processes through ./spark-submit.sh (local[2], --driver-
 generate  writes the synthetic manifest table (N desired rows over --clusters clusters)
           and the synthetic snapshot table (the live topics) as Delta tables.
 plan      reads them and runs the product's own chain up to the plan's audit rows
-          (provisioning.run.topics.planning: read_desired, plan_rows, judge_plan with every
+          (provisioning.kinds.topics.planning: read_desired, plan_rows, judge_plan with every
           configurable create and delete policy after the always-on ones; then
           plan_audit), and appends the audit rows to a Delta table as one commit (local
           checkpoints as the run takes them; the snapshot table is read into a local
@@ -59,7 +59,7 @@ POLICIES: dict[str, Any] = {
 
 def _conf(work: Path, clusters: int, settings: Sequence[str] = ()) -> Any:
     """The conf of the plan: `settings` (KEY=VALUE) go into its spark.settings."""
-    from provisioning.conf import parse_conf
+    from tests.helpers import parse_conf
 
     return parse_conf({
         "spark": {"settings": dict(item.split("=", 1) for item in settings)},
@@ -153,8 +153,8 @@ def plan(work: Path, clusters: int, settings: Sequence[str] = ()) -> dict[str, A
 
     from provisioning.delta.tables import TableRef, append, read_table
     from provisioning.kafka.client import ClusterState
+    from provisioning.kinds.topics.planning import planned_plan, read_desired
     from provisioning.results import new_run_id, utc_now
-    from provisioning.run.topics.planning import planned_plan, read_desired
     from provisioning.session import build_session
     from provisioning.transforms.audit import plan_audit
     from provisioning.transforms.scope import in_scope
@@ -178,7 +178,7 @@ def plan(work: Path, clusters: int, settings: Sequence[str] = ()) -> dict[str, A
                               default_partitions=3, default_replication_factor=3)
               for n in names}
     built = time.monotonic()
-    # What the run's plan phase does (provisioning.run.topics.phases.Plan).
+    # What the run's plan phase does (provisioning.kinds.topics.phases.Plan).
     planned, _ = planned_plan(spark, conf, states, desired, live, live_in_scope, None)
     checkpointed = time.monotonic()
     rows = plan_audit(planned, run_id, utc_now())

@@ -20,7 +20,7 @@ then to the last entity removed (the job: each a whole run, from launch to exit)
            request per entity does)
   floor    bench/quota_batch.py direct: one AlterClientQuotas setting every entity, then one
            removing them all
-           (both through the project's provisioning.kafka.quotas.alter_client_quotas, its
+           (both through the project's provisioning.kinds.quotas.requests.alter_client_quotas, its
            batch size 1 or `--entities`)
   job      ./spark-submit.sh jobs/provision_topics.py apply --conf ... --json (cold, classic
            Spark) over a quota manifest table of the entities (`quotas.max_changes_per_cluster`
@@ -65,7 +65,7 @@ USER_PREFIX = "bench-"
 # Two quotas an entity: values distinct per entity, whole bytes a second.
 KEYS = ("producer_byte_rate", "consumer_byte_rate")
 TOPIC = "quota-bench.live"
-# The product's default `quotas.batch_size` (provisioning.conf.quotas.QuotasConf).
+# The product's default `quotas.batch_size` (provisioning.kinds.quotas.conf.QuotasConf).
 BATCH_SIZE = 200
 # provisioning.run.engine's step lines.
 STEP = re.compile(r"step (?P<name>[A-Za-z_ ]+): (?P<secs>[0-9.]+)s \(at [0-9.]+\)")
@@ -85,8 +85,8 @@ def quota_values(index: int) -> dict[str, float]:
 def direct(args: argparse.Namespace) -> int:
     from provisioning.conf import ClusterConf, KafkaConf
     from provisioning.kafka.client import ClusterAdmin
-    from provisioning.kafka.quotas import alter_client_quotas
-    from provisioning.kafka.quotas_entities import Entity, QuotaEntry
+    from provisioning.kinds.quotas.entities import Entity, QuotaEntry
+    from provisioning.kinds.quotas.requests import alter_client_quotas
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     started = time.time()
@@ -213,7 +213,7 @@ def live_bench_quotas(cluster: KafkaCluster) -> int:
     """The bench's quotas (entity keys) the broker holds."""
     from provisioning.conf import ClusterConf, KafkaConf
     from provisioning.kafka.client import ClusterAdmin
-    from provisioning.kafka.quotas import describe_client_quotas
+    from provisioning.kinds.quotas.requests import describe_client_quotas
 
     conf = ClusterConf("local", cluster.bootstrap_servers)
     with ClusterAdmin(conf, None, KafkaConf()) as admin:

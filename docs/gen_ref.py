@@ -302,7 +302,7 @@ def schema_tables() -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
         assignments, columns = _comments(source)
         sources[name] = (assignments, columns, source.splitlines())
         # The audit table as the job writes it: with each registered kind's own column.
-        found += [(name, const, comment, schemas.with_kind_columns(getattr(module, const))
+        found += [(name, const, comment, schemas.AUDIT
                    if (name, const) == ("schemas.tables", "AUDIT") else getattr(module, const))
                   for const, (_, _, comment) in assignments.items()
                   if isinstance(getattr(module, const, None), StructType)
@@ -405,9 +405,11 @@ OUTCOME_MEANINGS = {
 
 def kinds_vocabulary() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """Per kind: (name, plan actions, outcomes); every registered entity kind's from its
-    vocabulary (`names.<kind>`: NOUNS, ACTIONS, OUTCOMES)."""
-    from provisioning import kinds, names
-    from provisioning.names import reassign
+    model (the actions that add and remove, and the broker's words for them)."""
+    from provisioning import names
+    from provisioning.kinds.reassign import names as reassign
+    from provisioning.registry import KINDS
+    from provisioning.run.entity import EntityRunKind
 
     found = [
         ("topics", names.ACTIONS, names.OUTCOMES),
@@ -415,12 +417,11 @@ def kinds_vocabulary() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
          (reassign.REASSIGNING, reassign.REASSIGNED, names.REJECTED, names.FAILED,
           names.UNKNOWN)),
     ]
-    for kind in kinds.KINDS:
-        module = importlib.import_module(f"provisioning.names.{kind}") \
-            if importlib.util.find_spec(f"provisioning.names.{kind}") else None
-        nouns = getattr(module, "NOUNS", None)
-        if nouns is not None:
-            found.append((nouns.title, module.ACTIONS, module.OUTCOMES))
+    for kind in KINDS:
+        if isinstance(kind.run, EntityRunKind):
+            model = kind.run.model
+            found.append((model.nouns.title, (model.adds, model.removes, names.NOOP),
+                          names.entity_outcomes(model.added, model.removed)))
     return found
 
 
@@ -449,8 +450,8 @@ def _policy_doc(factory: Callable[..., Any]) -> str:
 def vocabulary_reference() -> str:
     """The page of exit codes, actions, outcomes, policies and `check` rules."""
     from provisioning import names
-    from provisioning.transforms.check import DEFAULT_SEVERITY
-    from provisioning.transforms.policies import registry
+    from provisioning.kinds.topics.policies import registry
+    from provisioning.kinds.topics.rules import DEFAULT_SEVERITY
 
     lines = ["# Exit codes, outcomes, policies and check rules", "",
              "## Exit codes", "", "| exit code | meaning |", "|---|---|"]
@@ -504,9 +505,9 @@ def vocabulary_reference() -> str:
 
 def check_rules() -> list[str]:
     """Every rule `checks.severity` may name: each conf section's (kind's) rules."""
-    from provisioning.conf.section import sections
+    from provisioning.registry import KINDS
 
-    return list(dict.fromkeys(rule for s in sections() for rule in s.check_rules))
+    return list(dict.fromkeys(rule for k in KINDS for rule in k.conf.check_rules))
 
 
 # -- the pages ------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ sends a few columns of a table (a view, a request) names the ones it uses; none
 defines a table of its own.
 """
 
-import importlib
 from collections.abc import Sequence
+from types import ModuleType
 
 from pyspark.sql.types import StructType
 
-from schemas import tables
+from schemas import acls, quotas, tables, users
 from schemas.acls import (
     ACL_BINDING,
     ACL_DESIRED,
@@ -51,22 +51,11 @@ from schemas.tables import (
 from schemas.usage import DISKS, GROUP_LAG, INVENTORY, LAST_WRITE, USAGE_READ
 
 
-def with_kind_columns(audit: StructType, kinds: Sequence[str] | None = None) -> StructType:
-    """`audit` with the column each kind of `kinds` (None: the registered ones,
-    `provisioning.kinds`) declares in its schema module (`schemas.<kind>.AUDIT_COLUMN`, a
-    StructField) and `audit` lacks, in that order."""
-    if kinds is None:
-        from provisioning.kinds import KINDS
-
-        kinds = KINDS
+def with_kind_columns(audit: StructType, kinds: Sequence[ModuleType]) -> StructType:
+    """`audit` with the column each of `kinds` (a kind's schema module) declares
+    (`AUDIT_COLUMN`, a StructField) and `audit` lacks, in that order."""
     columns = list(audit.fields)
-    for kind in kinds:
-        try:
-            module = importlib.import_module(f"schemas.{kind}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"schemas.{kind}":
-                raise
-            continue
+    for module in kinds:
         column = getattr(module, "AUDIT_COLUMN", None)
         if column is not None and column.name not in {c.name for c in columns}:
             columns.append(column)
@@ -74,7 +63,7 @@ def with_kind_columns(audit: StructType, kinds: Sequence[str] | None = None) -> 
 
 
 # One row per subject (a topic, or another kind's) per phase per run.
-AUDIT = with_kind_columns(tables.AUDIT)
+AUDIT = with_kind_columns(tables.AUDIT, (acls, quotas, users))
 
 __all__ = [
     "ACL_BINDING",

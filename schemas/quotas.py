@@ -68,7 +68,7 @@ QUOTA_PLAN = fields(
     ("cluster", StringType()),
     *_ENTITY,
     ("key", StringType()),
-    # SET, REMOVE or NOOP (names.quotas).
+    # SET, REMOVE or NOOP (kinds.quotas.names).
     ("action", StringType()),
     ("state", StringType()),
     # The value asked for (null for a removal), the live one (null: not set).

@@ -220,7 +220,7 @@ PLAN = fields(
     # ALTER rows: the config operations to send (empty otherwise); the partition count to
     # reach is `partitions` (more than live_partitions) or the assignment's size.
     ("config_ops", ArrayType(CONFIG_OP, True)),
-    # The replica moves' columns (their kind's layer fills them: run.reassign): each
+    # The replica moves' columns (their kind's layer fills them: kinds.reassign.run): each
     # partition whose replicas change, before -> after, by partition (REASSIGN rows, and
     # ALTER rows that also move replicas; null on other rows), and why the job will not
     # send that reassignment (its checks before sending; the row is then rejected).

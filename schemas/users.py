@@ -60,7 +60,7 @@ USER_SNAPSHOT = fields(
 # One row per credential the run considers: desired joined with live.
 USER_PLAN = fields(
     *[(c, StringType()) for c in USER_KEY],
-    # UPSERT, DELETE or NOOP (names.users).
+    # UPSERT, DELETE or NOOP (kinds.users.names).
     ("action", StringType()),
     ("state", StringType()),
     # The iterations asked for (null for a removal), and the live ones (null: no credential).

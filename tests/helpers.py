@@ -15,7 +15,27 @@ from typing import Any
 
 import yaml
 
+from provisioning import conf as conf_room
+from provisioning.conf import Conf
+from provisioning.registry import KINDS
+
 REPO = Path(__file__).resolve().parents[1]
+# The registered kinds' parts, as the command line hands them to the rooms below it: the
+# conf loader's sections, the engine's run parts, the views' parts.
+SECTIONS = tuple(k.conf for k in KINDS)
+RUNS = tuple(k.run for k in KINDS)
+VIEWS = tuple(k.view for k in KINDS)
+
+
+def load_conf(path: str | Path, environ: Mapping[str, str] | None = None) -> Conf:
+    """`provisioning.conf.load_conf` with the registered kinds' sections."""
+    return conf_room.load_conf(path, SECTIONS, environ)
+
+
+def parse_conf(data: Any, source: str, digest: str = "",
+               environ: Mapping[str, str] | None = None) -> Conf:
+    """`provisioning.conf.parse_conf` with the registered kinds' sections."""
+    return conf_room.parse_conf(data, source, SECTIONS, digest, environ)
 # The tests' queries are a few rows each, thousands of them per run of the suite: compiling
 # generated code for each costs more CPU than running it interpreted (same results). The
 # tests' own session, their Connect server and the classic drivers they start (run_cli, the

@@ -1,4 +1,4 @@
-"""The ACL requests (`provisioning.kafka.acls`) against the session's SASL broker (the
+"""The ACL requests (`provisioning.kinds.acls.requests`) against the session's SASL broker (the
 StandardAuthorizer; emptied for this module) and against its plain broker.
 
 Users: `admin` (the super user), `limited` (DESCRIBE and IDEMPOTENT_WRITE on the cluster,
@@ -16,15 +16,16 @@ from typing import Any
 import pytest
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-from provisioning.kafka.acls import (
+from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.tasks.common import Row, Sent, for_each_cluster
+from provisioning.kinds.acls.requests import (
     acl_authority,
     authorized_operations,
     create_acls,
     delete_acls,
     describe_acls,
 )
-from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.tasks.acls import (
+from provisioning.kinds.acls.tasks import (
     AUTHORITY,
     BINDINGS,
     GRANT,
@@ -34,7 +35,6 @@ from provisioning.kafka.tasks.acls import (
     acl_results,
     binding_key,
 )
-from provisioning.kafka.tasks.common import Row, Sent, for_each_cluster
 from schemas import ACL_RESULT, column_names
 from tests.helpers import grant
 from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset

@@ -163,7 +163,7 @@ def _checked(connect_server: Any, conf: Path) -> tuple[int, set[tuple[str, str, 
 
 def test_a_stopped_broker_shrinks_the_isrs_the_health_rules_judge(
         three_nodes: KafkaCluster, spark: Any, connect_server: Any, tmp_path: Path) -> None:
-    from provisioning.transforms.check.health import health_findings
+    from provisioning.kinds.topics.rules.health import health_findings
     from provisioning.transforms.policies import PolicyContext
     from schemas import SNAPSHOT, column_names
     from tests.builders import cluster_states_df, desired_df

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from provisioning.conf import load_conf
 from provisioning.delta.maintenance import maintain_tables
 from provisioning.errors import UsageError
 from tests.builders import audit_df, snapshot_df
-from tests.helpers import Completed, write_conf
+from tests.helpers import Completed, load_conf, write_conf
 
 OLD = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 RECENT = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(days=1)

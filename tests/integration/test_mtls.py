@@ -22,8 +22,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-from provisioning.kafka.acls import describe_acls
 from provisioning.kafka.client import ClusterAdmin
+from provisioning.kinds.acls.requests import describe_acls
 from schemas import ACL_MANIFEST, column_names
 from tests.helpers import (
     Completed,

@@ -25,8 +25,12 @@ import yaml
 
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.quotas import QuotaEntry, alter_client_quotas, describe_client_quotas
-from provisioning.kafka.quotas_entities import Entity
+from provisioning.kinds.quotas.entities import Entity
+from provisioning.kinds.quotas.requests import (
+    QuotaEntry,
+    alter_client_quotas,
+    describe_client_quotas,
+)
 from schemas.quotas import QUOTA_MANIFEST
 from tests.helpers import (
     Completed,

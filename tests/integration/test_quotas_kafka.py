@@ -1,5 +1,5 @@
-"""Client quotas (KIP-546, `provisioning.kafka.quotas`) against a real Kafka 4.3 KRaft broker:
-what it holds after each kind of change, which changes it refuses and how, with
+"""Client quotas (KIP-546, `provisioning.kinds.quotas.requests`) against a real Kafka 4.3 KRaft
+broker: what it holds after each kind of change, which changes it refuses and how, with
 validateOnly and for real, and what a lost answer does.
 
 The session's SASL broker (the StandardAuthorizer; emptied for this module). Users: `admin` (the
@@ -26,18 +26,18 @@ from kafka.protocol.admin import AlterClientQuotasRequest
 
 from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-from provisioning.kafka import quotas
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
-from provisioning.kafka.quotas import (
+from provisioning.kinds.quotas import requests as quotas
+from provisioning.kinds.quotas.entities import Entity, QuotaEntry
+from provisioning.kinds.quotas.names import REMOVED, SET
+from provisioning.kinds.quotas.requests import (
     QuotasUnreadable,
     alter_client_quotas,
     describe_client_quotas,
     quota_outcome,
 )
-from provisioning.kafka.quotas_entities import Entity, QuotaEntry
-from provisioning.names.quotas import REMOVED, SET
 from tests.helpers import grant
 from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
 from tests.support.devkafka import KafkaCluster

@@ -24,8 +24,8 @@ from kafka.admin import NewTopic
 
 from provisioning import names
 from provisioning.conf import ClusterConf, KafkaConf
-from provisioning.kafka import reassign
 from provisioning.kafka.client import ClusterAdmin
+from provisioning.kinds.reassign import requests as reassign
 from tests.conftest import RACKS
 from tests.helpers import (
     INTERPRETED_DRIVER_OPTS,

@@ -1,5 +1,5 @@
 """Replica moves against a real three-node KRaft cluster with one rack per node (a, b, c):
-kafka.reassign's requests and throttles, and the reassign task functions, checked against
+kinds.reassign.requests's requests and throttles, and the reassign task functions, checked against
 what the brokers hold."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from kafka.admin import NewTopic
 from provisioning import names
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.errors import ClusterUnreachable
-from provisioning.kafka import reassign
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.tasks.reassign import (
+from provisioning.kinds.reassign import names as move_names
+from provisioning.kinds.reassign import requests as reassign
+from provisioning.kinds.reassign.placement import PartitionSpec, place
+from provisioning.kinds.reassign.tasks import (
     reassign_progress,
     reassign_results,
     reassign_verify_results,
 )
-from provisioning.names import reassign as move_names
-from provisioning.transforms.reassign.placement import PartitionSpec, place
 from schemas import TOPIC_RESULT, column_names
 from tests.conftest import RACKS
 from tests.helpers import wait_until

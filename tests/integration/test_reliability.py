@@ -360,7 +360,7 @@ def test_deletion_disabled_is_recorded_not_retried(spark: Any, connect_server: A
 def test_delete_of_a_recreated_topic_deletes_nothing(fresh_broker: Any, spark: Any,
                                                      tmp_path: Path) -> None:
     from provisioning.conf import ClusterConf, KafkaConf
-    from provisioning.run.topics import executors as admin_io
+    from provisioning.kinds.topics import executors as admin_io
 
     admin = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap_servers)
     spec = {"num_partitions": 1, "replication_factor": 1}

@@ -144,7 +144,7 @@ def reset(cluster: KafkaCluster, timeout_s: float = 60) -> None:
 def _clear_quotas(cluster: KafkaCluster) -> None:
     from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
     from provisioning.kafka.client import ClusterAdmin
-    from provisioning.kafka.quotas import (
+    from provisioning.kinds.quotas.requests import (
         QuotaEntry,
         alter_client_quotas,
         describe_client_quotas,

@@ -11,12 +11,13 @@ import os
 import sys
 
 from provisioning.conf import load_conf
+from provisioning.registry import KINDS
 from provisioning.session import build_session
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                     format="%(levelname)s %(name)s: %(message)s")
 logging.getLogger("py4j").setLevel(logging.WARNING)
-conf = load_conf(sys.argv[1], os.environ)
+conf = load_conf(sys.argv[1], tuple(k.conf for k in KINDS), os.environ)
 spark = build_session(conf.spark.app_name, conf.spark.settings,
                       remote=os.environ.get("SPARK_REMOTE"))
 print(json.dumps({key: spark.conf.get(key, None) for key in sys.argv[2:]}, sort_keys=True))

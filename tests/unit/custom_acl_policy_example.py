@@ -8,7 +8,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.transforms.acls.policies import AclPolicyContext, is_grant
+from provisioning.kinds.acls.policies import AclPolicyContext, is_grant
 from provisioning.transforms.policies.base import with_violation
 
 

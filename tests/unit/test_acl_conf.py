@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from provisioning.conf import PolicySpec, parse_conf
-from provisioning.conf.acls import AclsConf
+from provisioning.conf import PolicySpec
 from provisioning.errors import ConfError
+from provisioning.kinds.acls.conf import AclsConf
+from tests.helpers import parse_conf
 
 EXAMPLE = "tests.unit.custom_policy_example"
 TABLES = {"manifests": ["m"], "audit": "a", "runs": "r", "snapshots": "wh/s"}

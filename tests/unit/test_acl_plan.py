@@ -8,7 +8,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
-from provisioning.transforms.acls.plan import (
+from provisioning.kinds.acls.plan import (
     UNLISTED_NOTE,
     deleted_topic_bindings,
     expand_bindings,
@@ -16,7 +16,7 @@ from provisioning.transforms.acls.plan import (
     plan_acls,
     unmanaged_bindings,
 )
-from provisioning.transforms.acls.validation import with_acl_row_errors
+from provisioning.kinds.acls.validation import with_acl_row_errors
 from tests.builders import acl_binding_df, acl_desired_df, acl_plan_df, rows_df, snapshot_df
 
 APP = "User:orders-app"

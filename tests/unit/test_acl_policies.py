@@ -11,10 +11,10 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
-from provisioning.conf.acls import ACL_POLICY_MODELS
 from provisioning.errors import PolicyError
-from provisioning.transforms.acls import MODEL
-from provisioning.transforms.acls.policies import (
+from provisioning.kinds.acls.conf import ACL_POLICY_MODELS
+from provisioning.kinds.acls.model import MODEL
+from provisioning.kinds.acls.policies import (
     ACL_POLICIES,
     AclPolicyContext,
     cluster_principals,

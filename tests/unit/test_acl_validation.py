@@ -8,7 +8,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.transforms.acls.validation import with_acl_row_errors
+from provisioning.kinds.acls.validation import with_acl_row_errors
 from tests.builders import acl_desired_df
 
 GOOD = {"cluster": "local", "principal": "User:orders-app", "resource_type": "TOPIC",

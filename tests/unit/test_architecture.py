@@ -1,196 +1,253 @@
-"""The rooms of the package and the one-way rule of their imports, read from the source."""
+"""The package's structure, read from the source: the rooms and the one-way flow of their
+imports at every depth, no import cycle, one folder per kind and the registry that names
+them, the shared rooms free of any kind. Each rule is a function of `tests.support.
+architecture` run on the real package here, and on a tree with a violation planted in it
+(`test_a_planted_*`), so that each can be seen to fail."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import re
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "provisioning"
-ROOMS = ("cli", "run", "transforms", "kafka", "delta", "views", "conf")
-# Modules every room may import: the vocabulary, errors, shapes, the session, and conf.
-BASE = ("provisioning", "provisioning.errors", "provisioning.names", "provisioning.results",
-        "provisioning.session", "provisioning.processes")
-# The session package is base (every room uses the session) and the one base module that
-# imports Spark.
-SESSION = "provisioning.session"
-# Which rooms each room may import (besides itself and the base).
-ALLOWED = {
-    "base": set(),
-    "conf": set(),
-    "transforms": {"conf"},
-    "kafka": {"conf"},
-    "delta": {"conf"},
-    "run": {"conf", "transforms", "kafka", "delta"},
-    "views": {"conf", "transforms", "delta"},
-    "cli": {"conf", "run", "transforms", "kafka", "delta", "views"},
+from provisioning.cli.kind import CliKind
+from provisioning.conf.section import Section
+from provisioning.kinds import Kind
+from provisioning.registry import KINDS
+from provisioning.run.kind import RunKind
+from provisioning.views.kind import ViewKind
+from tests.support import architecture as arch
+
+TREE = arch.package_tree()
+REGISTERED = tuple(k.name for k in KINDS)
+RUN_KINDS = tuple(k.run for k in KINDS)
+# The rooms that loop over kinds, each with the interface a kind's part of it is.
+INTERFACES: dict[str, type] = {"conf": Section, "run": RunKind, "view": ViewKind,
+                               "cli": CliKind}
+# What names a kind in code and prose, for every registered kind but topics (the product's
+# own subject: its name is everywhere the engine speaks of topics, until the topics kind is
+# on the base). Case matters: Kafka's THROTTLING_QUOTA_EXCEEDED (KIP-599) is no client
+# quota, a SASL mechanism's SCRAM no SCRAM credential.
+VOCABULARY = {
+    "acls": re.compile(r"\bacls?\b|\bacl_\w*|\w*_acls?\b|\bbindings?\b", re.IGNORECASE),
+    "reassign": re.compile(r"reassign|replica moves?\b", re.IGNORECASE),
+    "quotas": re.compile(r"\bquotas?\b|\bquota_\w*|\w*_quotas?\b"),
+    "users": re.compile(r"\busers\b|\buser_(?!metadata)\w*|\w*_users\b"),
 }
-# Third-party packages only one room may import.
-OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka"}
-# Rooms that must not import Spark at all (conf loads without it; kafka runs in tasks).
-NO_SPARK = {"conf", "kafka", "base"}
+# Words of the conf's API that name no kind: topics' owner_partition_quota policy (a
+# partition allowance per owner, its "quotas" parameter and its message) predates
+# client quotas and keeps its name for the confs that use it (its model's field too).
+API_WORDS = re.compile(r'\w*owner_partition_quota\b|"quotas"|over its quota of'
+                       r'|^    quotas: Annotated\[dict\[str, AtLeast0\]')
 
 
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path
-    return found
+def planted(**modules: str) -> dict[str, str]:
+    """The package's tree with `modules` (dotted name, `__` for `.`) added or replaced."""
+    return {**TREE, **{name.replace("__", "."): source for name, source in modules.items()}}
 
 
-MODULES = _modules()
-
-
-def room_of(module: str) -> str:
-    parts = module.split(".")
-    if module in BASE or module.startswith(SESSION + ".") or len(parts) < 2:
-        return "base"
-    return parts[1] if parts[1] in ROOMS else "base"
-
-
-def _imports(path: Path, top_level_only: bool = False) -> Iterator[tuple[str, int]]:
-    """(imported module, line) for every import in the file (or only the top-level ones)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            assert node.level == 0, f"{path}:{node.lineno}: relative import"
-            for alias in node.names:
-                # `from a.b import c` imports module a.b.c when there is one, else a name of a.b
-                submodule = f"{node.module}.{alias.name}"
-                yield (submodule if submodule in MODULES else node.module), node.lineno
-
-
-def _resolve(target: str) -> str:
-    """The package module an import names (`provisioning.x.y` may be a name inside x)."""
-    while target not in MODULES and "." in target:
-        target = target.rsplit(".", 1)[0]
-    return target
-
-
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_every_module_imports(module: str) -> None:
-    importlib.import_module(module)
-
-
-@pytest.mark.parametrize("room", ROOMS)
-def test_every_room_says_what_it_owns(room: str) -> None:
-    docstring = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text()))
-    assert docstring and len(docstring) > 40
+# -- the flow of imports -------------------------------------------------------------------
 
 
 def test_imports_flow_one_way() -> None:
-    wrong = []
-    for module, path in MODULES.items():
-        room = room_of(module)
-        for target, line in _imports(path):
-            top = target.split(".")[0]
-            where = f"{path.relative_to(PACKAGE.parent)}:{line} ({room}) imports {target}"
-            if top == "provisioning":
-                other = room_of(_resolve(target))
-                if other not in ("base", room) and other not in ALLOWED[room]:
-                    wrong.append(where)
-            elif top in OWNED and OWNED[top] != room:
-                wrong.append(where + f": only the {OWNED[top]} room may")
-            elif top == "pyspark" and room in NO_SPARK and not module.startswith(SESSION):
-                wrong.append(where + ": this room runs without Spark")
-            elif top == "tests":
-                wrong.append(where + ": the package never imports test support")
-    assert wrong == []
+    assert arch.flow_violations(TREE, REGISTERED) == []
 
 
-def test_base_modules_import_no_room() -> None:
-    wrong = [f"{module} imports {target}"
-             for module, path in MODULES.items() if room_of(module) == "base"
-             for target, _ in _imports(path)
-             if target.startswith("provisioning.") and room_of(_resolve(target)) != "base"
-             and room_of(_resolve(target)) != "conf"]
-    assert wrong == []
+def test_a_planted_import_against_the_flow_fails() -> None:
+    tree = planted(provisioning__run__planted="def f():\n"
+                                              "    from provisioning.cli.common import Command\n")
+    assert arch.flow_violations(tree, REGISTERED) == [
+        "provisioning.run.planted:2 (run) imports provisioning.cli.common (cli)"]
 
 
-def test_no_import_cycles_between_modules() -> None:
-    graph = {module: {_resolve(t) for t, _ in _imports(path, top_level_only=True)
-                      if t.startswith("provisioning") and _resolve(t) != module}
-             for module, path in MODULES.items()}
-    cycles = []
-    state: dict[str, int] = {}
-
-    def visit(node: str, trail: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in graph:
-                continue
-            if state.get(nxt) == 1:
-                cycles.append(" -> ".join([*trail[trail.index(nxt):], nxt]))
-            elif nxt not in state:
-                visit(nxt, [*trail, nxt])
-        state[node] = 2
-
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
-    # A package's __init__ importing its own submodules is not a cycle worth a failure.
-    real = [c for c in cycles if not all(
-        a.startswith(b + ".") or b.startswith(a + ".")
-        for a, b in zip(c.split(" -> "), c.split(" -> ")[1:], strict=False))]
-    assert real == []
+def test_a_planted_shared_module_that_imports_a_kind_fails() -> None:
+    tree = planted(provisioning__views__planted="from provisioning.kinds.acls.view import VIEW\n")
+    assert arch.flow_violations(tree, REGISTERED) == [
+        "provisioning.views.planted:1 (views) imports provisioning.kinds.acls.view (views): "
+        "the shared rooms import no kind"]
 
 
-def test_the_package_holds_no_dev_tooling() -> None:
-    assert sorted(p.name for p in PACKAGE.rglob("devkafka*")) == []
+def test_a_planted_upward_import_of_the_registry_fails() -> None:
+    tree = planted(provisioning__run__planted="def f():\n"
+                                              "    from provisioning.registry import KINDS\n")
+    assert arch.flow_violations(tree, REGISTERED) == [
+        "provisioning.run.planted:2 (run) imports provisioning.registry (registry)"]
 
 
-def test_policy_catalogue_and_factories_name_the_same_policies() -> None:
-    from provisioning.conf.reassign import KIND as REASSIGN_SECTION
-    from provisioning.conf.topics import KIND as TOPICS_SECTION
-    from provisioning.transforms.policies.registry import POLICIES
-    from provisioning.transforms.reassign.policies import REASSIGN_POLICIES
+def test_a_planted_kind_module_that_reads_what_another_kind_does_not_offer_fails() -> None:
+    tree = planted(provisioning__kinds__users__run=TREE["provisioning.kinds.users.run"]
+                   + "\nfrom provisioning.kinds.acls.run import RUN\n")
+    line = len(TREE["provisioning.kinds.users.run"].splitlines()) + 2
+    assert arch.flow_violations(tree, REGISTERED) == [
+        f"provisioning.kinds.users.run:{line} (run) imports provisioning.kinds.acls.run "
+        "(run): another kind is read only through what it offers"]
 
-    assert {k: sorted(v) for k, v in TOPICS_SECTION.policy_models.items()} == \
-        {k: sorted(v) for k, v in POLICIES.items()}
-    assert {k: sorted(v) for k, v in REASSIGN_SECTION.policy_models.items()} == \
-        {"reassign": sorted(REASSIGN_POLICIES)}
-    from provisioning.conf.quotas import KIND as QUOTAS_SECTION
-    from provisioning.transforms.quotas.policies import QUOTA_POLICIES
 
-    assert {k: sorted(v) for k, v in QUOTAS_SECTION.policy_models.items()} == \
-        {"quota": sorted(QUOTA_POLICIES)}
-    from provisioning.conf.users import KIND as USERS_SECTION
-    from provisioning.transforms.users.policies import USER_POLICIES
+def test_a_planted_kind_module_that_reads_a_later_kind_fails() -> None:
+    tree = planted(provisioning__kinds__topics__run=TREE["provisioning.kinds.topics.run"]
+                   + "\nfrom provisioning.kinds.acls.requests import acl_states\n")
+    line = len(TREE["provisioning.kinds.topics.run"].splitlines()) + 2
+    assert arch.flow_violations(tree, REGISTERED) == [
+        f"provisioning.kinds.topics.run:{line} (run) imports provisioning.kinds.acls.requests "
+        "(kafka): a kind reads only the kinds registered before it"]
 
-    assert {k: sorted(v) for k, v in USERS_SECTION.policy_models.items()} == \
-        {"user": sorted(USER_POLICIES)}
+
+def test_a_planted_kind_module_of_the_wrong_room_fails() -> None:
+    tree = planted(provisioning__kinds__acls__requests=TREE["provisioning.kinds.acls.requests"]
+                   + "\nfrom provisioning.kinds.acls.run import RUN\n")
+    line = len(TREE["provisioning.kinds.acls.requests"].splitlines()) + 2
+    assert arch.flow_violations(tree, REGISTERED) == [
+        f"provisioning.kinds.acls.requests:{line} (kafka) imports provisioning.kinds.acls.run "
+        "(run)"]
+
+
+def test_a_planted_kind_module_named_after_no_room_fails() -> None:
+    tree = planted(provisioning__kinds__acls__helpers="from provisioning import names\n")
+    assert arch.flow_violations(tree, REGISTERED) == [
+        "provisioning.kinds.acls.helpers:1 (helpers?) imports provisioning.names (base): a "
+        "kind's module is named after its room"]
+
+
+def test_an_import_for_the_type_checker_only_is_no_import() -> None:
+    tree = planted(provisioning__run__planted=(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from provisioning.cli.common import Command\n"))
+    assert arch.flow_violations(tree, REGISTERED) == []
+
+
+def test_third_party_packages_stay_in_their_rooms() -> None:
+    assert arch.third_party_violations(TREE) == []
+
+
+def test_a_planted_import_of_kafka_python_outside_the_kafka_room_fails() -> None:
+    tree = planted(provisioning__kinds__acls__run=TREE["provisioning.kinds.acls.run"]
+                   + "\ndef f():\n    import kafka.errors\n")
+    line = len(TREE["provisioning.kinds.acls.run"].splitlines()) + 3
+    assert arch.third_party_violations(tree) == [
+        f"provisioning.kinds.acls.run:{line} (run) imports kafka.errors: only the kafka "
+        "room may"]
+
+
+def test_no_import_cycle() -> None:
+    assert arch.cycles(TREE) == []
+
+
+def test_a_planted_import_cycle_fails() -> None:
+    tree = planted(provisioning__conf__planted_a="from provisioning.conf.planted_b import x\n",
+                   provisioning__conf__planted_b="def f():\n"
+                                                 "    from provisioning.conf.planted_a import y\n")
+    assert arch.cycles(tree) == ["provisioning.conf.planted_a <-> provisioning.conf.planted_b"]
+
+
+def test_no_module_finds_code_by_a_name_string() -> None:
+    assert arch.finds_by_name(TREE) == []
+
+
+def test_a_planted_import_by_name_fails() -> None:
+    tree = planted(provisioning__run__planted="import importlib\n\n"
+                                              "def f(kind):\n"
+                                              "    return importlib.import_module(kind)\n")
+    assert arch.finds_by_name(tree) == [
+        "provisioning.run.planted:4 finds code by a name string"]
+
+
+# -- one folder per kind, one registry ------------------------------------------------------
+
+
+def test_every_kind_folder_is_registered_by_name_and_every_registered_kind_has_one() -> None:
+    folders = sorted({m.split(".")[2] for m in TREE if arch.kind_of(m) is not None})
+    assert sorted(REGISTERED) == folders
+    registry = ast.parse(TREE[arch.REGISTRY])
+    imported = sorted(node.module for node in ast.walk(registry)
+                      if isinstance(node, ast.ImportFrom)
+                      and node.module not in (arch.KINDS, "__future__"))
+    assert imported == [f"provisioning.kinds.{k}.kind" for k in folders]
+    assert [k.name for k in KINDS] == list(dict.fromkeys(k.name for k in KINDS))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_a_registered_kind_is_one_object_whose_parts_are_its_own(kind: Kind) -> None:
+    module = importlib.import_module(f"provisioning.kinds.{kind.name}.kind")
+    assert module.KIND is kind
+    for attr, interface in INTERFACES.items():
+        part = getattr(kind, attr)
+        assert isinstance(part, interface)
+        assert type(part).__module__.startswith(f"provisioning.kinds.{kind.name}."), attr
+
+
+def test_a_kind_whose_parts_name_another_kind_is_refused() -> None:
+    acls = next(k for k in KINDS if k.name == "acls")
+    quotas = next(k for k in KINDS if k.name == "quotas")
+    with pytest.raises(ValueError, match=r"^kind 'acls': view names 'quotas'$"):
+        Kind(name="acls", conf=acls.conf, run=acls.run, view=quotas.view, cli=acls.cli)
+
+
+def test_no_module_of_a_shared_room_is_named_after_a_kind() -> None:
+    assert arch.kind_named(TREE, REGISTERED) == []
+
+
+def test_a_planted_shared_module_named_after_a_kind_fails() -> None:
+    tree = planted(provisioning__run__quotas_extra="")
+    assert arch.kind_named(tree, REGISTERED) == ["provisioning.run.quotas_extra"]
+
+
+def test_every_registered_kind_but_topics_has_its_vocabulary() -> None:
+    assert sorted(VOCABULARY) == sorted(k for k in REGISTERED if k != "topics")
+
+
+def test_no_module_names_a_kind_outside_its_folder() -> None:
+    """...but the folders of the kinds registered after it, which may read what it
+    offers."""
+    assert arch.vocabulary_violations(TREE, VOCABULARY, REGISTERED, API_WORDS) == []
+
+
+def test_a_planted_line_naming_a_kind_in_a_shared_room_fails() -> None:
+    tree = planted(provisioning__run__planted="# the ACL bindings are read here\n")
+    assert arch.vocabulary_violations(tree, VOCABULARY, REGISTERED, API_WORDS) == [
+        "provisioning.run.planted:1 names acls: # the ACL bindings are read here"]
+
+
+@pytest.mark.parametrize("room", sorted(INTERFACES))
+def test_every_attribute_a_kind_interface_declares_is_read_by_a_module_that_does_not_set_it(
+        room: str) -> None:
+    """What an interface declares, every kind must give: an attribute that only the modules
+    giving it read is weight each kind carries for nothing."""
+    interface = INTERFACES[room]
+    declared = [a for cls in interface.__mro__ for a in getattr(cls, "__annotations__", {})]
+    assert [a for a in dict.fromkeys(declared) if not arch.read_elsewhere(TREE, a)] == []
+
+
+def test_a_planted_interface_attribute_that_only_its_setters_read_fails() -> None:
+    tree = {"provisioning.kinds.acls.run": "class K:\n    widget = 1\n    def f(self):\n"
+                                          "        return self.widget\n",
+            "provisioning.run.kind": "class RunKind:\n    widget: int\n"}
+    assert not arch.read_elsewhere(tree, "widget")
+    tree["provisioning.run.commands"] = "def f(kind):\n    return kind.widget\n"
+    assert arch.read_elsewhere(tree, "widget")
+
+
+# -- the commands' phase lists -------------------------------------------------------------
 
 
 def test_a_phase_list_that_reads_what_no_earlier_phase_wrote_is_refused() -> None:
+    from provisioning.kinds.reassign.phases import ReassignSnapshot
+    from provisioning.kinds.topics.changes import Apply
+    from provisioning.kinds.topics.phases import Plan, ReadManifests, Snapshot
     from provisioning.run.engine import Run
     from provisioning.run.kind import slices
     from provisioning.run.phases import Preflight
-    from provisioning.run.reassign.phases import ReassignSnapshot
-    from provisioning.run.topics.changes import Apply
-    from provisioning.run.topics.phases import Plan, ReadManifests, Snapshot
 
     with pytest.raises(ValueError, match=r"phase apply reads topics\.validated"):
         Run(Preflight(), ReadManifests(), Snapshot(), ReassignSnapshot(), Plan(), Apply(),
-            slices=slices())
+            slices=slices(RUN_KINDS))
 
 
 def test_every_commands_phase_list_is_built_from_the_kinds_and_checked() -> None:
     from provisioning.run.commands import every_phase_list
 
-    lists = every_phase_list()
+    lists = every_phase_list(RUN_KINDS)
     assert [[p.name for p in run.phases] for run in lists[:3]] == [
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
          "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot", "user snapshot",
@@ -210,109 +267,15 @@ def test_every_commands_phase_list_is_built_from_the_kinds_and_checked() -> None
         "record findings"]
 
 
-# -- kinds behind one seam -----------------------------------------------------------------
-
-# The rooms whose shared modules loop over the registered kinds, and the class each kind's
-# part of the room is.
-KIND_ROOMS = {"conf": ("provisioning.conf.section", "Section"),
-              "run": ("provisioning.run.kind", "RunKind"),
-              "views": ("provisioning.views.kind", "ViewKind"),
-              "cli": ("provisioning.cli.kind", "CliKind")}
-# What names a kind in code and prose, for the kinds other than topics (the product's
-# own subject: its name is everywhere, so the modules that loop over kinds are held to
-# importing no kind's module instead).
-VOCABULARY = {
-    "acls": re.compile(r"\bacls?\b|\bacl_\w*|\w*_acls?\b|\bbindings?\b", re.IGNORECASE),
-    "reassign": re.compile(r"reassign|replica moves?\b", re.IGNORECASE),
-    # Lower case: Kafka's THROTTLING_QUOTA_EXCEEDED (KIP-599) is no client quota.
-    "quotas": re.compile(r"\bquotas?\b|\bquota_\w*|\w*_quotas?\b"),
-}
-# Words of the conf's API that name no kind: topics' owner_partition_quota policy (a
-# partition allowance per owner, its "quotas" parameter and its message) predates
-# client quotas and keeps its name for the confs that use it (its model's field too).
-API_WORDS = re.compile(r'\w*owner_partition_quota\b|"quotas"|over its quota of'
-                       r'|^    quotas: Annotated\[dict\[str, AtLeast0\]')
-# The modules that loop over kinds: the engine, the re-plan under the lock, the command
-# lists, the summary, the saved plan, the output and the report, the conf loader, the
-# commands of the CLI, and each room's kind interface.
-LOOPS_OVER_KINDS = (
-    "provisioning.run.engine", "provisioning.run.state", "provisioning.run.commits",
-    "provisioning.run.kind", "provisioning.run.relock", "provisioning.run.commands",
-    "provisioning.run.summary", "provisioning.run.options", "provisioning.run.executors",
-    "provisioning.views.kind", "provisioning.views.planfile", "provisioning.views.plan_text",
-    "provisioning.views.plan_markdown", "provisioning.views.report",
-    "provisioning.conf.load", "provisioning.conf.model", "provisioning.conf.section",
-    "provisioning.conf.policies", "provisioning.cli.kind", "provisioning.cli.runs",
-    "provisioning.cli.importing", "provisioning.cli.report", "provisioning.cli.load_manifest",
-    "provisioning.cli.manifest_file", "provisioning.results",
-)
-
-
-def _kind_of(module: str) -> str | None:
-    """The kind a module belongs to: a segment of its name is the kind's name, or starts
-    with it and an underscore (`kafka.reassign_in_flight`)."""
-    from provisioning.kinds import KINDS
-
-    segments = module.split(".")[1:]
-    return next((k for k in KINDS for s in segments if s == k or s.startswith(k + "_")),
-                None)
-
-
-def test_every_registered_kind_brings_its_part_of_each_room_that_loops_over_kinds() -> None:
-    from provisioning import kinds
-
-    for room, (module, name) in KIND_ROOMS.items():
-        expected = getattr(importlib.import_module(module), name)
-        parts = kinds.parts(room, expected)
-        assert [type(p).__module__ for p in parts] == [
-            f"provisioning.{room}.{k}" for k in kinds.KINDS]
-
-
-def test_every_attribute_a_kind_interface_declares_is_read() -> None:
-    """What an interface of the kinds declares, every kind must give: an attribute no module
-    reads is weight each kind carries for nothing."""
-    code = "\n".join(line for path in MODULES.values()
-                     for line in path.read_text(encoding="utf-8").splitlines()
-                     if not line.lstrip().startswith(("from ", "import ")))
-    unread = [f"{name}.{attr}" for module, name in KIND_ROOMS.values()
-              for attr in getattr(importlib.import_module(module), name).__annotations__
-              if not re.search(rf"\.{attr}\b(?!\s*\()", code)]
-    assert unread == []
-
-
-def test_outside_a_kinds_own_modules_no_module_names_it() -> None:
-    """...but a kind's own modules may name a kind registered before it: a kind's phases
-    may read the state of the kinds before it (the registry's order), as a kind that judges
-    another's entities does (SCRAM credentials' `acl_without_user` reads ACL bindings)."""
-    from provisioning.kinds import KINDS
-
-    wrong = []
-    for module, path in MODULES.items():
-        if module == "provisioning.kinds":
-            continue  # the registry lists them
-        owner = _kind_of(module)
-        for kind, words in VOCABULARY.items():
-            if owner == kind or (owner is not None
-                                 and KINDS.index(owner) > KINDS.index(kind)):
-                continue
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if words.search(API_WORDS.sub("", line)):
-                    wrong.append(f"{module}:{number} names {kind}: {line.strip()[:80]}")
-    assert wrong == []
-
-
-def test_the_modules_that_loop_over_kinds_import_none_of_them() -> None:
-    wrong = [f"{module} imports {target}"
-             for module in LOOPS_OVER_KINDS
-             for target, _ in _imports(MODULES[module])
-             if target.startswith("provisioning.") and _kind_of(_resolve(target)) is not None]
-    assert wrong == []
+# -- what the package holds ----------------------------------------------------------------
 
 
 def test_no_module_is_over_450_lines() -> None:
-    long = {module: n for module, path in MODULES.items()
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 450}
-    assert long == {}
+    assert {m: n for m, s in TREE.items() if (n := len(s.splitlines())) > 450} == {}
+
+
+def test_the_package_holds_no_dev_tooling() -> None:
+    assert sorted(p.name for p in arch.PACKAGE.rglob("devkafka*")) == []
 
 
 # What only classic Spark has: the job's path must run on Spark Connect as well.
@@ -325,9 +288,8 @@ CLASSIC_ONLY_IMPORTS = {"py4j", "pyspark.SparkContext", "pyspark.InheritableThre
 
 def test_the_package_uses_only_what_spark_connect_also_has() -> None:
     wrong = []
-    for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+    for module, source in TREE.items():
+        for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Attribute) and node.attr in CLASSIC_ONLY_ATTRIBUTES:
                 wrong.append(f"{module}:{node.lineno} uses .{node.attr}")
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
@@ -340,25 +302,6 @@ def test_the_package_uses_only_what_spark_connect_also_has() -> None:
 
 def test_no_fault_injection_ships_with_the_job() -> None:
     """Faults are injected from tests/support/faults; the package never looks for them."""
-    assert [m for m, path in MODULES.items()
-            if "PROVISIONING_FAULT" in path.read_text(encoding="utf-8")] == []
-    assert sorted(p.name for p in PACKAGE.rglob("fault*")) == []
+    assert [m for m, s in TREE.items() if "PROVISIONING_FAULT" in s] == []
+    assert sorted(p.name for p in arch.PACKAGE.rglob("fault*")) == []
 
-
-def test_a_kinds_audit_column_comes_from_its_own_schema_module(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The audit table has a column per kind that brings one (`schemas.<kind>.AUDIT_COLUMN`):
-    a new kind adds its own without an edit to the shared schemas."""
-    import types
-
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    import schemas
-
-    widgets: Any = types.ModuleType("schemas.widgets")
-    widgets.AUDIT_COLUMN = StructField("widget", StructType([StructField("name", StringType())]))
-    monkeypatch.setitem(sys.modules, "schemas.widgets", widgets)
-    shared = schemas.tables.AUDIT
-    assert schemas.with_kind_columns(shared, ("topics", "acls", "widgets", "quotas")) == \
-        StructType([*shared.fields, widgets.AUDIT_COLUMN])
-    assert schemas.with_kind_columns(shared) == schemas.AUDIT

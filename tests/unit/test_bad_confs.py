@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from provisioning.conf import load_conf
 from provisioning.errors import ConfError
+from tests.helpers import load_conf
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_confs"
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text())

@@ -11,9 +11,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
-from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
-from provisioning.transforms.check import violations
-from provisioning.transforms.check.health import (
+from provisioning.kinds.topics.rules import violations
+from provisioning.kinds.topics.rules.health import (
     below_min_isr,
     drift,
     health_findings,
@@ -22,12 +21,13 @@ from provisioning.transforms.check.health import (
     under_replicated,
     unmanaged,
 )
-from provisioning.transforms.check.live import (
+from provisioning.kinds.topics.rules.live import (
     as_created,
     manifest_owners,
     policy_findings,
     read_configs,
 )
+from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
 from provisioning.transforms.policies import PolicyContext
 from schemas import VIOLATIONS
 from tests.builders import (

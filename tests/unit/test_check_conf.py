@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from provisioning.conf import ChecksConf, parse_conf
+from provisioning.conf import ChecksConf
 from provisioning.errors import ConfError
 from provisioning.names import CHECK_RULES
+from tests.helpers import parse_conf
 
 TABLES = {
     "manifests": ["warehouse/desired_topics"],

@@ -10,7 +10,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
-from provisioning.transforms.check.trend import (
+from provisioning.transforms.trend import (
     check_runs,
     violation_spans,
     violations_per_day,

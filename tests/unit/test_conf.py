@@ -12,14 +12,13 @@ from provisioning.conf import (
     KafkaConf,
     Secret,
     TablesConf,
-    load_conf,
-    parse_conf,
     resolve_credentials,
     select_clusters,
 )
-from provisioning.conf.acls import AclsConf
-from provisioning.conf.topics import DEFAULT_PROTECTED_TOPICS, TopicsConf
 from provisioning.errors import ConfError, UsageError
+from provisioning.kinds.acls.conf import AclsConf
+from provisioning.kinds.topics.conf import DEFAULT_PROTECTED_TOPICS, TopicsConf
+from tests.helpers import load_conf, parse_conf
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.conf import Credentials, OAuthClient, Secret, parse_conf, resolve_credentials
+from provisioning.conf import Credentials, OAuthClient, Secret, resolve_credentials
 from provisioning.errors import ConfError
+from tests.helpers import parse_conf
 
 MINIMAL = {
     "tables": {"manifests": ["wh/desired_topics"], "audit": "wh/topic_audit",

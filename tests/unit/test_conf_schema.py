@@ -18,10 +18,9 @@ import jsonschema
 import pytest
 import yaml
 
-from provisioning.conf import load_conf, parse_conf
 from provisioning.conf.schema import conf_schema, render
 from provisioning.errors import ConfError
-from tests.helpers import write_conf
+from tests.helpers import SECTIONS, load_conf, parse_conf, write_conf
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = REPO / "conf" / "provisioning.schema.json"
@@ -41,7 +40,7 @@ def _schema_errors(data: Any) -> list[str]:
 
 
 def test_the_schema_file_is_what_the_models_make() -> None:
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == render(conf_schema()), (
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == render(conf_schema(SECTIONS)), (
         "conf/provisioning.schema.json is stale: run `make conf-schema` and commit it")
 
 
@@ -57,7 +56,7 @@ def _properties(node: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any
 
 
 def test_every_key_has_a_type_and_a_description() -> None:
-    props = list(_properties(conf_schema()))
+    props = list(_properties(conf_schema(SECTIONS)))
     assert len(props) > 50
     undescribed = [where for where, prop in props if not prop.get("description")]
     untyped = [where for where, prop in props
@@ -66,7 +65,7 @@ def test_every_key_has_a_type_and_a_description() -> None:
 
 
 def test_the_keys_another_branch_reads_are_in_the_schema_with_their_defaults() -> None:
-    defs = conf_schema()["$defs"]
+    defs = conf_schema(SECTIONS)["$defs"]
     checks, deletes = defs["ChecksConf"]["properties"], defs["DeletesConf"]["properties"]
     tables = defs["Tables"]["properties"]
     assert {k: (checks[k]["default"], checks[k]["type"]) for k in
@@ -82,7 +81,7 @@ def test_the_keys_another_branch_reads_are_in_the_schema_with_their_defaults() -
 def _readme_fragments() -> Iterator[tuple[str, dict[str, Any]]]:
     """The conf examples of the README and the docs' pages: YAML mappings whose keys are
     all conf keys."""
-    keys = set(conf_schema()["properties"])
+    keys = set(conf_schema(SECTIONS)["properties"])
     for page in [REPO / "README.md", *sorted((REPO / "docs").glob("**/*.md"))]:
         text = page.read_text(encoding="utf-8")
         for i, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)):
@@ -174,8 +173,8 @@ def test_the_conf_and_its_objects_need_no_pydantic() -> None:
 import pickle, sys
 sys.modules["pydantic"] = None
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-import provisioning.conf.topics, provisioning.conf.acls, provisioning.conf.quotas
-import provisioning.conf.reassign
+import provisioning.kinds.topics.conf, provisioning.kinds.acls.conf, provisioning.kinds.quotas.conf
+import provisioning.kinds.reassign.conf
 objects = (ClusterConf("c", "h:1"), KafkaConf(), Credentials(Secret("u"), Secret("p")))
 assert pickle.loads(pickle.dumps(objects)) == objects
 """

@@ -200,7 +200,7 @@ def test_every_outcome_of_every_kind_has_a_meaning() -> None:
 
 def test_the_vocabulary_page_lists_every_exit_code_policy_and_check_rule() -> None:
     from provisioning import errors, names
-    from provisioning.transforms.policies import registry
+    from provisioning.kinds.topics.policies import registry
 
     page = gen_ref.vocabulary_reference()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from provisioning.conf import parse_conf
 from provisioning.delta.lock import LOCK_TABLE_PROPERTIES
 from provisioning.delta.tables import (
     TABLE_PROPERTIES,
@@ -19,6 +18,8 @@ from provisioning.delta.tables import (
 )
 from provisioning.run.commands import job_tables
 from schemas import AUDIT, DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
+from tests.helpers import RUNS as RUN_KINDS
+from tests.helpers import parse_conf
 
 
 def _history(spark: Any, path: Path) -> list[tuple[int, str, str]]:
@@ -77,7 +78,7 @@ def test_a_run_makes_beforehand_only_the_tables_it_must_find_in_place() -> None:
                        "tables": {"manifests": ["m"], "audit": "w/audit", "runs": "w/runs",
                                   "snapshots": "w/snapshots", "acl_manifests": ["acl"]}}, "t")
     made = {command: [(t.text, t.schema, dict(t.properties))
-                      for t in job_tables(conf, command)]
+                      for t in job_tables(conf, command, RUN_KINDS)]
             for command in ("plan", "apply", "check", "snapshot", "import")}
     plain = dict(TABLE_PROPERTIES)
     assert made == {
@@ -92,5 +93,5 @@ def test_a_run_makes_beforehand_only_the_tables_it_must_find_in_place() -> None:
                           "tables": {"manifests": ["m"], "audit": "db.audit",
                                      "runs": "db.runs", "snapshots": "db.snapshots"}}, "t")
     assert [(t.text, t.schema, dict(t.properties))
-            for t in job_tables(catalog, "apply")] == [
+            for t in job_tables(catalog, "apply", RUN_KINDS)] == [
         ("db.runs_locks", LOCKS, LOCK_TABLE_PROPERTIES)]

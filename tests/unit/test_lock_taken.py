@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from provisioning.run.kind import APPLY, run_kinds, slices
+from provisioning.run.kind import APPLY, slices
 from provisioning.run.options import ApplyOptions
 from provisioning.run.relock import Relock
 from provisioning.run.state import RunState
+from tests.helpers import RUNS
 
 
 def _ctx(allowed: frozenset[str] = frozenset()) -> Any:
@@ -25,12 +26,12 @@ def _ctx(allowed: frozenset[str] = frozenset()) -> Any:
 ])
 def test_removals_alone_take_the_lock_and_are_sent_only_with_their_flag(
         kind: str, action: str, flag: str) -> None:
-    state = RunState({name: cls() for name, cls in slices().items()})
+    state = RunState({name: cls() for name, cls in slices(RUNS).items()})
     own: Any = state.slice(kind)
     own.counts = {("local", action, "planned"): 2, ("local", "NOOP", "already_present"): 3}
     own.validated = object()  # the validate phase ran
-    relock = Relock(run_kinds())
-    part = next(k for k in run_kinds() if k.name == kind)
+    relock = Relock(RUNS)
+    part = next(k for k in RUNS if k.name == kind)
     changes = [p for p in part.phases(APPLY) if p.changes_kafka]
     assert len(changes) == 1
     assert relock.needed(_ctx(), state) is False

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from provisioning.cli.topics import load_manifest_file
 from provisioning.errors import UsageError
+from provisioning.kinds.topics.cli import load_manifest_file
 from schemas import MANIFEST, column_names
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,19 +13,20 @@ import jsonschema
 import pytest
 import yaml
 
-from provisioning.cli.acls import KIND as ACLS
-from provisioning.cli.quotas import KIND as QUOTAS
-from provisioning.cli.topics import load_manifest_file
-from provisioning.conf.acls import AclManifestRow
 from provisioning.conf.manifests import manifest_schema
-from provisioning.conf.quotas import QuotaManifestRow
 from provisioning.conf.schema import render
-from provisioning.conf.topics import TopicManifestRow
-from provisioning.conf.users import UserManifestRow
 from provisioning.errors import UsageError
+from provisioning.kinds.acls.cli import CLI as ACLS
+from provisioning.kinds.acls.conf import AclManifestRow
+from provisioning.kinds.quotas.cli import CLI as QUOTAS
+from provisioning.kinds.quotas.conf import QuotaManifestRow
+from provisioning.kinds.topics.cli import load_manifest_file
+from provisioning.kinds.topics.conf import TopicManifestRow
+from provisioning.kinds.users.conf import UserManifestRow
 from schemas import ACL_MANIFEST, MANIFEST, column_names
 from schemas.quotas import QUOTA_MANIFEST
 from schemas.users import USER_MANIFEST
+from tests.helpers import SECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = REPO / "schemas" / "manifest.schema.json"
@@ -53,24 +54,24 @@ def _schema_errors(data: Any) -> list[str]:
 
 
 def test_the_schema_file_is_what_the_models_make() -> None:
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == render(manifest_schema()), (
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == render(manifest_schema(SECTIONS)), (
         "schemas/manifest.schema.json is stale: run `make conf-schema` and commit it")
 
 
 def test_each_row_model_has_the_columns_of_its_manifest_table() -> None:
     def fields(model: type) -> list[str]:
-        return list(manifest_schema()["$defs"][model.__name__]["properties"])
+        return list(manifest_schema(SECTIONS)["$defs"][model.__name__]["properties"])
 
     assert (fields(TopicManifestRow), fields(AclManifestRow), fields(QuotaManifestRow),
             fields(UserManifestRow)) == (
         column_names(MANIFEST), column_names(ACL_MANIFEST), column_names(QUOTA_MANIFEST),
         column_names(USER_MANIFEST))
-    assert [k["title"] for k in manifest_schema()["anyOf"]] == [
+    assert [k["title"] for k in manifest_schema(SECTIONS)["anyOf"]] == [
         "topics manifest", "acls manifest", "quotas manifest", "users manifest"]
 
 
 def test_every_column_is_described() -> None:
-    defs = manifest_schema()["$defs"]
+    defs = manifest_schema(SECTIONS)["$defs"]
     assert [(model, column) for model, d in defs.items()
             for column, prop in d["properties"].items() if not prop.get("description")] == []
 

@@ -6,14 +6,15 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from provisioning.kinds.topics.markdown import topics_markdown
+from provisioning.kinds.topics.results import TopicsSummary
 from provisioning.results import RunResult
-from provisioning.results.topics import TopicsSummary
-from provisioning.run.kind import run_kinds, slices
+from provisioning.run.kind import slices
 from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
 from provisioning.views.plan_markdown import render_markdown
-from provisioning.views.topics.markdown import topics_markdown
 from tests.builders import audit_df
+from tests.helpers import RUNS, VIEWS
 from tests.unit.test_render import topic
 
 
@@ -149,7 +150,7 @@ lists them.
 
 
 def test_markdown_plan_has_a_summary_table_and_a_section_per_action() -> None:
-    assert "\n".join(render_markdown(every_action_and_outcome(), "plan")) + "\n" == EXPECTED
+    assert "\n".join(render_markdown(VIEWS, every_action_and_outcome(), "plan")) + "\n" == EXPECTED
 
 
 def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
@@ -187,8 +188,8 @@ def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
 def test_a_plans_acl_changes_have_their_own_section(spark: SparkSession) -> None:
     """ACL bindings in the Markdown, from a run's audit rows as an apply without
     --allow-revokes leaves them: a grant made, a revoke validated and not made."""
-    kind = next(k for k in run_kinds() if k.name == "acls")
-    state = RunState({name: cls() for name, cls in slices().items()})
+    kind = next(k for k in RUNS if k.name == "acls")
+    state = RunState({name: cls() for name, cls in slices(RUNS).items()})
     own: Any = state.slice("acls")
 
     def rows(principal: str, action: str, *ends: tuple[str, str]) -> list[dict[str, Any]]:
@@ -205,7 +206,7 @@ def test_a_plans_acl_changes_have_their_own_section(spark: SparkSession) -> None
     own.plan = own.rows[0]
     ctx: Any = type("Context", (), {"options": ApplyOptions()})()
     result = RunResult(run_id="r1", summaries={"acls": kind.summary(ctx, state)})
-    lines = render_markdown(result, "apply")
+    lines = render_markdown(VIEWS, result, "apply")
     heading = "#### ACL bindings"
     assert (lines[lines.index(heading):] if heading in lines else []) == [
         "#### ACL bindings",

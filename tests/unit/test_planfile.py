@@ -12,15 +12,17 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 from provisioning.errors import UsageError
+from provisioning.kinds.topics.section import plan_changes
 from provisioning.views.planfile import (
     PlanDocument,
     diff_plans,
     load_plan,
     plan_meta,
     save_plan,
+    sections,
 )
-from provisioning.views.topics.planfile import plan_changes
 from tests.builders import plan_df, violation
+from tests.helpers import VIEWS
 
 
 def change(topic: str, action: str = "CREATE", **cols: Any) -> dict[str, Any]:
@@ -33,7 +35,7 @@ def change(topic: str, action: str = "CREATE", **cols: Any) -> dict[str, Any]:
 
 def doc(*changes: dict[str, Any], conf: str = "c1", clusters: tuple[str, ...] = ("local",),
         topics: str | None = None) -> PlanDocument:
-    return PlanDocument.build(conf, clusters, topics, {"topics": list(changes)})
+    return PlanDocument.build(sections(VIEWS), conf, clusters, topics, {"topics": list(changes)})
 
 
 def test_plan_changes_keep_everything_but_clean_noops(spark: SparkSession) -> None:
@@ -87,7 +89,7 @@ def test_save_then_load_gives_the_same_document(tmp_path: Path) -> None:
     meta = plan_meta("r1", "plan", "conf.yaml", {"validated": 1}, 0,
                      dt.datetime(2026, 11, 22, 3, 0, tzinfo=dt.UTC))
     save_plan(path, saved, meta)
-    loaded = load_plan(path)
+    loaded = load_plan(path, sections(VIEWS))
     assert loaded.document == saved
     assert loaded.document.entries["topics"][0]["replica_assignment"] == {"0": [1], "1": [2]}
     assert dict(loaded.meta) == {"run_id": "r1", "command": "plan", "conf": "conf.yaml",
@@ -103,7 +105,7 @@ def test_a_hand_edited_plan_is_refused(tmp_path: Path) -> None:
     data["plan"]["changes"][0]["partitions"] = 30
     path.write_text(json.dumps(data))
     with pytest.raises(UsageError) as err:
-        load_plan(path)
+        load_plan(path, sections(VIEWS))
     assert str(err.value) == (f"the plan file {path} was modified after it was saved (its "
                               "digest does not match its content); run plan --out again")
 
@@ -125,10 +127,10 @@ def test_files_that_are_not_saved_plans_are_refused(tmp_path: Path, content: str
     path = tmp_path / "p.json"
     path.write_text(content)
     with pytest.raises(UsageError) as err:
-        load_plan(path)
+        load_plan(path, sections(VIEWS))
     assert str(err.value) == f"the plan file {path} {message}"
     with pytest.raises(UsageError) as missing:
-        load_plan(tmp_path / "nope.json")
+        load_plan(tmp_path / "nope.json", sections(VIEWS))
     assert str(missing.value) == (f"cannot read the plan file {tmp_path / 'nope.json'}: "
                                   "No such file or directory")
 

@@ -9,11 +9,11 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.conf import parse_conf
 from provisioning.kafka.client import ClusterState
-from provisioning.run.topics import planning
-from provisioning.run.topics.planning import planned_plan
+from provisioning.kinds.topics import planning
+from provisioning.kinds.topics.planning import planned_plan
 from tests.builders import desired_df, snapshot_df, violation
+from tests.helpers import parse_conf
 
 STATES = {"local": ClusterState(cluster_id="c", controller_id=1, broker_ids=(1,),
                                 default_partitions=1, default_replication_factor=1)}
@@ -38,7 +38,7 @@ def test_only_the_policy_groups_of_actions_the_plan_has_run(
         judged.append(set(actions))
         return real(plan, conf, context, actions)
 
-    monkeypatch.setattr("provisioning.run.topics.planning.judge_plan", judge_plan)
+    monkeypatch.setattr("provisioning.kinds.topics.planning.judge_plan", judge_plan)
     conf = _conf()
     live = snapshot_df(spark, [{"cluster": "local", "topic": "kept", "partitions": 1,
                                 "replication_factor": 1, "configs": []}])

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from provisioning.conf import PolicySpec, parse_conf
-from provisioning.conf.topics import TopicsConf
+from provisioning.conf import PolicySpec
 from provisioning.errors import ConfError
-from provisioning.transforms.policies.registry import CREATE_POLICIES, DELETE_POLICIES
+from provisioning.kinds.topics.conf import TopicsConf
+from provisioning.kinds.topics.policies.registry import CREATE_POLICIES, DELETE_POLICIES
+from tests.helpers import parse_conf
 
 EXAMPLE = "tests.unit.custom_policy_example"
 BASE = {

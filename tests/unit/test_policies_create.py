@@ -10,8 +10,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
-from provisioning.transforms.policies import PolicyContext, PolicyError, with_create_policies
-from provisioning.transforms.policies.create import (
+from provisioning.kinds.topics.policies import with_create_policies
+from provisioning.kinds.topics.policies.create import (
     assignment_brokers_exist,
     forbidden_configs,
     min_insync_below_rf,
@@ -25,6 +25,7 @@ from provisioning.transforms.policies.create import (
     required_configs,
     topic_name_pattern,
 )
+from provisioning.transforms.policies import PolicyContext, PolicyError
 from tests.builders import cluster_states_df, plan_df, snapshot_df, violation
 
 LOCAL = {"cluster": "local", "cluster_id": "c-local", "broker_ids": [1, 2],

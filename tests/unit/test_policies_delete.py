@@ -11,15 +11,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import PolicySpec
-from provisioning.conf.topics import DEFAULT_PROTECTED_TOPICS
-from provisioning.transforms.policies import PolicyContext, PolicyError, with_delete_policies
-from provisioning.transforms.policies.delete import (
+from provisioning.kinds.topics.conf import DEFAULT_PROTECTED_TOPICS
+from provisioning.kinds.topics.policies import with_delete_policies
+from provisioning.kinds.topics.policies.delete import (
     ALWAYS_PROTECTED,
     max_deletes_per_cluster,
     protected_patterns,
     protected_topics,
     topic_in_use,
 )
+from provisioning.transforms.policies import PolicyContext, PolicyError
 from provisioning.transforms.scope import glob_to_regex
 from tests.builders import cluster_states_df, plan_df, snapshot_df, violation
 

@@ -9,8 +9,8 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.transforms.quotas import MODEL
-from provisioning.transforms.quotas.plan import UNLISTED_KEPT, UNLISTED_REMOVED
+from provisioning.kinds.quotas.model import MODEL
+from provisioning.kinds.quotas.plan import UNLISTED_KEPT, UNLISTED_REMOVED
 from tests.builders import audit_df, violation
 from tests.quota_builders import quota, quota_plan_df, quota_result_df
 

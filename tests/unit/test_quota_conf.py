@@ -4,28 +4,19 @@ unmanaged_quota check rule, every problem named at once."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from provisioning import kinds
-from provisioning.conf import PolicySpec, parse_conf
+from provisioning.conf import PolicySpec
 from provisioning.conf.policies import block_problems
-from provisioning.conf.quotas import KIND, QuotaRange, QuotasConf, QuotasSection
 from provisioning.errors import ConfError
+from provisioning.kinds.quotas.conf import SECTION as KIND
+from provisioning.kinds.quotas.conf import QuotaRange, QuotasConf, QuotasSection
+from tests.helpers import parse_conf
 
 EXAMPLE = "tests.unit.custom_policy_example"
 TABLES = {"manifests": ["m"], "audit": "a", "runs": "r", "snapshots": "wh/s"}
-
-
-@pytest.fixture(autouse=True)
-def quotas_registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The conf loader reads the registered kinds' sections: the quotas' one among them
-    (until `provisioning.kinds` lists it)."""
-    if "quotas" not in kinds.KINDS:
-        monkeypatch.setattr(kinds, "KINDS", (*kinds.KINDS, "quotas"))
-    yield
 
 
 def _data(tables: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:

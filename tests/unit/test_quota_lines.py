@@ -1,4 +1,4 @@
-"""The line of one quota in `plan` and `apply` output (views.quotas.quota_line): its sign,
+"""The line of one quota in `plan` and `apply` output (kinds.quotas.view.quota_line): its sign,
 its change and its outcome."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from provisioning.views.quotas import KIND
+from provisioning.kinds.quotas.view import VIEW as KIND
 
 quota_line = KIND.line
 

@@ -9,7 +9,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from provisioning.transforms.quotas.plan import (
+from provisioning.kinds.quotas.plan import (
     UNLISTED_GUARDED,
     UNLISTED_KEPT,
     UNLISTED_REMOVED,
@@ -18,7 +18,7 @@ from provisioning.transforms.quotas.plan import (
     quota_manifest_rows,
     unmanaged_quotas,
 )
-from provisioning.transforms.quotas.validation import with_quota_row_errors
+from provisioning.kinds.quotas.validation import with_quota_row_errors
 from schemas.quotas import QUOTA_MANIFEST
 from tests.builders import rows_df
 from tests.quota_builders import (

@@ -12,17 +12,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.conf import PolicySpec
-from provisioning.conf.quotas import KIND
 from provisioning.errors import PolicyError
-from provisioning.transforms.policies.base import with_violation
-from provisioning.transforms.quotas import MODEL
-from provisioning.transforms.quotas.policies import (
+from provisioning.kinds.quotas.conf import SECTION as KIND
+from provisioning.kinds.quotas.model import MODEL
+from provisioning.kinds.quotas.policies import (
     QUOTA_POLICIES,
     QuotaPolicyContext,
     custom,
     is_change,
     quota_range,
 )
+from provisioning.transforms.policies.base import with_violation
 from tests.builders import violation
 from tests.quota_builders import quota_plan_df
 

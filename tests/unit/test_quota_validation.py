@@ -8,7 +8,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.transforms.quotas.validation import (
+from provisioning.kinds.quotas.validation import (
     with_duplicate_entity_errors,
     with_quota_row_errors,
 )

@@ -1,4 +1,4 @@
-"""The pure parts of the client-quota requests (`provisioning.kafka.quotas`): the default's
+"""The pure parts of the client-quota requests (`provisioning.kinds.quotas.requests`): the default's
 two spellings, the entity, the outcome of each result, batching, the requests as built, and
 the answers the batch loop makes of scripted broker responses (no broker: the broker's own
 behaviour is pinned in tests/integration/test_quotas_kafka.py)."""
@@ -19,16 +19,9 @@ from kafka.protocol.admin import (
 )
 
 from provisioning.conf import ClusterConf, KafkaConf
-from provisioning.kafka import quotas
 from provisioning.kafka.compat import KafkaPythonIncompatible, send_to_node
-from provisioning.kafka.quotas import (
-    EXACT_READS,
-    QuotasUnreadable,
-    alter_client_quotas,
-    describe_client_quotas,
-    quota_outcome,
-)
-from provisioning.kafka.quotas_entities import (
+from provisioning.kinds.quotas import requests as quotas
+from provisioning.kinds.quotas.entities import (
     Entity,
     QuotaEntry,
     alter_request,
@@ -36,7 +29,14 @@ from provisioning.kafka.quotas_entities import (
     describe_request,
     entry_problems,
 )
-from provisioning.names.quotas import REMOVED, SET, protocol_name, table_name
+from provisioning.kinds.quotas.names import REMOVED, SET, protocol_name, table_name
+from provisioning.kinds.quotas.requests import (
+    EXACT_READS,
+    QuotasUnreadable,
+    alter_client_quotas,
+    describe_client_quotas,
+    quota_outcome,
+)
 
 ALICE = Entity({"user": "alice"})
 DEFAULT_USER = Entity({"user": None})

@@ -9,12 +9,13 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.conf import PolicySpec, parse_conf
-from provisioning.conf.reassign import ReassignConf
+from provisioning.conf import PolicySpec
 from provisioning.errors import ConfError
 from provisioning.kafka.client import ClusterState
+from provisioning.kinds.reassign.conf import ReassignConf
 from provisioning.run.executors import cluster_states_frame
 from schemas import CLUSTER_STATE
+from tests.helpers import parse_conf
 
 MINIMAL: dict[str, Any] = {
     "clusters": {"local": {"bootstrap_servers": "127.0.0.1:9092"}},

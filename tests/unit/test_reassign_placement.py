@@ -1,4 +1,4 @@
-"""Target placement of replicas (transforms.reassign.placement): racks, load, the leader kept,
+"""Target placement of replicas (kinds.reassign.placement): racks, load, the leader kept,
 decreases from the most loaded brokers, and the same answer whatever the input's order."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
-from provisioning.transforms.reassign.placement import (
+from provisioning.kinds.reassign.placement import (
     TARGETS,
     PartitionSpec,
     lower_replicas,

@@ -1,4 +1,4 @@
-"""Replica moves in the plan (transforms.reassign.plan): which rows move, each partition's
+"""Replica moves in the plan (kinds.reassign.plan): which rows move, each partition's
 replicas before -> after, moves in flight, the checks before sending, and the reassign
 policies."""
 
@@ -10,13 +10,13 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
-from provisioning.transforms.plan import build_plan
-from provisioning.transforms.reassign.plan import (
+from provisioning.kinds.reassign.plan import (
     check_results,
     partitions_to_move,
     with_reassignments,
 )
-from provisioning.transforms.reassign.policies import ReassignContext, with_reassign_policies
+from provisioning.kinds.reassign.policies import ReassignContext, with_reassign_policies
+from provisioning.transforms.plan import build_plan
 from schemas import REASSIGNMENT_IN_FLIGHT
 from tests.builders import cluster_states_df, desired_df, rows_df, snapshot_df
 

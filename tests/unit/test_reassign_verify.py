@@ -1,4 +1,4 @@
-"""Verify's reading of replica moves (kafka.tasks.reassign.verify_batches): a move the
+"""Verify's reading of replica moves (kinds.reassign.tasks.verify_batches): a move the
 controller has finished but a broker's metadata does not show yet is read again, not called
 failed; one still off its target on the second look is failed."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from provisioning import names
-from provisioning.kafka.tasks import reassign as tasks
-from provisioning.names import reassign as move_names
+from provisioning.kinds.reassign import names as move_names
+from provisioning.kinds.reassign import tasks
 from schemas import TOPIC_RESULT, column_names
 
 ROW = {"cluster": "c", "topic": "t", "live_topic_id": None, "reassignment": [

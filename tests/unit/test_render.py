@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from provisioning.cli.kind import cli_kinds
+from provisioning.kinds.reassign.results import ReassignSummary
+from provisioning.kinds.topics.results import TopicsSummary
+from provisioning.kinds.topics.text import broker_defaults, drift_lines, topic_lines
+from provisioning.registry import KINDS
 from provisioning.results import RunResult
-from provisioning.results.reassign import ReassignSummary
-from provisioning.results.topics import TopicsSummary
 from provisioning.views.plan_text import render_run
 from provisioning.views.report import render_recent_runs, render_run_view
-from provisioning.views.topics.text import broker_defaults, drift_lines, topic_lines
+from tests.helpers import VIEWS
 
 CONFIGS = [
     {"name": "cleanup.policy", "value": "delete", "source": "DEFAULT_CONFIG",
@@ -86,7 +87,7 @@ def test_plan_output_lists_counts_then_every_topic_with_what_to_judge_it_by() ->
     # The pipeline hands the topics over sorted by cluster, then topic.
     summary.topics.sort(key=lambda t: (t["cluster"], t["topic"]))
     result = RunResult(run_id="20261122T030000Z-0badcafe", summaries={"topics": summary})
-    assert render_run(result, "plan", saved_plan=("/plans/p.json", "ab" * 32)) == [
+    assert render_run(VIEWS, result, "plan", saved_plan=("/plans/p.json", "ab" * 32)) == [
         "plan 20261122T030000Z-0badcafe",
         "",
         "cluster east: 1 to create",
@@ -143,7 +144,7 @@ def test_apply_output_shows_created_ids_failures_and_what_was_left_out() -> None
         topics_not_listed=3,
         deletes_not_allowed=2,
     )})
-    assert render_run(result, "apply") == [
+    assert render_run(VIEWS, result, "apply") == [
         "apply r2",
         "",
         "cluster local: 2 to create, 7 unchanged",
@@ -162,7 +163,7 @@ def test_apply_output_shows_created_ids_failures_and_what_was_left_out() -> None
 
 
 def test_an_empty_run_says_so() -> None:
-    assert render_run(RunResult(run_id="r3"), "plan") == [
+    assert render_run(VIEWS, RunResult(run_id="r3"), "plan") == [
         "plan r3", "", "no topic in scope", "", "outcomes: nothing to do"]
 
 
@@ -197,7 +198,7 @@ AT = dt.datetime(2026, 11, 22, 3, 0, 0)
 def render_view(option: str, payload: dict[str, Any]) -> list[str]:
     """`payload` as `report <option>` renders it (the kind's report view that option
     chooses)."""
-    view = next(v for k in cli_kinds() for v in k.report_views if v.option.option == option)
+    view = next(v for k in KINDS for v in k.cli.report_views if v.option.option == option)
     return view.render(payload)
 
 
@@ -305,7 +306,7 @@ def test_one_run_and_recent_runs() -> None:
         audit_row("r1", "validate", "rejected", topic="odd", error_name="INVALID_CONFIG",
                   error_message="bogus"),
     ]}
-    assert render_run_view(payload) == [
+    assert render_run_view(VIEWS, payload) == [
         "run r1: apply completed_with_errors (exit 1) 2026-11-22 03:00:00 -> "
         "2026-11-22 03:02:00",
         "  outcomes: created=1, rejected=1",
@@ -402,7 +403,7 @@ def test_replica_moves_show_before_and_after_per_partition_and_what_became_of_th
                        "error_message": "still moving"}]),
         ],
     ), "reassign": ReassignSummary(reassigns_not_allowed=1)})
-    assert render_run(result, "apply") == [
+    assert render_run(VIEWS, result, "apply") == [
         "apply r4",
         "",
         "cluster local: 3 to reassign",

@@ -10,10 +10,10 @@ import pytest
 
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.errors import ClusterUnreachable
-from provisioning.kafka import reassign_in_flight
-from provisioning.kafka.reassign import Ongoing
-from provisioning.kafka.reassign_in_flight import reassignment_rows, reassignments_in_flight
-from provisioning.views.reassign import reassignments_view, render_reassignments
+from provisioning.kinds.reassign import in_flight as reassign_in_flight
+from provisioning.kinds.reassign.in_flight import reassignment_rows, reassignments_in_flight
+from provisioning.kinds.reassign.requests import Ongoing
+from provisioning.kinds.reassign.view import reassignments_view, render_reassignments
 
 # orders-0 goes from 1,2 to 2,3 (3 added, 1 removed); ledger-4 from 1 to 1,2 (RF 1 -> 2).
 MOVES = {

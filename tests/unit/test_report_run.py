@@ -10,6 +10,7 @@ from typing import Any
 from provisioning.conf import Conf, TablesConf
 from provisioning.views.report import render_run_view, run_view
 from tests.builders import audit_df, runs_df
+from tests.helpers import VIEWS
 
 RUN = "20261125T000000Z-aaaa"
 WHEN = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
@@ -38,11 +39,11 @@ def _tables(spark: Any, tmp_path: Path, topics: int) -> None:
 def test_a_run_with_more_rows_than_its_limit_says_how_many_were_cut_and_how_to_see_them(
         spark: Any, tmp_path: Path) -> None:
     _tables(spark, tmp_path, 60)
-    payload = run_view(spark, _conf(tmp_path), RUN, (), None, limit=1)
+    payload = run_view(spark, VIEWS, _conf(tmp_path), RUN, (), None, limit=1)
     assert [(r["topic"], r["phase"]) for r in payload["audit"]] == [
         (f"t{i:03d}", phase) for i in range(25) for phase in ("plan", "apply")]
     assert (payload["audit_not_shown"], payload["limit"]) == (70, 1)
-    lines = render_run_view(payload)
+    lines = render_run_view(VIEWS, payload)
     assert lines[:2] == [
         f"run {RUN}: apply succeeded (exit 0) {payload['run']['started_at']} -> "
         f"{payload['run']['finished_at']}",
@@ -58,6 +59,7 @@ def test_a_run_with_more_rows_than_its_limit_says_how_many_were_cut_and_how_to_s
 def test_a_run_within_its_limit_is_shown_whole_without_a_note(spark: Any, tmp_path: Path
                                                               ) -> None:
     _tables(spark, tmp_path, 60)
-    payload = run_view(spark, _conf(tmp_path), RUN, (), None, limit=3)
+    payload = run_view(spark, VIEWS, _conf(tmp_path), RUN, (), None, limit=3)
     assert (len(payload["audit"]), payload["audit_not_shown"]) == (120, 0)
-    assert render_run_view(payload)[-1] == "  local/t059 CREATE: plan planned -> apply created"
+    assert render_run_view(VIEWS, payload)[-1] == (
+        "  local/t059 CREATE: plan planned -> apply created")

@@ -14,6 +14,7 @@ from provisioning.views.site.charts import bar_chart, line_chart, nice_top
 from provisioning.views.site.data import SiteData, TableRead
 from provisioning.views.site.html import run_file, slug, topic_file
 from provisioning.views.site.runs import run_groups
+from tests.helpers import VIEWS
 
 T0 = dt.datetime(2026, 11, 1, 3, 0)
 
@@ -58,7 +59,7 @@ def test_a_runs_changes_are_grouped_by_kind_failures_first() -> None:
                       "resource_name": "a", "pattern_type": "LITERAL", "operation": "READ",
                       "permission": "ALLOW"})]
     groups = [(kind.name, [(chain[0][-1].get("topic"), text) for chain in chains
-                           for text in [chain[1]]]) for kind, chains in run_groups(rows)]
+                           for text in [chain[1]]]) for kind, chains in run_groups(VIEWS, rows)]
     assert groups == [
         ("topics", [("b", "plan planned -> apply failed"), ("a", "plan planned -> apply created")]),
         ("acls", [(None, "plan planned")]),
@@ -71,7 +72,7 @@ def _data(inventory: bool) -> SiteData:
               TableRead("inventory", "wh/inv", 1 if inventory else None, None)]
     day = T0.date()
     return SiteData(
-        clusters=["local"], tables=tables, days=[day],
+        clusters=["local"], tables=tables, days=[day], kinds=VIEWS,
         runs=[{"run_id": "r1", "command": "apply", "status": "succeeded", "exit_code": 0,
                "message": None, "started_at": T0, "finished_at": T0 + dt.timedelta(seconds=4),
                "outcome_counts": {"created": 1}, "clusters": ["local"], "kinds": []}],

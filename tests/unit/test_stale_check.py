@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from provisioning.views.planfile import PlanDocument, SavedPlan, StalePlan, stale_check
+from provisioning.views.planfile import PlanDocument, SavedPlan, StalePlan, sections, stale_check
 from tests.builders import acl_plan_df, plan_df
+from tests.helpers import VIEWS
 
 CREATE = {"cluster": "local", "topic": "orders", "action": "CREATE", "state": "present",
           "partitions": 3, "row_errors": [], "source_table": "m", "source_version": 1}
@@ -20,7 +21,7 @@ GRANT = {"cluster": "local", "principal": "User:app", "resource_type": "TOPIC",
 def _saved(spark: Any, with_acls: bool) -> SavedPlan:
     from provisioning.views.planfile import recorder
 
-    hooks, document = recorder("d1", ["local"], None)
+    hooks, document = recorder(sections(VIEWS), "d1", ["local"], None)
     hooks["topics"](plan_df(spark, [CREATE]))
     if with_acls:
         hooks["acls"](acl_plan_df(spark, [GRANT]))
@@ -76,7 +77,7 @@ def test_a_saved_plan_without_a_kinds_section_passes_when_that_kind_plans_nothin
 
 
 def test_a_document_reads_back_as_the_sections_it_was_built_from() -> None:
-    doc = PlanDocument.build("d1", ["b", "a"], "o*", {"acls": []})
+    doc = PlanDocument.build(sections(VIEWS), "d1", ["b", "a"], "o*", {"acls": []})
     assert doc.canonical() == {"conf_digest": "d1",
                                "scope": {"clusters": ["a", "b"], "topics": "o*"},
                                "changes": []}

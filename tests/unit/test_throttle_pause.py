@@ -13,7 +13,9 @@ import kafka.errors as Errors
 import pytest
 
 from provisioning.conf.model import KafkaConf
-from provisioning.kafka import acls, quotas, requests
+from provisioning.kafka import requests
+from provisioning.kinds.acls import requests as acls
+from provisioning.kinds.quotas import requests as quotas
 
 
 class Connection:

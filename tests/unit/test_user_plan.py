@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.conf import PolicySpec
 from provisioning.errors import PolicyError
-from provisioning.transforms.users import MODEL
-from provisioning.transforms.users.plan import (
+from provisioning.kinds.users.model import MODEL
+from provisioning.kinds.users.plan import (
     UNLISTED_GUARDED,
     UNLISTED_KEPT,
     UNLISTED_REMOVED,
@@ -23,7 +23,7 @@ from provisioning.transforms.users.plan import (
     user_manifest_rows,
     with_user_row_errors,
 )
-from provisioning.transforms.users.policies import UserPolicyContext
+from provisioning.kinds.users.policies import UserPolicyContext
 from schemas.users import USER_DESIRED, USER_LIVE, USER_MANIFEST, USER_PLAN
 from tests.builders import rows_df
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from provisioning.conf import Secret
-from provisioning.conf.users import read_password
-from provisioning.kafka.users import Change, outcome, rounds
+from provisioning.kinds.users.conf import read_password
+from provisioning.kinds.users.requests import Change, outcome, rounds
 
 PW = Secret("s3cret-value")
 

@@ -10,6 +10,7 @@ import click
 from provisioning.cli.common import Command, Outcome, common_options, execute
 from provisioning.conf import select_clusters
 from provisioning.names import ERROR, SEVERITIES
+from provisioning.registry import KINDS
 
 FORMATS = ("text", "markdown")
 
@@ -35,7 +36,7 @@ def check(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as
         selected = select_clusters(cmd.conf, clusters)
         assert cmd.record is not None
         rows = in_order(run_check(
-            cmd.session(), cmd.conf, selected, cmd.credentials(), cmd.record,
+            cmd.session(), cmd.run_kinds, cmd.conf, selected, cmd.credentials(), cmd.record,
             CheckOptions(scope=Scope(tuple(c.name for c in selected), topics_glob)),
             cmd.stop))
         judged = [c.name for c in selected]
@@ -51,6 +52,6 @@ def check(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, as
                                    "violations": [dict(r) for r in rows]}
         return Outcome(1 if counts[ERROR] else 0, payload, human)
 
-    execute("check", conf_path, as_json, verbose,
+    execute("check", KINDS, conf_path, as_json, verbose,
             {"clusters": list(clusters), "topics": topics_glob, "format": output_format},
             work)

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -36,6 +36,7 @@ from provisioning.errors import (
 )
 from provisioning.kafka import timing
 from provisioning.kafka.tokens import token_sources
+from provisioning.kinds import Kind
 from provisioning.results import RunRecord, new_run_id
 from provisioning.session import Stop, build_session, handling_signals, profile, redact_remote
 from provisioning.session.profile import LAST_STEP
@@ -145,12 +146,24 @@ class Command:
 
     name: str
     conf: Conf  # an empty conf for the commands that take none (load_manifest)
+    # The registered kinds (the command line hands them to the rooms below it).
+    kinds: Sequence[Kind]
     record: RunRecord | None
     stop: Stop
     _stack: ExitStack
     spark: Any = None
     # Work a command leaves running (the lock release): waited for after the runs row.
     pending: list[Future[Any]] = field(default_factory=list)
+
+    @property
+    def run_kinds(self) -> tuple[Any, ...]:
+        """Each kind's part of the run room, in registry order."""
+        return tuple(k.run for k in self.kinds)
+
+    @property
+    def view_kinds(self) -> tuple[Any, ...]:
+        """Each kind's part of the views room, in registry order."""
+        return tuple(k.view for k in self.kinds)
 
     def session(self) -> Any:
         """The conf's SparkSession (built once): on the Spark Connect server of `remote_of`,
@@ -177,10 +190,12 @@ class Command:
 Work = Callable[[Command], Outcome]
 
 
-def execute(name: str, conf_path: str | None, as_json: bool, verbose: bool,
-            arguments: Mapping[str, Any], work: Work, records_run: bool = True) -> NoReturn:
-    """Run one command: load the conf, run `work`, record the run (when `records_run`), print
-    its output or its error (as JSON with `as_json`) and exit with its code."""
+def execute(name: str, kinds: Sequence[Kind], conf_path: str | None, as_json: bool,
+            verbose: bool, arguments: Mapping[str, Any], work: Work,
+            records_run: bool = True) -> NoReturn:
+    """Run one command over the registered `kinds`: load the conf, run `work`, record the run
+    (when `records_run`), print its output or its error (as JSON with `as_json`) and exit
+    with its code."""
     setup_logging(verbose)
     record: RunRecord | None = None
     outcome: Outcome | None = None
@@ -195,13 +210,14 @@ def execute(name: str, conf_path: str | None, as_json: bool, verbose: bool,
             stack.enter_context(timing.recording(
                 lambda api, start, seconds: profile.requests(api, 1, seconds, start)))
         try:
-            conf = (load_conf(conf_path, os.environ) if conf_path is not None
+            conf = (load_conf(conf_path, tuple(k.conf for k in kinds), os.environ)
+                    if conf_path is not None
                     else Conf(source="", digest="", clusters={},
                               tables=TablesConf(manifests=(), audit="", runs="", snapshots=""),
                               spark=SparkConf(app_name=f"topic-provisioning {name}")))
             record = (RunRecord(new_run_id(), name, dict(arguments), conf.digest)
                       if records_run else None)
-            cmd = Command(name, conf, record, stop, stack)
+            cmd = Command(name, conf, kinds, record, stop, stack)
             outcome = work(cmd)
         except Exception as exc:  # anticipated errors exit 2-4 and 6, the rest 5 (README)
             error = UnexpectedError.of(exc)

@@ -2,7 +2,7 @@
 `import --<name>` and its output, its manifest files (`load_manifest --kind <name>`), and its
 `report` views of the live entities a run leaves alone (`loose_report`).
 
-A kind (`EntityCli`) names its nouns and manifest schema, what its removal is called, how a
+A kind (`EntityCli`) names its views and conf section, what its removal is called, how a
 manifest file's row is named in a problem (`row_label`), and its other report views; its
 `apply --allow-<flag>`, `import --<name>` and `report --unmanaged-<name>` are the base's.
 """
@@ -19,28 +19,23 @@ from pyspark.sql.types import StructType
 from provisioning.cli.common import Command, Outcome
 from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
 from provisioning.cli.manifest_file import read_rows
+from provisioning.conf.section import Section
 from provisioning.names import Nouns
 from provisioning.session import job_label
+from provisioning.views.entity import EntityView
 
 
-def _view(name: str) -> Any:
-    from provisioning.views.kind import view_kinds
-
-    return next(k for k in view_kinds() if k.name == name)
-
-
-def loose_report(nouns: Nouns, which: str, help: str) -> ReportView:
+def loose_report(view: EntityView, which: str, help: str) -> ReportView:
     """The `report --<which>-<name>` view of a kind's live entities its runs leave alone
     (`views.entity.LooseView`), read from each cluster's latest snapshot."""
+    nouns = view.model.nouns
 
     def build(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
-        view = _view(nouns.name)
         spark = cmd.session()
         with job_label(spark, f"report: {which}-{nouns.name}"):
             return view.loose_payload(spark, cmd.conf, args.clusters, view.loose(which)), 0
 
     def render(payload: Mapping[str, Any]) -> list[str]:
-        view = _view(nouns.name)
         lines: list[str] = view.render_loose(payload, view.loose(which))
         return lines
 
@@ -50,6 +45,11 @@ def loose_report(nouns: Nouns, which: str, help: str) -> ReportView:
 class EntityCli(CliKind):
     """An entity kind's part of the command line (see the module docstring)."""
 
+    # The kind's views (its model: its nouns and manifest table) and its conf section (the
+    # model of its manifest files' rows).
+    view: ClassVar[EntityView]
+    section: ClassVar[Section]
+    # Taken from its view's model.
     nouns: ClassVar[Nouns]
     manifest: ClassVar[StructType]
     # What its removal is called in the help of `apply --allow-<flag>` ("revoke").
@@ -59,7 +59,8 @@ class EntityCli(CliKind):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        n = cls.nouns
+        n = cls.nouns = cls.view.model.nouns
+        cls.manifest = cls.view.model.manifest
         cls.name = cls.manifest_kind = n.name
         cls.apply_flags = (Flag(n.flag, (
             f"Also {cls.removal} the {n.title} the {n.noun} manifests mark `absent` (and, with "
@@ -67,7 +68,7 @@ class EntityCli(CliKind):
             "validated and counted only.")),)
         cls.import_option = Switch(f"--{n.name}", f"Import the live {n.title} (as {n.noun} "
                                    "manifest rows) instead of topics.")
-        cls.report_views = (loose_report(n, "unmanaged", (
+        cls.report_views = (loose_report(cls.view, "unmanaged", (
             f"List the live {n.title} no {n.noun} manifest names (latest {n.noun} snapshot "
             "per cluster).")), *cls.more_views)
 
@@ -108,9 +109,7 @@ class EntityCli(CliKind):
         """A manifest file's rows, in column order (the kind's `Section.manifest_row`);
         shape errors reported all at once by row and key (whether a row makes sense is
         the job's call, as data)."""
-        from provisioning.conf.section import sections
-
-        model = next(s.manifest_row for s in sections() if s.kind == self.name)
+        model = self.section.manifest_row
         assert model is not None
         rows = read_rows(path, self.nouns.noun, model, self.row_label)
         return [tuple(row[f.name] for f in self.manifest.fields) for row in rows], \

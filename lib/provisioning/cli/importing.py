@@ -9,15 +9,18 @@ from typing import Any
 import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
-from provisioning.cli.kind import CliKind, cli_kinds
+from provisioning.cli.kind import CliKind
 from provisioning.conf import select_clusters
+from provisioning.registry import KINDS
 from provisioning.run.options import IMPORT_MODES, ImportOptions, Scope
+
+CLI_KINDS = tuple(k.cli for k in KINDS)
 
 
 def _chosen(values: dict[str, Any]) -> CliKind:
     """The kind an import writes: the one whose option was given (at most one), else the
     default one; UsageError when a kind's own option goes with another kind."""
-    parts = [k for k in cli_kinds() if k.imports()]
+    parts = [k for k in CLI_KINDS if k.imports()]
     chosen = [k for k in parts if k.import_option is not None
               and values.get(k.import_option.argument)]
     if len(chosen) > 1:
@@ -53,18 +56,18 @@ def _import(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         record = cmd.record
         assert record is not None
         selected = select_clusters(cmd.conf, clusters)
-        imported = run_import(cmd.session(), cmd.conf, selected, cmd.credentials(), record,
-                              options, cmd.stop)
+        imported = run_import(cmd.session(), cmd.run_kinds, cmd.conf, selected,
+                              cmd.credentials(), record, options, cmd.stop)
         return kind.import_outcome(cmd, table, imported)
 
-    execute("import", conf_path, as_json, verbose,
+    execute("import", KINDS, conf_path, as_json, verbose,
             {"clusters": list(clusters), "table": table, "owner": owner, "mode": mode,
              **kind.import_arguments({**values, "topics_glob": topics_glob})}, work)
 
 
 def _import_command() -> click.Command:
     fn: Callable[..., None] = _import
-    options = [s for k in cli_kinds() for s in (*k.import_switches,
+    options = [s for k in CLI_KINDS for s in (*k.import_switches,
                                                 *([k.import_option] if k.import_option
                                                   else []))]
     for switch in reversed(options):
@@ -82,7 +85,7 @@ def _import_command() -> click.Command:
     fn = common_options(fn)
     return click.command("import", help=(
         "Write the live topics (or, with " + ", ".join(
-            k.import_option.option for k in cli_kinds() if k.import_option)
+            k.import_option.option for k in CLI_KINDS if k.import_option)
         + ", that kind) as manifest rows (one commit); changes nothing on Kafka."))(fn)
 
 

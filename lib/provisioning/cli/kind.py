@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from provisioning import kinds
-
 if TYPE_CHECKING:
     from provisioning.cli.common import Command, Outcome
 
@@ -111,8 +109,3 @@ class CliKind(ABC):
         """A manifest file's rows (in the manifest schema's column order) and that schema;
         UsageError names every problem at once."""
         raise NotImplementedError
-
-
-def cli_kinds() -> tuple[CliKind, ...]:
-    """Every registered kind's part of the command line, in registry order."""
-    return kinds.parts("cli", CliKind)  # type: ignore[type-abstract]

@@ -21,9 +21,10 @@ from provisioning.cli.common import (
     remote_option,
     verbose_option,
 )
-from provisioning.cli.kind import cli_kinds
+from provisioning.registry import KINDS
 
-_KINDS = {k.manifest_kind: k for k in cli_kinds() if k.manifest_kind is not None}
+_KINDS = {k.cli.manifest_kind: k.cli for k in KINDS if k.cli.manifest_kind is not None}
+
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,4 +51,4 @@ def main(source: str, table: str, mode: str, kind: str, as_json: bool, verbose: 
                        lambda: [f"wrote {len(rows)} manifest row(s) to {table} "
                                 f"(version {version})"])
 
-    execute("load_manifest", None, as_json, verbose, {}, work, records_run=False)
+    execute("load_manifest", KINDS, None, as_json, verbose, {}, work, records_run=False)

@@ -13,6 +13,7 @@ from provisioning.cli.common import (
     remote_option,
     verbose_option,
 )
+from provisioning.registry import KINDS
 from provisioning.results import utc_now
 
 
@@ -49,4 +50,4 @@ def maintain(conf_path: str, no_optimize: bool, as_json: bool, verbose: bool) ->
 
         return Outcome(0, {"tables": [t.as_dict() for t in done]}, human)
 
-    execute("maintain", conf_path, as_json, verbose, {"optimize": not no_optimize}, work)
+    execute("maintain", KINDS, conf_path, as_json, verbose, {"optimize": not no_optimize}, work)

@@ -12,8 +12,9 @@ from typing import Any
 import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
-from provisioning.cli.kind import ReportArgs, ReportView, cli_kinds
+from provisioning.cli.kind import ReportArgs, ReportView
 from provisioning.conf import select_clusters
+from provisioning.registry import KINDS
 from provisioning.session import job_label
 from provisioning.views.report import (
     recent_runs,
@@ -22,9 +23,11 @@ from provisioning.views.report import (
     run_view,
 )
 
+CLI_KINDS = tuple(k.cli for k in KINDS)
+
 
 def _views() -> list[ReportView]:
-    return [v for k in cli_kinds() for v in k.report_views]
+    return [v for k in CLI_KINDS for v in k.report_views]
 
 
 # The days `--site` shows without `--since`.
@@ -66,7 +69,7 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
 
             with job_label(spark, "report: site"):
                 payload = build_site(
-                    spark, cmd.conf, Path(site),
+                    spark, cmd.view_kinds, cmd.conf, Path(site),
                     [c.name for c in select_clusters(cmd.conf, clusters)],
                     values.get("since") or SITE_DAYS,
                     cmd.conf.tables.inventory, cmd.conf.tables.disks)
@@ -76,13 +79,14 @@ def _report(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
                 f"{' to '.join(payload['days']) or 'no run yet'})"])
         if run_id is not None:
             with job_label(spark, "report: run-id"):
-                payload = run_view(spark, cmd.conf, run_id, clusters, topics_glob, limit)
-            return Outcome(0, payload, lambda: render_run_view(payload))
+                payload = run_view(spark, cmd.view_kinds, cmd.conf, run_id, clusters, topics_glob,
+                                   limit)
+            return Outcome(0, payload, lambda: render_run_view(cmd.view_kinds, payload))
         with job_label(spark, "report: recent runs"):
             payload = recent_runs(spark, cmd.conf, limit)
         return Outcome(0, payload, lambda: render_recent_runs(payload))
 
-    execute("report", conf_path, as_json, verbose, {}, work, records_run=False)
+    execute("report", KINDS, conf_path, as_json, verbose, {}, work, records_run=False)
 
 
 def _report_command() -> click.Command:

@@ -9,12 +9,14 @@ from typing import Any
 import click
 
 from provisioning.cli.common import Command, Outcome, common_options, execute
-from provisioning.cli.kind import cli_kinds
 from provisioning.conf import select_clusters
+from provisioning.registry import KINDS
 from provisioning.run.options import ApplyOptions, PlanOptions, RunOptions, Scope
 from provisioning.views import planfile
 from provisioning.views.plan_markdown import render_markdown
 from provisioning.views.plan_text import render_run, run_json
+
+CLI_KINDS = tuple(k.cli for k in KINDS)
 
 
 def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
@@ -26,7 +28,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
 
     allowed: an apply's `--allow-*` flags, by change (`deletes`, `alter`, ...).
     """
-    flags = [f for k in cli_kinds() for f in k.apply_flags]
+    flags = [f for k in CLI_KINDS for f in k.apply_flags]
     given = dict(allowed or {})
     arguments: dict[str, Any] = {"clusters": list(clusters), "topics": topics_glob,
                                  "out": out_path, "plan": plan_path, "validate": validate}
@@ -39,7 +41,8 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
 
         conf = cmd.conf
         scope_clusters, scope_topics = clusters, topics_glob
-        saved = planfile.load_plan(plan_path) if plan_path else None
+        known = planfile.sections(cmd.view_kinds)
+        saved = planfile.load_plan(plan_path, known) if plan_path else None
         if saved is not None and not clusters and topics_glob is None:
             # Apply exactly what was planned: the saved plan's scope, unless told otherwise.
             scope_clusters, scope_topics = saved.document.clusters, saved.document.topics
@@ -51,7 +54,7 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
         if saved is not None:
             hooks, plans_done = planfile.stale_check(saved, conf.digest, names, scope_topics)
         elif out_path:
-            hooks, saved_doc = planfile.recorder(conf.digest, names, scope_topics)
+            hooks, saved_doc = planfile.recorder(known, conf.digest, names, scope_topics)
         scope = Scope(names, scope_topics)
         options: RunOptions = (
             ApplyOptions(scope=scope, on_plan=hooks, plans_done=plans_done,
@@ -62,8 +65,8 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
         credentials = cmd.credentials()
         record = cmd.record
         assert record is not None
-        result = run_plan(cmd.session(), conf, selected, credentials, record, options,
-                          cmd.stop, cmd.pending)
+        result = run_plan(cmd.session(), cmd.run_kinds, conf, selected, credentials, record,
+                          options, cmd.stop, cmd.pending)
         saved_plan = None
         if out_path and saved_doc is not None:
             document = saved_doc()
@@ -72,14 +75,14 @@ def run_command(command: str, conf_path: str, clusters: tuple[str, ...],
                 record.started_at))
             saved_plan = (out_path, document.digest)
         record.outcome_counts = result.counts
-        payload = {**run_json(result),
+        payload = {**run_json(cmd.view_kinds, result),
                    "plan_file": None if saved_plan is None else {
                        "path": saved_plan[0], "digest": saved_plan[1]}}
         return Outcome(result.exit_code, payload, lambda: (
-            render_markdown(result, command) if output_format == "markdown"
-            else render_run(result, command, verbose, saved_plan)))
+            render_markdown(cmd.view_kinds, result, command) if output_format == "markdown"
+            else render_run(cmd.view_kinds, result, command, verbose, saved_plan)))
 
-    execute(command, conf_path, as_json, verbose, arguments, work)
+    execute(command, KINDS, conf_path, as_json, verbose, arguments, work)
 
 
 @click.command()
@@ -104,7 +107,7 @@ def _apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
            verbose: bool, plan_path: str | None, **allowed: bool) -> None:
     """Plan, validate, then create and grant; the changes each `--allow-*` flag names as
     well."""
-    by_argument = {f.argument: f.change for k in cli_kinds() for f in k.apply_flags}
+    by_argument = {f.argument: f.change for k in CLI_KINDS for f in k.apply_flags}
     run_command("apply", conf_path, clusters, topics_glob, as_json, verbose,
                 plan_path=plan_path,
                 allowed={by_argument[a]: on for a, on in allowed.items()})
@@ -117,12 +120,12 @@ def _apply_command() -> click.Command:
                       help="Apply only if a fresh plan equals this saved plan "
                            "(`plan --out`); otherwise exit 2 before any request reaches "
                            "Kafka.")(fn)
-    for flag in reversed([f for k in cli_kinds() for f in k.apply_flags]):
+    for flag in reversed([f for k in CLI_KINDS for f in k.apply_flags]):
         fn = click.option(flag.option, flag.argument, is_flag=True, help=flag.help)(fn)
     fn = common_options(fn)
     help_text = ("Plan, validate, then create and grant; each --allow-* flag adds the "
                  "changes it names (" + ", ".join(
-                     f.option for k in cli_kinds() for f in k.apply_flags) + ").")
+                     f.option for k in CLI_KINDS for f in k.apply_flags) + ").")
     return click.command("apply", help=help_text)(fn)
 
 

@@ -7,6 +7,7 @@ import click
 from provisioning.cli.common import Command, Outcome, common_options, execute
 from provisioning.conf import select_clusters
 from provisioning.errors import UsageError
+from provisioning.registry import KINDS
 
 
 @click.command()
@@ -25,8 +26,8 @@ def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
         selected = select_clusters(cmd.conf, clusters)
         credentials = cmd.credentials()
         assert cmd.record is not None
-        summaries = take_snapshot(cmd.session(), cmd.conf, selected, credentials, cmd.record,
-                                  cmd.stop)["topics"]
+        summaries = take_snapshot(cmd.session(), cmd.run_kinds, cmd.conf, selected,
+                                  credentials, cmd.record, cmd.stop)["topics"]
 
         def human() -> list[str]:
             assert cmd.record is not None
@@ -46,5 +47,5 @@ def snapshot(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None,
 
         return Outcome(0, {"clusters": [s.as_dict() for s in summaries]}, human)
 
-    execute("snapshot", conf_path, as_json, verbose,
+    execute("snapshot", KINDS, conf_path, as_json, verbose,
             {"clusters": list(clusters), "topics": topics_glob}, work)

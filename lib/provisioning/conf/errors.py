@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from provisioning.conf.policies import type_name
 from provisioning.session import redact_remote
+
+
+def type_name(value: Any) -> str:
+    """How a problem names the type of a value the file holds."""
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "a string", int: "an integer",
+            float: "a number", bool: "a boolean"}.get(type(value), type(value).__name__)
+
 
 # Keys that would hold a secret itself rather than the name of a variable holding it.
 INLINE_SECRET_KEYS = (

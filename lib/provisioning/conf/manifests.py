@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError, WithJsonSchema
 
 from provisioning.conf.schema import DIALECT
+
+if TYPE_CHECKING:
+    from provisioning.conf.section import Section
 
 
 def _text(v: Any) -> Any:
@@ -102,14 +105,12 @@ def _message(error: Any, columns: list[str]) -> str:
     return str(error["msg"])
 
 
-def manifest_schema() -> dict[str, Any]:
+def manifest_schema(parts: Sequence[Section]) -> dict[str, Any]:
     """The manifest files' JSON Schema: a list of one kind's rows, for every kind with
-    manifest files (`Section.manifest_row`)."""
-    from provisioning.conf.section import sections
-
+    manifest files (`Section.manifest_row`) among the kinds' sections `parts`."""
     defs: dict[str, Any] = {}
     kinds = []
-    for part in sections():
+    for part in parts:
         if part.manifest_row is None:
             continue
         name = part.manifest_row.__name__

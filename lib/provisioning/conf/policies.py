@@ -25,10 +25,11 @@ from __future__ import annotations
 import importlib
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
+from provisioning.conf.errors import describe, type_name
 from provisioning.errors import PolicyError
 
 try:  # the loader's side only (conf.model says why)
@@ -36,6 +37,9 @@ try:  # the loader's side only (conf.model says why)
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
+
+if TYPE_CHECKING:
+    from provisioning.conf.section import Section
 
 
 def regex_problem(pattern: str) -> str | None:
@@ -50,14 +54,6 @@ def regex_problem(pattern: str) -> str | None:
         return (f"'{pattern}' uses Python-only (?P...) named groups; Spark evaluates Java "
                 "regular expressions: use a plain group")
     return None
-
-
-def type_name(value: Any) -> str:
-    """How a problem names the type of a value the file holds."""
-    if value is None:
-        return "nothing"
-    return {dict: "a mapping", list: "a list", str: "a string", int: "an integer",
-            float: "a number", bool: "a boolean"}.get(type(value), type(value).__name__)
 
 
 # -- the value checks of parameters: each raises ValueError with the problem's message ---
@@ -161,13 +157,11 @@ def resolve_callable(target: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def catalogue(kind: str) -> Mapping[str, type]:
+def catalogue(kind: str, parts: Sequence[Section]) -> Mapping[str, type]:
     """The policies a conf may name under `policies.<kind>`, with the models of their
-    parameter blocks: the registered kinds' conf sections declare them
+    parameter blocks: the kinds' conf sections (`parts`) declare them
     (`Section.policy_models`)."""
-    from provisioning.conf.section import sections
-
-    for section in sections():
+    for section in parts:
         if kind in section.policy_models:
             return section.policy_models[kind]
     raise KeyError(f"no registered kind declares policies.{kind}")
@@ -184,8 +178,6 @@ def unknown_parameter(model: type) -> str:
 def message(model: type, error: Any, loc: tuple[str | int, ...]) -> str:
     """The problem's message (without its key) for one of pydantic's errors inside a
     parameter block of `model`."""
-    from provisioning.conf.errors import describe
-
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         return unknown_parameter(model)
     if error["type"] in ("missing", "missing_argument"):
@@ -242,8 +234,10 @@ def check_custom(params: Mapping[str, Any]) -> list[str]:
     return block_problems(Custom, params)
 
 
-def require_valid(kind: str, name: str, params: Mapping[str, Any]) -> None:
-    """Raise PolicyError naming every problem of a `kind` policy's parameter block."""
-    problems = block_problems(catalogue(kind)[name], params)
+def require_valid(models: Mapping[str, type], kind: str, name: str,
+                  params: Mapping[str, Any]) -> None:
+    """Raise PolicyError naming every problem of a `kind` policy's parameter block (`models`:
+    the kind's policies, with the models of their parameter blocks)."""
+    problems = block_problems(models[name], params)
     if problems:
         raise PolicyError(f"{kind} policy {name}: {'; '.join(problems)}")

@@ -106,7 +106,7 @@ def policy_specs(top: Mapping[str, Any], parts: tuple[Section, ...], problems: l
                        key=f"policies.{key}[{i}]")
             for i, item in enumerate(items if isinstance(items, list) else ())
             if isinstance(item, Mapping) and isinstance(item.get("name"), str))
-        models = catalogue(key)
+        models = catalogue(key, parts)
         problems.extend(f"{spec.key}.{param}: {message}" for spec in specs[key]
                         if spec.name in models
                         for param, message in cross_problems(models[spec.name], spec.params))

@@ -2,13 +2,13 @@
 
 The loader (`conf.validate`) builds the model of the whole file from what every run shares
 (clusters, tables, kafka, spark, run, maintenance, checks) and every registered kind's
-section (`kinds.parts("conf")`): its own top-level keys (`key_models`: key -> the data class of
-its mapping), its keys of `tables` (the fields of `tables_model`) and its lists of
-`policies` (each policy's block read with its model, `policy_models`). Pydantic reads the
-file against that model; the section then makes its value from what was read (`build`),
-adding the problems no single key shows. The value lands in `Conf.sections`,
-read back typed with `Conf.section(ItsClass)`. A kind with manifest files names the
-model of their rows (`manifest_row`).
+section (the command line hands them over): its own top-level keys (`key_models`: key ->
+the data class of its mapping), its keys of `tables` (the fields of `tables_model`) and its
+lists of `policies` (each policy's block read with its model, `policy_models`). Pydantic
+reads the file against that model; the section then makes its value from what was read
+(`build`), adding the problems no single key shows. The value lands in `Conf.sections`,
+read back typed with `Conf.section(ItsClass)`. A kind with manifest files names the model
+of their rows (`manifest_row`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from provisioning import kinds
 from provisioning.conf.model import PolicySpec, TablesConf
 
 
@@ -62,8 +61,3 @@ class Section(ABC):
     @abstractmethod
     def default(self) -> object:
         """The section's value for a conf that sets none of its keys."""
-
-
-def sections() -> tuple[Section, ...]:
-    """Every registered kind's conf section (`kinds.parts("conf")`)."""
-    return kinds.parts("conf", Section)  # type: ignore[type-abstract]

@@ -27,9 +27,11 @@ from provisioning.conf.model import (
     TablesConf,
 )
 from provisioning.conf.policies import catalogue, message
-from provisioning.conf.section import sections
+from provisioning.conf.section import Section
 
 Loc = tuple[str | int, ...]
+# The registered kinds' sections, in registry order (the command line hands them over).
+Sections = tuple[Section, ...]
 _FORBID = ConfigDict(extra="forbid")
 
 # What each shared top-level key holds, in the order the file's keys are listed.
@@ -93,9 +95,9 @@ def _policy_list(key: str, models: Mapping[str, type]) -> Any:
 
 
 @functools.cache
-def file_model() -> type[BaseModel]:
-    """The model of the whole file: the shared keys, then every kind's, in registry order."""
-    parts = sections()
+def file_model(parts: Sections) -> type[BaseModel]:
+    """The model of the whole file: the shared keys, then every kind's (`parts`), in
+    registry order."""
     table_fields = _dataclass_fields(TablesConf)
     for part in parts:
         if part.tables_model is not None:
@@ -129,14 +131,15 @@ def file_model() -> type[BaseModel]:
 
 
 @functools.cache
-def _adapter(key: str) -> TypeAdapter[Any]:
-    return TypeAdapter(_annotated(file_model().model_fields[key]))
+def _adapter(parts: Sections, key: str) -> TypeAdapter[Any]:
+    return TypeAdapter(_annotated(file_model(parts).model_fields[key]))
 
 
-def read_file(top: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[Loc, str]]]:
+def read_file(top: Mapping[str, Any], parts: Sections
+              ) -> tuple[dict[str, Any], list[tuple[Loc, str]]]:
     """Every top-level key read against its model (the ones read without a problem), and
     the problems, each with where it is."""
-    model = file_model()
+    model = file_model(parts)
     problems: list[tuple[Loc, str]] = []
     values: dict[str, Any] = {}
     allowed = tuple(model.model_fields)
@@ -148,11 +151,11 @@ def read_file(top: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[Loc, s
             if info.is_required():
                 problems.append(((key,), "required key is missing"))
             continue
-        raw = _without_nulls(top[key], (key,))
+        raw = _without_nulls(top[key], (key,), parts)
         try:
-            values[key] = _adapter(key).validate_python(raw)
+            values[key] = _adapter(parts, key).validate_python(raw)
         except ValidationError as exc:
-            problems.extend(_problems_of(exc, (key,)))
+            problems.extend(_problems_of(exc, (key,), parts))
     return values, problems
 
 
@@ -165,35 +168,36 @@ def describe_unknown(name: str, allowed: tuple[str, ...]) -> str:
     return f"unknown key (allowed: {', '.join(allowed)})"
 
 
-def _problems_of(exc: ValidationError, prefix: Loc) -> list[tuple[Loc, str]]:
+def _problems_of(exc: ValidationError, prefix: Loc, parts: Sections
+                 ) -> list[tuple[Loc, str]]:
     out = []
     for error in exc.errors():
         loc = prefix + tuple(error["loc"])
         if loc[-1] == "[key]":  # a mapping's key (a cluster's name)
             loc = loc[:-1]
         if loc[0] == "policies" and len(loc) >= 3:
-            out.append(_policy_problem(error, loc))
+            out.append(_policy_problem(error, loc, parts))
             continue
         if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
-            out.append((loc, describe_unknown(str(loc[-1]), keys_at(loc[:-1]))))
+            out.append((loc, describe_unknown(str(loc[-1]), keys_at(loc[:-1], parts))))
         else:
             out.append((loc, describe(error, loc)))
     return out
 
 
-def _policy_problem(error: Any, loc: Loc) -> tuple[Loc, str]:
+def _policy_problem(error: Any, loc: Loc, parts: Sections) -> tuple[Loc, str]:
     """A problem of the policy at `loc[:3]`: its name, or one of its parameters (pydantic
     puts the policy's name, the union's tag, after the policy's index)."""
     key, value = str(loc[1]), error.get("input")
     if len(loc) == 3:
         name = value.get("name") if isinstance(value, Mapping) else None
         if error["type"] == "union_tag_invalid" and isinstance(name, str):
-            known = ", ".join(sorted(catalogue(key))) or "none"
+            known = ", ".join(sorted(catalogue(key, parts))) or "none"
             return (*loc, "name"), f"unknown {key} policy {name!r} (known: {known})"
         # A policy is a mapping with a name; anything else is that, whatever is wrong.
         return loc, "expected a mapping with a `name` and the policy's parameters"
     where = (*loc[:3], *loc[4:])
-    return where, message(catalogue(key)[str(loc[3])], error, where)
+    return where, message(catalogue(key, parts)[str(loc[3])], error, where)
 
 
 def _annotated(info: Any) -> Any:
@@ -228,9 +232,9 @@ def _fields(tp: Any) -> dict[str, Any] | None:
     return None
 
 
-def type_at(loc: Loc) -> Any:
+def type_at(loc: Loc, parts: Sections) -> Any:
     """The type the file's model expects at `loc` (None: not a place the model knows)."""
-    tp: Any = file_model()
+    tp: Any = file_model(parts)
     for part in loc:
         tp, _ = _strip(tp)
         fields = _fields(tp)
@@ -250,10 +254,10 @@ def type_at(loc: Loc) -> Any:
     return tp
 
 
-def keys_at(loc: Loc, node: Any = None) -> tuple[str, ...]:
+def keys_at(loc: Loc, parts: Sections, node: Any = None) -> tuple[str, ...]:
     """The keys the model knows at `loc`; in a list of policies, those of the policy
     `node` (as written) names."""
-    tp = _strip(type_at(loc))[0]
+    tp = _strip(type_at(loc, parts))[0]
     if typing.get_origin(tp) is Union and isinstance(node, Mapping):
         tp = next((m for m in typing.get_args(tp) if isinstance(m, type)
                    and issubclass(m, BaseModel) and "name" in m.model_fields
@@ -263,23 +267,23 @@ def keys_at(loc: Loc, node: Any = None) -> tuple[str, ...]:
     return tuple(fields or ())
 
 
-def _without_nulls(node: Any, loc: Loc) -> Any:
+def _without_nulls(node: Any, loc: Loc, parts: Sections) -> Any:
     """`node` without the keys set to null whose value may not be null: a null there means
     "the default", as a key left out does."""
     if not isinstance(node, Mapping):
         return node
-    fields = _fields(_strip(type_at(loc))[0])
+    fields = _fields(_strip(type_at(loc, parts))[0])
     out = {}
     for key, value in node.items():
         where = (*loc, key)
         if value is None and fields is not None and key in fields \
                 and not _strip(fields[key])[1]:
             continue
-        out[key] = _without_nulls(value, where)
+        out[key] = _without_nulls(value, where, parts)
     return out
 
 
-def order(problems: list[tuple[Loc, str]], top: Mapping[str, Any]
+def order(problems: list[tuple[Loc, str]], top: Mapping[str, Any], parts: Sections
           ) -> list[tuple[Loc, str]]:
     """Problems in the file's order: under each key, its unknown keys first (as written),
     then its keys in the order the model lists them (the entries of a list or a mapping
@@ -288,7 +292,7 @@ def order(problems: list[tuple[Loc, str]], top: Mapping[str, Any]
         ranks = []
         node: Any = top
         for i, part in enumerate(loc):
-            known = keys_at(loc[:i], node)
+            known = keys_at(loc[:i], parts, node)
             written = list(node) if isinstance(node, Mapping) else []
             if isinstance(part, int):
                 ranks.append((1, part))

@@ -440,8 +440,8 @@ class ClusterAdmin:
         committed = self.committed_offsets()
         if committed is None:
             return None
-        users: dict[str, set[str]] = {}
+        readers: dict[str, set[str]] = {}
         for group, offsets in committed.items():
             for topic, _ in offsets:
-                users.setdefault(topic, set()).add(group)
-        return {topic: sorted(g) for topic, g in users.items()}
+                readers.setdefault(topic, set()).add(group)
+        return {topic: sorted(g) for topic, g in readers.items()}

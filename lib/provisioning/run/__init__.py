@@ -9,5 +9,4 @@
 - `manifest_cache`: validated manifest rows kept in a shared Connect session between runs;
 - `executors`: the Kafka room's per-cluster work as Spark tasks over DataFrames;
 - `faults`: fault injection points for the reliability suite;
-- `warmup`: one pass over the driver's Spark and Delta paths (the driver class archive).
 """

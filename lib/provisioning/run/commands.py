@@ -1,9 +1,9 @@
 """The commands' work, between the CLI (parsing, output, exit codes) and the phases.
 
-Each command's phase list is built from the registered kinds (`run.kind.run_kinds`): the
-shared preflight, then every kind's phases of each step, in registry order (a list is
-checked when it is first built). `apply` holds the lock of every cluster it touches
-(`check`, which changes nothing, takes none).
+Each command's phase list is built from the kinds the command line hands over (each
+kind's part of this room, in registry order): the shared preflight, then every kind's
+phases of each step (a list is checked when it is first built). `apply` holds the lock of
+every cluster it touches (`check`, which changes nothing, takes none).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from provisioning.run.kind import (
     SNAPSHOT,
     VALIDATE,
     RunKind,
-    run_kinds,
+    layers_of,
     slices,
 )
 from provisioning.run.options import (
@@ -53,16 +53,23 @@ from provisioning.run.summary import summarize
 from provisioning.session import Stop, helper, job_label, succeeded
 from schemas import LOCKS
 
+Kinds = tuple[RunKind, ...]
 
-def _steps(kinds: Sequence[RunKind], *steps: str) -> list[Phase]:
-    return [phase for step in steps for kind in kinds for phase in kind.phases(step)]
+
+def _steps(kinds: Sequence[RunKind], *steps: str, among: Sequence[RunKind] | None = None
+           ) -> list[Phase]:
+    """The phases of `steps` of each of `kinds`, each given the layers of the kinds (of
+    `among`, else `kinds`) that extend it."""
+    every = kinds if among is None else among
+    return [phase for step in steps for kind in kinds
+            for phase in kind.phases(step, layers_of(every, kind.name))]
 
 
 @functools.cache
-def phase_list(command: str, validate: bool = True, kind: str | None = None) -> Run:
+def phase_list(command: str, kinds: Kinds, validate: bool = True,
+               kind: str | None = None) -> Run:
     """The phase list of `command` ("plan", "apply", "check", "import" of `kind`,
-    "snapshot"), built from the registered kinds and checked once."""
-    kinds = run_kinds()
+    "snapshot"), built from `kinds` and checked once."""
     if command in ("plan", "apply"):
         phases: list[Phase] = [Preflight(), *_steps(kinds, MANIFESTS, SNAPSHOT, PLAN)]
         if command == "apply":
@@ -76,20 +83,22 @@ def phase_list(command: str, validate: bool = True, kind: str | None = None) -> 
     elif command == "snapshot":
         phases = [Preflight(), *_steps(kinds, RECORD)]
     elif command == "import":
-        phases = [Preflight(), *_steps([k for k in kinds if k.name == kind], IMPORT)]
+        phases = [Preflight(), *_steps([k for k in kinds if k.name == kind], IMPORT,
+                                       among=kinds)]
     else:
         raise ValueError(f"no phase list for command {command!r}")
-    return Run(*phases, slices=slices())
+    return Run(*phases, slices=slices(kinds))
 
 
-def every_phase_list() -> list[Run]:
-    """Every command's phase list (each checked as it is built)."""
-    return [phase_list("plan"), phase_list("plan", validate=False), phase_list("apply"),
-            phase_list("check"), phase_list("snapshot"),
-            *(phase_list("import", kind=k.name) for k in run_kinds() if k.phases(IMPORT))]
+def every_phase_list(kinds: Kinds) -> list[Run]:
+    """Every command's phase list over `kinds` (each checked as it is built)."""
+    return [phase_list("plan", kinds), phase_list("plan", kinds, validate=False),
+            phase_list("apply", kinds), phase_list("check", kinds),
+            phase_list("snapshot", kinds),
+            *(phase_list("import", kinds, kind=k.name) for k in kinds if k.phases(IMPORT))]
 
 
-def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+def run_plan(spark: SparkSession, kinds: Kinds, conf: Conf, clusters: Sequence[ClusterConf],
              credentials: Mapping[str, Credentials], record: RunRecord,
              options: RunOptions, stop: Stop | None = None,
              pending: list[Future[Any]] | None = None) -> RunResult:
@@ -101,10 +110,10 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     is given back on a helper thread, added to `pending` (the caller writes the runs row
     meanwhile and waits for it); without `pending` it is waited for here.
     """
-    ctx = _context(spark, conf, clusters, credentials, record, options, stop)
+    ctx = _context(spark, kinds, conf, clusters, credentials, record, options, stop)
     ctx.plans_done = options.plans_done
     if isinstance(options, PlanOptions):
-        return _finish(ctx, phase_list("plan", options.validate))
+        return _finish(ctx, phase_list("plan", kinds, options.validate))
     lock = RunLock(spark, conf.tables.locks, list(ctx.cluster_names), record.run_id,
                    options.command, conf.run.lock_ttl_seconds,
                    conf.run.lock_clock_skew_seconds)
@@ -134,7 +143,7 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
 
     ctx.phases_done = give_back
     try:
-        return _finish(ctx, phase_list("apply"))
+        return _finish(ctx, phase_list("apply", kinds))
     finally:
         if not releasing and held():
             releasing.append(helper(spark, "run-unlock", lock.release))
@@ -147,7 +156,7 @@ def run_plan(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
             ctx.steps.done("unlock")
 
 
-def job_tables(conf: Conf, command: str) -> list[JobTable]:
+def job_tables(conf: Conf, command: str, kinds: Sequence[RunKind]) -> list[JobTable]:
     """The job's tables `command` makes, when missing, as its run starts
     (`delta.tables.prepare_tables`): the lock log of an apply when it is a catalog table
     (its properties go with its `CREATE TABLE`), and the tables the run reads before it
@@ -159,23 +168,22 @@ def job_tables(conf: Conf, command: str) -> list[JobTable]:
     made = []
     if command == "apply" and not TableRef(conf.tables.locks).is_path:
         made.append(JobTable(conf.tables.locks, LOCKS, LOCK_TABLE_PROPERTIES))
-    for kind in run_kinds():
+    for kind in kinds:
         made += kind.job_tables(conf, command)
     return made
 
 
-def _context(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+def _context(spark: SparkSession, kinds: Kinds, conf: Conf, clusters: Sequence[ClusterConf],
              credentials: Mapping[str, Credentials], record: RunRecord,
              options: AnyOptions, stop: Stop | None) -> RunContext:
     """The run's context, with the job's missing tables being made (`job_tables`) and the
     executors' check started (`executors.check_executors`), on helper threads while the
     first phases run on the driver."""
-    kinds = run_kinds()
     with job_label(spark, f"{options.command}: make the job's tables"):
-        prepare_tables(spark, job_tables(conf, options.command))
+        prepare_tables(spark, job_tables(conf, options.command, kinds))
     ctx = RunContext(spark, conf, clusters, credentials, record, options,
                      Commits(AuditLog(spark, conf.tables.audit, record.run_id)),
-                     stop=stop or Stop())
+                     kinds=kinds, stop=stop or Stop())
     ctx.plan_has_changes = lambda state: any(k.plan_has_changes(state) for k in kinds)
     ctx.findings_counted = functools.partial(_findings_counted, kinds=kinds)
     ctx.steps.done("start")
@@ -207,11 +215,11 @@ def _finish(ctx: RunContext, run: Run) -> RunResult:
 
     def summary(state: RunState) -> None:
         with job_label(ctx.spark, f"{ctx.command}: summarize outcomes"):
-            made.append(summarize(ctx, state, run_kinds()))
+            made.append(summarize(ctx, state, ctx.kinds))
 
     state = run.execute(ctx, summary)
     result = made[0]
-    for kind in run_kinds():
+    for kind in ctx.kinds:
         found = result.summaries.get(kind.name)
         if found is not None:
             kind.complete(state, found)
@@ -219,7 +227,8 @@ def _finish(ctx: RunContext, run: Run) -> RunResult:
     return result
 
 
-def run_import(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+def run_import(spark: SparkSession, kinds: Kinds, conf: Conf,
+               clusters: Sequence[ClusterConf],
                credentials: Mapping[str, Credentials], record: RunRecord,
                options: ImportOptions, stop: Stop | None = None) -> Any:
     """`import` of `options.kind`: write the live state in scope as manifest rows; Kafka is
@@ -231,40 +240,41 @@ def run_import(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
     if options.mode == "error" and table_exists(spark, TableRef(options.table)):
         raise UsageError(f"table {options.table} exists: import writes a new table unless "
                          "given --mode append or --mode overwrite")
-    kind = next(k for k in run_kinds() if k.name == options.kind)
-    state = phase_list("import", kind=kind.name).execute(
-        _context(spark, conf, clusters, credentials, record, options, stop))
+    kind = next(k for k in kinds if k.name == options.kind)
+    state = phase_list("import", kinds, kind=kind.name).execute(
+        _context(spark, kinds, conf, clusters, credentials, record, options, stop))
     return kind.imported(state)
 
 
-def take_snapshot(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+def take_snapshot(spark: SparkSession, kinds: Kinds, conf: Conf,
+                  clusters: Sequence[ClusterConf],
                   credentials: Mapping[str, Credentials], record: RunRecord,
                   stop: Stop | None = None) -> dict[str, Any]:
     """`snapshot`: record every selected cluster's live state; change nothing. Each kind's
     account of what it recorded (`RunKind.recorded`), by kind name."""
-    ctx = _context(spark, conf, clusters, credentials, record, SnapshotOptions(), stop)
-    state = phase_list("snapshot").execute(ctx)
-    return {k.name: k.recorded(ctx, state) for k in run_kinds() if k.phases(RECORD)}
+    ctx = _context(spark, kinds, conf, clusters, credentials, record, SnapshotOptions(), stop)
+    state = phase_list("snapshot", kinds).execute(ctx)
+    return {k.name: k.recorded(ctx, state) for k in kinds if k.phases(RECORD)}
 
 
-def run_check(spark: SparkSession, conf: Conf, clusters: Sequence[ClusterConf],
+def run_check(spark: SparkSession, kinds: Kinds, conf: Conf, clusters: Sequence[ClusterConf],
               credentials: Mapping[str, Credentials], record: RunRecord,
               options: CheckOptions, stop: Stop | None = None) -> list[dict[str, Any]]:
     """`check`: snapshot the selected clusters, judge what every kind finds there and
     append the VIOLATIONS rows to `tables.violations`; the rows, as plain values. Kafka is
     only read, and no lock is taken."""
-    ctx = _context(spark, conf, clusters, credentials, record, options, stop)
+    ctx = _context(spark, kinds, conf, clusters, credentials, record, options, stop)
     found: list[dict[str, Any]] = []
 
     def collect(state: RunState) -> None:
         # Read back while the snapshot and violations commits land.
         with job_label(spark, f"{options.command}: read the violations"):
-            for kind in run_kinds():
+            for kind in kinds:
                 rows = kind.findings(state)
                 if rows is not None:
                     found.extend(r.asDict() for r in rows.collect())
 
-    phase_list("check").execute(ctx, collect)
+    phase_list("check", kinds).execute(ctx, collect)
     counts: dict[str, int] = {}
     for row in found:
         counts[row["severity"]] = counts.get(row["severity"], 0) + 1

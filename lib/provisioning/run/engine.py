@@ -42,6 +42,7 @@ from provisioning.run.state import KindState, RunState, declarable
 from provisioning.session import Stop, profile
 
 if TYPE_CHECKING:
+    from provisioning.run.kind import RunKind
     from provisioning.run.options import AnyOptions
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class RunContext:
     record: RunRecord
     options: AnyOptions
     commits: Commits
+    # The kinds the run loops over (each kind's part of the run room, in registry order).
+    kinds: tuple[RunKind, ...] = ()
     steps: Steps = field(default_factory=Steps)
     # What SIGTERM / SIGINT asked of the run (never requested where signals are not taken).
     stop: Stop = field(default_factory=Stop)

@@ -2,14 +2,14 @@
 reads again under the lock, whether its plan changes anything, its summary.
 
 The command lists (`run.commands`), the re-plan under the lock (`run.relock`) and the run's
-summary (`run.summary`) loop over the registered kinds (`provisioning.kinds`) through this
-interface and name none of them.
+summary (`run.summary`) loop over the kinds the command line hands them (`RunContext.kinds`)
+through this interface and name none of them.
 
 A kind may extend another kind's rows (`extends`: its changes are changes of them). Its
 `layer` then plans on the other kind's plan rows, inside that kind's plan phase (before
 and after its policies) and its re-read under the lock; its own phases validate, send and
-verify what it planned. The extended kind finds its layers with `layers_of` and names none
-of them.
+verify what it planned. The extended kind is given their layers with its phases
+(`layers_of`) and names none of them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame
 
-from provisioning import kinds
 from provisioning.conf import Conf
 from provisioning.delta.tables import JobTable
 from provisioning.run.engine import Phase, RunContext
@@ -98,12 +97,14 @@ class RunKind(ABC):
     # run shows.
     listed_columns: ClassVar[tuple[str, ...]] = ()
 
-    def phases(self, step: str) -> Sequence[Phase]:
-        """The kind's phases of `step` (PIPELINE_STEPS, or CHECK, IMPORT, RECORD)."""
+    def phases(self, step: str, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
+        """The kind's phases of `step` (PIPELINE_STEPS, or CHECK, IMPORT, RECORD); `layers`:
+        those of the kinds that extend this one (`layers_of`)."""
         return ()
 
-    def relock_phases(self) -> Sequence[Phase]:
-        """What the kind reads again and plans again under an apply's lock."""
+    def relock_phases(self, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
+        """What the kind reads again and plans again under an apply's lock; `layers` as for
+        `phases`."""
         return ()
 
     def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
@@ -159,26 +160,20 @@ class RunKind(ABC):
         return
 
 
-def run_kinds() -> tuple[RunKind, ...]:
-    """Every registered kind's part of the run room, in registry order."""
-    return kinds.parts("run", RunKind)  # type: ignore[type-abstract]
+def slices(kinds: Sequence[RunKind]) -> dict[str, type[KindState]]:
+    """kind name -> its slice class, of each of `kinds`."""
+    return {k.name: k.State for k in kinds}
 
 
-def slices() -> dict[str, type[KindState]]:
-    """kind name -> its slice class, of every registered kind."""
-    return {k.name: k.State for k in run_kinds()}
+def layers_of(kinds: Sequence[RunKind], name: str) -> tuple[PlanLayer, ...]:
+    """The layers of the kinds (of `kinds`) that extend the kind `name`, in their order."""
+    return tuple(k.layer for k in kinds if k.extends == name and k.layer is not None)
 
 
-def layers_of(name: str) -> tuple[PlanLayer, ...]:
-    """The layers of the kinds that extend the kind `name`, in registry order."""
-    return tuple(k.layer for k in run_kinds() if k.extends == name and k.layer is not None)
-
-
-def layer_declarations(name: str, relock: bool = False
+def layer_declarations(layers: Sequence[PlanLayer], relock: bool = False
                        ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(reads, writes) of the layers of the kinds that extend `name`: of their plan, or
-    (`relock`) of their plan and their re-read under the lock."""
-    layers = layers_of(name)
+    """(reads, writes) of `layers`: of their plan, or (`relock`) of their plan and their
+    re-read under the lock."""
     return (tuple(f for layer in layers
                   for f in (*layer.reads, *(layer.relock_reads if relock else ()))),
             tuple(f for layer in layers

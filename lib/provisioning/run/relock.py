@@ -6,7 +6,7 @@ run ends there: it never writes the lock table, and its plan is its record. Othe
 `Relock` takes the lock of every cluster of the run (LockHeld, exit 4, when another run
 holds one; nothing of the first plan is recorded then) and, holding it, has every kind read
 again what the run may change and plan it again (`RunKind.relock_phases`: the topics read
-again their listing and the topics the run changes, `run.topics.relock`; an entity kind
+again their listing and the topics the run changes, `kinds.topics.relock`; an entity kind
 reads its live entities again whole, `run.entity.phases.Relocked`). A kind whose view
 under the lock is the first keeps its first plan (the same plan, not made twice). The
 phases after it see only the plans made under the lock, which alone are recorded, with the
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from provisioning.run.engine import Phase, RunContext
-from provisioning.run.kind import RunKind
+from provisioning.run.kind import RunKind, layers_of
 from provisioning.run.state import RunState
 
 
@@ -44,7 +44,8 @@ class Relock(Phase):
 
     def __init__(self, kinds: Sequence[RunKind]) -> None:
         self._kinds = tuple(kinds)
-        self._phases = [(k, tuple(k.relock_phases())) for k in self._kinds]
+        self._phases = [(k, tuple(k.relock_phases(layers_of(self._kinds, k.name))))
+                        for k in self._kinds]
         # What a phase reads that an earlier one of these writes is this phase's own doing
         # (a kind's plan kept or not, read by the kinds planned on its plan).
         reads: list[str] = ["states", *(f for k in self._kinds for f in k.planned_reads)]

@@ -1,24 +1,15 @@
 """The SparkSession, classic or Spark Connect, and what every run does with it.
 
-- `build`: the session, the static settings every run needs and the runtime settings of
-  its workload (also read by spark-submit.sh);
+- `settings`: the static settings every run needs and the runtime settings of its workload
+  (also read by spark-submit.sh);
+- `build`: the session, classic or on a Spark Connect server;
 - `connect`: a Spark Connect server's session, its checks (what it cannot run without, what
   will make the job slow), the code shipped to it;
 - `tags`: job labels, the run tag and the signals that stop a run;
 - `threads`: helper threads carrying the caller's tags, with futures for results.
 """
 
-from provisioning.session.build import (
-    DELTA_EXTENSION,
-    DELTA_SETTINGS,
-    SAFETY_SETTINGS,
-    SESSION_SETTINGS,
-    WORKLOAD_SETTINGS,
-    build_session,
-    is_connect,
-    runtime_settings,
-    submit_arguments,
-)
+from provisioning.session.build import build_session, submit_arguments
 from provisioning.session.connect import (
     SHIPPED_PACKAGES,
     SLOW_SERVER_SETTINGS,
@@ -32,6 +23,15 @@ from provisioning.session.connect import (
     shared_session_id,
     ship_code,
     slow_settings,
+)
+from provisioning.session.settings import (
+    DELTA_EXTENSION,
+    DELTA_SETTINGS,
+    SAFETY_SETTINGS,
+    SESSION_SETTINGS,
+    WORKLOAD_SETTINGS,
+    is_connect,
+    runtime_settings,
 )
 from provisioning.session.tags import (
     APPEND_TAG,

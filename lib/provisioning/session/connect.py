@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provisioning.errors import ConnectServerUnfit, SparkUnreachable
-from provisioning.session.build import DELTA_EXTENSION, is_connect
 from provisioning.session.profile import Profile, connect_interceptor
+from provisioning.session.settings import DELTA_EXTENSION, is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -283,8 +283,8 @@ class EntityModel(ABC):
         """
         prefix = self.nouns.prefix
         judged = with_policies(
-            plan.where(_valid()), specs, context, prefix, cut, always_on=self.always_on,
-            registry=self.policies, last=((self.cap[0], self.cap_policy),),
+            plan.where(_valid()), specs, context, prefix, self.policies, self.always_on, cut,
+            last=((self.cap[0], self.cap_policy),),
             schema=self.plan_schema, table=f"{prefix.upper()}_PLAN",
             who=f"the plan given to the {self.nouns.noun} policies")
         columns = column_names(self.plan_schema)

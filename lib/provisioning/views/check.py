@@ -2,7 +2,7 @@
 request or a ticket, and the trend `report --violations` shows.
 
 Pure functions over plain values: VIOLATIONS rows as dicts, and the rows of
-`transforms.check.trend` (`violations_per_day`, `violation_spans`) as dicts.
+`transforms.trend` (`violations_per_day`, `violation_spans`) as dicts.
 """
 
 from __future__ import annotations

@@ -213,11 +213,12 @@ class EntityView(ViewKind):
     def json(self, summary: Any) -> dict[str, Any]:
         return {self.name: None} if summary is None else summary.as_json()
 
-    def text(self, result: RunResult, verbose: bool) -> list[str]:
+    def text(self, result: RunResult, verbose: bool, kinds: Sequence[ViewKind]) -> list[str]:
         summary = result.summaries.get(self.name)
         return [] if summary is None else self.lines(summary, result.run_id)
 
-    def markdown(self, result: RunResult, command: str) -> list[str]:
+    def markdown(self, result: RunResult, command: str, kinds: Sequence[ViewKind]
+                 ) -> list[str]:
         summary = result.summaries.get(self.name)
         return [] if summary is None else self.markdown_lines(summary, result.run_id)
 

@@ -2,8 +2,9 @@
 Markdown, JSON), its section of a saved plan, its rows in `report --run-id`.
 
 The run's output (`views.plan_text`, `views.plan_markdown`), the saved plan
-(`views.planfile`) and the report (`views.report`) loop over the registered kinds
-(`provisioning.kinds`) through this interface and name none of them. A kind that extends
+(`views.planfile`) and the report (`views.report`) loop over the kinds the command line
+hands them (each kind's part of this room, in registry order) through this interface and
+name none of them. A kind that extends
 another kind's rows styles its rows inside that kind's
 listing: its actions (`actions`), status texts, detail lines, notes and the fields its rows
 add to the extended kind's saved changes.
@@ -18,7 +19,6 @@ from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame
 
-from provisioning import kinds
 from provisioning.results import RunResult
 
 
@@ -107,12 +107,19 @@ class ViewKind(ABC):
         be None: the run did not manage it)."""
         return {} if summary is None else summary.as_json()
 
-    def text(self, result: RunResult, verbose: bool) -> list[str]:
-        """The kind's lines in the text output of `plan` and `apply`."""
+    def plan_section(self, kinds: Sequence[ViewKind]) -> PlanSection | None:
+        """The kind's saved-plan section (`section`; a kind that others extend makes its
+        own with theirs, of `kinds`)."""
+        return self.section
+
+    def text(self, result: RunResult, verbose: bool, kinds: Sequence[ViewKind]) -> list[str]:
+        """The kind's lines in the text output of `plan` and `apply` (`kinds`: every kind's
+        part of this room, for a kind that others extend)."""
         return []
 
-    def markdown(self, result: RunResult, command: str) -> list[str]:
-        """The kind's part of `plan --format markdown`."""
+    def markdown(self, result: RunResult, command: str, kinds: Sequence[ViewKind]
+                 ) -> list[str]:
+        """The kind's part of `plan --format markdown` (`kinds` as for `text`)."""
         return []
 
     def status(self, row: Mapping[str, Any]) -> str | None:
@@ -152,19 +159,13 @@ class ViewKind(ABC):
         return str(row.get("cluster"))
 
 
-def view_kinds() -> tuple[ViewKind, ...]:
-    """Every registered kind's part of the views room, in registry order."""
-    return kinds.parts("views", ViewKind)  # type: ignore[type-abstract]
+def extensions_of(kinds: Sequence[ViewKind], name: str) -> tuple[ViewKind, ...]:
+    """The parts (of `kinds`) of the kinds that extend the kind `name`."""
+    return tuple(k for k in kinds if k.extends == name)
 
 
-def extensions_of(name: str) -> tuple[ViewKind, ...]:
-    """The parts of the kinds that extend the kind `name`."""
-    return tuple(k for k in view_kinds() if k.extends == name)
-
-
-def owner_of(row: Mapping[str, Any]) -> ViewKind:
-    """The kind an AUDIT row is about: the first whose `owns` claims it, else the kind with
-    no claim of its own (the first registered kind that extends none)."""
-    parts = view_kinds()
-    return next((k for k in parts if k.owns(row)),
-                next(k for k in parts if k.extends is None))
+def owner_of(kinds: Sequence[ViewKind], row: Mapping[str, Any]) -> ViewKind:
+    """The kind (of `kinds`) an AUDIT row is about: the first whose `owns` claims it, else
+    the kind with no claim of its own (the first kind that extends none)."""
+    return next((k for k in kinds if k.owns(row)),
+                next(k for k in kinds if k.extends is None))

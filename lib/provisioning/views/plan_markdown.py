@@ -4,8 +4,10 @@ comment (the way teams review `terraform plan` output): each kind's part
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from provisioning.results import RunResult
-from provisioning.views.kind import view_kinds
+from provisioning.views.kind import ViewKind
 
 
 def cell(text: object) -> str:
@@ -22,11 +24,12 @@ def code(text: object) -> str:
     return f"`{cell(value)}`"
 
 
-def render_markdown(result: RunResult, command: str) -> list[str]:
-    """The plan (or apply) as Markdown lines."""
+def render_markdown(kinds: Sequence[ViewKind], result: RunResult, command: str
+                    ) -> list[str]:
+    """The plan (or apply) as Markdown lines (`kinds`: each kind's part of this room)."""
     lines: list[str] = []
-    for kind in view_kinds():
-        lines += kind.markdown(result, command)
+    for kind in kinds:
+        lines += kind.markdown(result, command, kinds)
     while lines and not lines[-1]:
         lines.pop()
     return lines

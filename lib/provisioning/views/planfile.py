@@ -1,7 +1,7 @@
 """Saved plans: the canonical document `plan --out` writes and `apply --plan` checks.
 
 A saved plan holds what an operator approves: the conf digest, the run's scope (clusters,
-topic glob) and, per kind, its section (`ViewKind.section`, `views.kind.PlanSection`):
+topic glob) and, per kind, its section (`ViewKind.plan_section`, `views.kind.PlanSection`):
 the topics' changes (action, request, drift, violations, row errors, the live topic id
 the plan saw, the manifest table and version that asked for it; clean NOOPs left out),
 each other kind's changes. A section with nothing in it is left out of the
@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from provisioning.errors import UsageError
-from provisioning.views.kind import PlanSection, view_kinds
+from provisioning.views.kind import PlanSection, ViewKind
 
 FORMAT = "topic-provisioning-plan/1"
 
@@ -39,9 +39,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def sections() -> dict[str, PlanSection]:
-    """Every registered kind's saved-plan section, by kind name, in registry order."""
-    return {k.name: k.section for k in view_kinds() if k.section is not None}
+# Kind name -> its saved-plan section, in registry order.
+Sections = Mapping[str, PlanSection]
+
+
+def sections(kinds: Sequence[ViewKind]) -> dict[str, PlanSection]:
+    """The saved-plan section of each of `kinds` that has one, by kind name, in order."""
+    return {k.name: s for k in kinds if (s := k.plan_section(kinds)) is not None}
 
 
 class StalePlan(UsageError):
@@ -70,11 +74,13 @@ class PlanDocument:
     topics: str | None
     # kind name -> its section's entries, canonical and sorted.
     entries: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    # The sections the entries are of (what reads them; no part of the content).
+    sections: Sections = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def build(cls, conf_digest: str, clusters: Sequence[str], topics: str | None,
-              entries: Mapping[str, Sequence[Mapping[str, Any]]]) -> PlanDocument:
-        found = sections()
+    def build(cls, found: Sections, conf_digest: str, clusters: Sequence[str],
+              topics: str | None, entries: Mapping[str, Sequence[Mapping[str, Any]]]
+              ) -> PlanDocument:
         unknown = sorted(set(entries) - set(found))
         if unknown:
             raise ValueError(f"no registered kind has a saved-plan section {unknown}")
@@ -82,13 +88,13 @@ class PlanDocument:
         for name, section in found.items():
             canonical = [section.entry(e) for e in entries.get(name, ())]
             made[name] = tuple(sorted(canonical, key=_ordered(section)))
-        return cls(conf_digest, tuple(sorted(clusters)), topics, made)
+        return cls(conf_digest, tuple(sorted(clusters)), topics, made, found)
 
     def canonical(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"conf_digest": self.conf_digest,
                                "scope": {"clusters": list(self.clusters),
                                          "topics": self.topics}}
-        for name, section in sections().items():
+        for name, section in self.sections.items():
             kept = self.entries.get(name, ())
             if kept or section.required:
                 doc[section.key] = [dict(e) for e in kept]
@@ -100,8 +106,8 @@ class PlanDocument:
 
     def with_section(self, kind: str, entries: Sequence[Mapping[str, Any]]) -> PlanDocument:
         """This document with `kind`'s section replaced by `entries`."""
-        return PlanDocument.build(self.conf_digest, self.clusters, self.topics,
-                                  {**self.entries, kind: entries})
+        return PlanDocument.build(self.sections, self.conf_digest, self.clusters,
+                                  self.topics, {**self.entries, kind: entries})
 
 
 def _ordered(section: PlanSection) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
@@ -111,11 +117,11 @@ def _ordered(section: PlanSection) -> Callable[[dict[str, Any]], tuple[Any, ...]
     return key
 
 
-def collect_document(kind: str, plan: DataFrame, conf_digest: str, clusters: Sequence[str],
-                     topics: str | None) -> PlanDocument:
+def collect_document(found: Sections, kind: str, plan: DataFrame, conf_digest: str,
+                     clusters: Sequence[str], topics: str | None) -> PlanDocument:
     """The canonical document of a run's plan rows of `kind` (collected on the driver)."""
-    return PlanDocument.build(conf_digest, clusters, topics,
-                              {kind: sections()[kind].collect(plan)})
+    return PlanDocument.build(found, conf_digest, clusters, topics,
+                              {kind: found[kind].collect(plan)})
 
 
 @dataclass(frozen=True)
@@ -140,8 +146,9 @@ def save_plan(path: str | Path, document: PlanDocument, meta: Mapping[str, Any])
         raise UsageError(f"cannot write the plan file {path}: {exc.strerror or exc}") from None
 
 
-def load_plan(path: str | Path) -> SavedPlan:
-    """Read a plan file; UsageError names what is wrong with it."""
+def load_plan(path: str | Path, known: Sections) -> SavedPlan:
+    """Read a plan file of the kinds whose sections are `known`; UsageError names what is
+    wrong with it."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -153,7 +160,6 @@ def load_plan(path: str | Path) -> SavedPlan:
         found = data.get("format") if isinstance(data, dict) else None
         raise UsageError(f"the plan file {p} is not a saved plan of format {FORMAT} "
                          f"(format: {found!r})")
-    known = sections()
     try:
         plan = data["plan"]
         scope = plan["scope"]
@@ -172,8 +178,8 @@ def load_plan(path: str | Path) -> SavedPlan:
             if missing:
                 raise UsageError(f"the plan file {p} lacks {', '.join(missing[:5])}")
             entries[name] = saved
-        document = PlanDocument.build(plan["conf_digest"], scope["clusters"], scope["topics"],
-                                      entries)
+        document = PlanDocument.build(known, plan["conf_digest"], scope["clusters"],
+                                      scope["topics"], entries)
     except (KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"the plan file {p} is malformed: missing or bad {exc}") from None
     if document.digest != data.get("digest"):
@@ -217,6 +223,8 @@ class PlanDiff:
     conf_digest: tuple[str, str] | None = None
     scope: tuple[dict[str, Any], dict[str, Any]] | None = None
     sections: tuple[SectionDiff, ...] = ()
+    # The sections compared (what reads them; no part of the difference).
+    known: Sections = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def empty(self) -> bool:
@@ -232,7 +240,7 @@ class PlanDiff:
         if self.scope:
             out.append(f"scope changed: {canonical_json(self.scope[0])} -> "
                        f"{canonical_json(self.scope[1])}")
-        known = sections()
+        known = self.known
         subjects: list[str] = []
         for diff in self.sections:
             section = known[diff.kind]
@@ -258,7 +266,7 @@ class PlanDiff:
             "scope": None if self.scope is None else {
                 "saved": self.scope[0], "fresh": self.scope[1]},
         }
-        known = sections()
+        known = self.known
         for diff in self.sections:
             section = known[diff.kind]
             if diff.empty and not section.required:
@@ -306,12 +314,13 @@ def diff_plans(saved: PlanDocument, fresh: PlanDocument) -> PlanDiff:
     saved_scope = {"clusters": list(saved.clusters), "topics": saved.topics}
     fresh_scope = {"clusters": list(fresh.clusters), "topics": fresh.topics}
     scope = None if saved_scope == fresh_scope else (saved_scope, fresh_scope)
+    known = fresh.sections
     return PlanDiff(conf, scope, tuple(
         _section_diff(name, section, saved.entries.get(name, ()), fresh.entries.get(name, ()))
-        for name, section in sections().items()))
+        for name, section in known.items()), known)
 
 
-def recorder(conf_digest: str, clusters: Sequence[str], topics: str | None
+def recorder(known: Sections, conf_digest: str, clusters: Sequence[str], topics: str | None
              ) -> tuple[dict[str, Callable[[DataFrame], None]], Callable[[], PlanDocument]]:
     """Plan hooks (kind name -> hook) that keep the run's canonical document, and a getter
     for it (the sections of the kinds whose plan ran; the others empty)."""
@@ -320,16 +329,16 @@ def recorder(conf_digest: str, clusters: Sequence[str], topics: str | None
 
     def hook(kind: str) -> Callable[[DataFrame], None]:
         def keep(plan: DataFrame) -> None:
-            kept[kind] = sections()[kind].collect(plan)
+            kept[kind] = known[kind].collect(plan)
             made.append(True)
         return keep
 
     def document() -> PlanDocument:
         if not made:
             raise RuntimeError("the plan hook was never called")
-        return PlanDocument.build(conf_digest, clusters, topics, kept)
+        return PlanDocument.build(known, conf_digest, clusters, topics, kept)
 
-    return {name: hook(name) for name in sections()}, document
+    return {name: hook(name) for name in known}, document
 
 
 def stale_check(saved: SavedPlan, conf_digest: str, clusters: Sequence[str],
@@ -341,12 +350,13 @@ def stale_check(saved: SavedPlan, conf_digest: str, clusters: Sequence[str],
     entries, in the saved plan and not in the fresh one). All of it runs before anything
     is sent to Kafka."""
     compared: set[str] = set()
+    known = saved.document.sections
 
     def hook(kind: str) -> Callable[[DataFrame], None]:
         def check(plan: DataFrame) -> None:
             # The other kinds' sections as saved: each is compared at its own plan.
-            fresh = PlanDocument.build(conf_digest, clusters, topics, {
-                **saved.document.entries, kind: sections()[kind].collect(plan)})
+            fresh = PlanDocument.build(known, conf_digest, clusters, topics, {
+                **saved.document.entries, kind: known[kind].collect(plan)})
             diff = diff_plans(saved.document, fresh)
             compared.add(kind)
             if not diff.empty:
@@ -354,13 +364,13 @@ def stale_check(saved: SavedPlan, conf_digest: str, clusters: Sequence[str],
         return check
 
     def done() -> None:
-        fresh = PlanDocument.build(conf_digest, clusters, topics, {
+        fresh = PlanDocument.build(known, conf_digest, clusters, topics, {
             name: saved.document.entries.get(name, ()) for name in compared})
         diff = diff_plans(saved.document, fresh)
         if not diff.empty:
             raise StalePlan(saved.path, diff)
 
-    return {name: hook(name) for name in sections()}, done
+    return {name: hook(name) for name in known}, done
 
 
 def plan_meta(run_id: str, command: str, conf_source: str, counts: Mapping[str, int],

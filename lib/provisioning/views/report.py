@@ -20,7 +20,7 @@ from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.scope import topics_matching
-from provisioning.views.kind import owner_of, view_kinds
+from provisioning.views.kind import ViewKind, owner_of
 
 # Rows of one run `report --run-id` shows per `--limit` (the run's subjects, each with its
 # phases).
@@ -67,8 +67,8 @@ def recent_runs(spark: SparkSession, conf: Conf, limit: int) -> dict[str, Any]:
     return {"runs": rows_of(recent)}
 
 
-def run_view(spark: SparkSession, conf: Conf, run_id: str, clusters: Sequence[str],
-             topics_glob: str | None, limit: int) -> dict[str, Any]:
+def run_view(spark: SparkSession, kinds: Sequence[ViewKind], conf: Conf, run_id: str,
+             clusters: Sequence[str], topics_glob: str | None, limit: int) -> dict[str, Any]:
     """One run's row in the runs table and its audit rows (every kind's, by subject and
     phase), up to `limit` x ROWS_PER_LIMIT of them: `audit_not_shown` says how many more
     there are, and the output says how to see them."""
@@ -83,7 +83,7 @@ def run_view(spark: SparkSession, conf: Conf, run_id: str, clusters: Sequence[st
     if audit is not None:
         of_run = audit.where(F.col("run_id") == run_id)
         rows = rows_of(of_run.orderBy("cluster", "topic", phase_order())
-                       .select(*[c for c in report_columns() if c in audit.columns])
+                       .select(*[c for c in report_columns(kinds) if c in audit.columns])
                        .limit(cap + 1))
         if len(rows) > cap:
             rows = rows[:cap]
@@ -101,9 +101,9 @@ BASE_COLUMNS = ("run_id", "cluster", "topic", "topic_id", "action", "phase", "ou
                 "before_partitions", "before_configs", "config_ops")
 
 
-def report_columns() -> tuple[str, ...]:
-    """The audit columns the report shows: the shared ones and every kind's."""
-    return tuple(dict.fromkeys((*BASE_COLUMNS, *(c for k in view_kinds()
+def report_columns(kinds: Sequence[ViewKind]) -> tuple[str, ...]:
+    """The audit columns the report shows: the shared ones and each of `kinds`'."""
+    return tuple(dict.fromkeys((*BASE_COLUMNS, *(c for k in kinds
                                                  for c in k.report_columns))))
 
 
@@ -129,19 +129,19 @@ def error_text(a: Mapping[str, Any]) -> str:
     return ""
 
 
-def phase_chains(rows: Sequence[Mapping[str, Any]]
+def phase_chains(kinds: Sequence[ViewKind], rows: Sequence[Mapping[str, Any]]
                  ) -> list[tuple[list[Mapping[str, Any]], str]]:
     """The rows of each (run, subject), in order, and "phase outcome -> ..."; a row's
     subject is its kind's (`ViewKind.subject`)."""
     grouped: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for r in rows:
-        kind = owner_of(r)
+        kind = owner_of(kinds, r)
         grouped.setdefault((r["run_id"], kind.name, kind.subject(r)), []).append(r)
     return [(steps, " -> ".join(f"{s['phase']} {s['outcome']}{error_text(s)}" for s in steps))
             for steps in grouped.values()]
 
 
-def render_run_view(payload: Mapping[str, Any]) -> list[str]:
+def render_run_view(kinds: Sequence[ViewKind], payload: Mapping[str, Any]) -> list[str]:
     """`run_view` as lines: the run, then each subject's chain of phases."""
     run = payload["run"]
     lines = [f"run {run['run_id']}: {run['command']} {run['status']} "
@@ -149,9 +149,9 @@ def render_run_view(payload: Mapping[str, Any]) -> list[str]:
              f"  outcomes: {counts_text(run['outcome_counts'])}"]
     if run.get("message"):
         lines.append(f"  message: {run['message']}")
-    for steps, chain in phase_chains(payload["audit"]):
+    for steps, chain in phase_chains(kinds, payload["audit"]):
         last = steps[-1]
-        lines.append(f"  {owner_of(last).subject_text(last)} {last['action']}: {chain}")
+        lines.append(f"  {owner_of(kinds, last).subject_text(last)} {last['action']}: {chain}")
     if payload.get("audit_not_shown"):
         shown, limit = len(payload["audit"]), payload.get("limit") or 1
         lines.append(f"  ... {payload['audit_not_shown']} more audit row(s) not shown "

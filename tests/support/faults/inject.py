@@ -122,7 +122,7 @@ def _pause_before_changes(path: str) -> None:
 
 
 def _pause_between_waves(path: str) -> None:
-    from provisioning.run.topics import changes as phases
+    from provisioning.kinds.topics import changes as phases
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def fence(*a: Any, **k: Any) -> None:
@@ -135,7 +135,7 @@ def _pause_between_waves(path: str) -> None:
 
 
 def _pause_in_snapshot(path: str) -> None:
-    from provisioning.run.topics import phases
+    from provisioning.kinds.topics import phases
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def snapshot(*a: Any, **k: Any) -> Any:

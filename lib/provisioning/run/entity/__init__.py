@@ -54,6 +54,7 @@ from provisioning.run.kind import (
     SNAPSHOT,
     VALIDATE,
     PlanCounts,
+    PlanLayer,
     RunKind,
 )
 from provisioning.run.options import ApplyOptions
@@ -218,7 +219,7 @@ class EntityRunKind(RunKind):
         return on_executors(rows, task, ctx.clusters, self.model.result,
                             order=self.model.key)
 
-    def phases(self, step: str) -> Sequence[Phase]:
+    def phases(self, step: str, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
         checks = ((Manifests(self), Snapshot(self, always_record=True), Check(self))
                   if self.check_rule else ())
         return {
@@ -232,7 +233,7 @@ class EntityRunKind(RunKind):
             CHECK: checks,
         }.get(step, ())
 
-    def relock_phases(self) -> Sequence[Phase]:
+    def relock_phases(self, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
         return (Relocked(self),)
 
     def sends_changes(self, ctx: RunContext, state: RunState) -> bool:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from provisioning.run.entity import EntityRunKind, EntitySlice
 
 
-class _Step(Phase):
+class EntityPhase(Phase):
     """A phase of an entity kind: named `<prefix> <step>`, its declarations `@field` for
     the kind's own fields."""
 
@@ -70,7 +70,7 @@ class _Step(Phase):
         return got
 
 
-class Manifests(_Step):
+class Manifests(EntityPhase):
     """The kind's manifest rows, validated as data, of the run's clusters (rows naming no
     known cluster stay: they are rejected, whatever was selected); served by the shared
     Connect session's cache when an earlier run left them there (`run.manifest_cache`)."""
@@ -102,7 +102,7 @@ class Manifests(_Step):
         ctx.steps.done(f"{what} read")
 
 
-class Snapshot(_Step):
+class Snapshot(EntityPhase):
     """Every live entity of the run's clusters (from the driver), and why the job may not
     read or change a cluster's; recorded in `tables.<prefix>_snapshots` before anything
     changes (only when a cluster changed since its last record, unless `always_record`:
@@ -138,7 +138,7 @@ class Snapshot(_Step):
         ctx.steps.done(f"{self.nouns.noun} snapshot")
 
 
-class Plan(_Step):
+class Plan(EntityPhase):
     """The kind's manifest rows joined with the live entities (`EntityModel.plan`), judged
     by its policies; the plan's audit rows are the run's intent."""
 
@@ -189,7 +189,7 @@ class Plan(_Step):
                     f"{ctx.command}: saved plan ({self.nouns.title})", side, self.nouns.one)
 
 
-class Relocked(_Step):
+class Relocked(EntityPhase):
     """Under an apply's lock (`run.relock`): the live entities read again and recorded (the
     view the run changes Kafka on, changed or not), then the first plan kept when that view
     is the one it was made on (every cluster's rows the same, compared by digest in one
@@ -237,7 +237,7 @@ class Relocked(_Step):
         ctx.steps.done(f"{self.nouns.noun} first plan kept under the lock")
 
 
-class Validate(_Step):
+class Validate(EntityPhase):
     """Before anything changes, every clean change checked (`EntityRunKind.validate`)."""
 
     step = "validate"
@@ -257,7 +257,7 @@ class Validate(_Step):
         ctx.steps.done(f"{self.nouns.noun} validate")
 
 
-class Apply(_Step):
+class Apply(EntityPhase):
     """The additions validate passed, and the removals the flags allow; batched per
     cluster (`<name>.batch_size` a request)."""
 
@@ -307,7 +307,7 @@ class Apply(_Step):
         ctx.steps.done(f"{self.nouns.noun} apply")
 
 
-class Verify(_Step):
+class Verify(EntityPhase):
     """Every change made (or `unknown`) read back; settles the `unknown` outcomes."""
 
     step = "verify"
@@ -330,7 +330,7 @@ class Verify(_Step):
         ctx.steps.done(f"{self.nouns.noun} verify")
 
 
-class Import(_Step):
+class Import(EntityPhase):
     """`import --<name>`: the live entities of the selected clusters that the conf's
     manifests do not name yet, as manifest rows (`EntityModel.manifest_rows`), written in
     one commit; Kafka is only read. Per cluster: rows and entities written, entities left
@@ -378,7 +378,7 @@ class Import(_Step):
         own.imported = {"table": table, "table_version": version, "clusters": summary}
 
 
-class Check(_Step):
+class Check(EntityPhase):
     """`check`: every live entity no manifest row names, as a finding of the kind's rule
     (severity `info` unless `checks.severity` says otherwise; `off`: not judged). Nothing
     is sent to Kafka."""

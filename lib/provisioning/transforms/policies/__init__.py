@@ -1,10 +1,8 @@
-"""Create, delete and alter policies: small named DataFrame transforms that append
-violations.
-
-`with_create_policies` / `with_delete_policies` / `with_alter_policies` run the always-on
-checks first (see `create.ALWAYS_ON`, `delete.ALWAYS_ON`, `alter.ALWAYS_ON`), then the
-configured policies in conf order. Each policy judges only its action's rows; a row is allowed when
-its `policy_violations` stays empty.
+"""The policy chain every kind's plan is judged by: small named DataFrame transforms that
+append violations (`base.with_violation`), run in order by `with_policies`: a kind's
+always-on policies, then the configured ones in conf order (named in the kind's registry),
+then the ones that judge what the others let through. A row is allowed when its
+`policy_violations` stays empty.
 """
 
 from __future__ import annotations
@@ -23,16 +21,12 @@ from provisioning.transforms.policies.base import (
     Transform,
     check_plan_schema,
 )
-from provisioning.transforms.policies.registry import ALWAYS_ON, POLICIES
 from schemas import PLAN
 
 __all__ = [
     "Cut",
     "PolicyContext",
     "PolicyError",
-    "with_alter_policies",
-    "with_create_policies",
-    "with_delete_policies",
     "with_policies",
 ]
 
@@ -44,61 +38,24 @@ Cut = Callable[[DataFrame], DataFrame]
 POLICIES_PER_CUT = 4
 
 
-def with_create_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                         context: PolicyContext, cut: Cut | None = None,
-                         always_on: Collection[str] | None = None) -> DataFrame:
-    """Append the violations of the always-on and the configured create policies to PLAN rows.
-
-    specs: the conf's `policies.create`, applied in order after the always-on checks.
-    cut: applied to the rows after every POLICIES_PER_CUT policies but the last ones.
-    always_on: the always-on checks to run, by name (None: all of them); `check` runs the
-      configured policies alone on live topics (provisioning.transforms.check.live).
-    """
-    return with_policies(plan, specs, context, "create", cut, only=always_on)
-
-
-def with_delete_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                         context: PolicyContext, cut: Cut | None = None) -> DataFrame:
-    """Append the violations of the always-on and the configured delete policies to PLAN rows.
-
-    specs: the conf's `policies.delete`, applied in order after the always-on checks.
-    cut: as for `with_create_policies`.
-    """
-    return with_policies(plan, specs, context, "delete", cut)
-
-
-def with_alter_policies(plan: DataFrame, specs: Sequence[PolicySpec],
-                        context: PolicyContext, cut: Cut | None = None) -> DataFrame:
-    """Append the violations of the always-on and the configured alter policies to PLAN rows.
-
-    specs: the conf's `policies.alter`, applied in order after the always-on checks.
-    cut: as for `with_create_policies`.
-    """
-    return with_policies(plan, specs, context, "alter", cut)
-
-
 def with_policies(plan: DataFrame, specs: Sequence[PolicySpec], context: Any,
-                  kind: str, cut: Cut | None = None,
-                  always_on: Sequence[tuple[str, PolicyFactory]] | None = None,
+                  kind: str, registry: Mapping[str, PolicyFactory],
+                  always_on: Sequence[tuple[str, PolicyFactory]], cut: Cut | None = None,
                   only: Collection[str] | None = None,
-                  registry: Mapping[str, PolicyFactory] | None = None,
                   last: Sequence[tuple[str, PolicyFactory]] = (),
                   schema: StructType = PLAN, table: str = "PLAN",
                   who: str | None = None) -> DataFrame:
-    """Append the violations of `kind`'s always-on policies (`always_on`, else the
-    registry's), then of the configured ones (`specs`, named in `registry`, else in
-    `registry.POLICIES[kind]`), then of the always-on ones that judge what the others let
-    through (`last`).
+    """Append the violations of `kind`'s always-on policies (`always_on`), then of the
+    configured ones (`specs`, named in `registry`), then of the always-on ones that judge
+    what the others let through (`last`).
 
-    cut: as for `with_create_policies`.
+    cut: applied to the rows after every POLICIES_PER_CUT policies but the last ones.
     only: the always-on policies to run, by name (None: all of them).
-    registry: the policies `specs` may name (another kind's own registry).
     schema, table, who: the plan's columns, its name, and how a message names the rows
       given (another kind's plan).
     """
     check_plan_schema(plan, who or f"the plan given to the {kind} policies", schema, table)
-    registry = POLICIES[kind] if registry is None else registry
-    fixed = ALWAYS_ON.get(kind, ()) if always_on is None else always_on
+    fixed = always_on
     # (where it comes from, transform); `where` prefixes any PolicyError it raises.
     steps: list[tuple[str, Transform]] = [
         (f"always-on {kind} policy {name}", make({}, context)) for name, make in fixed

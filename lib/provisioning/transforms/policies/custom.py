@@ -29,7 +29,7 @@ Contract of the function::
   `provisioning.transforms.policies.base.with_violation(df, "my_policy", violated, message)`;
   a null `violated` means "not judged". A create policy judges only rows whose
   action is CREATE (`is_create()`), a delete policy only DELETE rows (`is_delete()`),
-  an alter policy only ALTER rows (`provisioning.transforms.policies.alter.is_alter()`;
+  an alter policy only ALTER rows (`provisioning.kinds.topics.policies.alter.is_alter()`;
   `config_ops` holds the config operations, `drift` every difference); another kind's
   custom policy judges that kind's plan rows, as its own policies' module says.
 - It is a lazy transform: no `collect()`, `count()` or other action, no I/O.
@@ -40,7 +40,7 @@ Contract of the function::
   (`live_configs`: every config the broker reports, with its source). Whatever it appends
   to such a row is a violation `check` reports, with the violation's policy name as the
   rule (`checks.severity.custom` sets its severity). Full mapping in
-  `provisioning.transforms.check.live`.
+  `provisioning.kinds.topics.rules.live`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from provisioning.conf import Conf
+from provisioning.views.kind import ViewKind
 from provisioning.views.site.data import SiteData, read_site
 from provisioning.views.site.html import CSS
 from provisioning.views.site.pages import findings, inventory, overview
@@ -61,10 +62,12 @@ def write_files(root: Path, files: Mapping[str, str]) -> int:
     return removed
 
 
-def build_site(spark: SparkSession, conf: Conf, root: Path, clusters: Sequence[str],
-               since_days: int, inventory_table: str, disks_table: str) -> dict[str, Any]:
-    """Read the tables, render every page and write them under `root`; what was written."""
-    data = read_site(spark, conf, clusters, since_days, inventory_table, disks_table)
+def build_site(spark: SparkSession, kinds: Sequence[ViewKind], conf: Conf, root: Path,
+               clusters: Sequence[str], since_days: int, inventory_table: str,
+               disks_table: str) -> dict[str, Any]:
+    """Read the tables, render every page of the `kinds`' rows and write them under `root`;
+    what was written."""
+    data = read_site(spark, kinds, conf, clusters, since_days, inventory_table, disks_table)
     files = render_site(data)
     removed = write_files(root, files)
     return {"site": str(root), "files": len(files), "removed": removed,

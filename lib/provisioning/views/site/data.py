@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from provisioning.conf import Conf
 from provisioning.delta.manifests import conform_to_manifest
 from provisioning.delta.tables import TableRef, latest_commit, load
-from provisioning.transforms.check.trend import check_runs, violation_spans, violations_per_day
-from provisioning.views.kind import view_kinds
+from provisioning.transforms.trend import check_runs, violation_spans, violations_per_day
+from provisioning.views.kind import ViewKind
 from provisioning.views.report import latest_snapshot
 from schemas import MANIFEST, column_names
 
@@ -50,6 +50,8 @@ class SiteData:
     clusters: list[str]
     tables: list[TableRead]
     days: list[dt.date]
+    # The kinds whose rows the pages show (each kind's part of the views room).
+    kinds: tuple[ViewKind, ...] = ()
     runs: list[dict[str, Any]] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
     live: list[dict[str, Any]] = field(default_factory=list)
@@ -95,8 +97,9 @@ def _of_clusters(df: DataFrame, clusters: Sequence[str]) -> DataFrame:
     return df.where(F.col("cluster").isin(*clusters))
 
 
-def read_site(spark: SparkSession, conf: Conf, clusters: Sequence[str], since_days: int,
-              inventory_table: str, disks_table: str) -> SiteData:
+def read_site(spark: SparkSession, kinds: Sequence[ViewKind], conf: Conf,
+              clusters: Sequence[str], since_days: int, inventory_table: str,
+              disks_table: str) -> SiteData:
     """The site's data for `clusters` over the `since_days` days up to the newest run.
 
     inventory_table, disks_table: `check`'s inventory tables (a missing one is shown as
@@ -107,7 +110,8 @@ def read_site(spark: SparkSession, conf: Conf, clusters: Sequence[str], since_da
         ("inventory", inventory_table), ("disks", disks_table),
         *((f"manifest {i + 1}", t) for i, t in enumerate(conf.tables.manifests)))]
     frames = {read.role: df for read, df in reads}
-    data = SiteData(clusters=sorted(clusters), tables=[read for read, _ in reads], days=[])
+    data = SiteData(clusters=sorted(clusters), tables=[read for read, _ in reads], days=[],
+                    kinds=tuple(kinds))
     runs = frames["runs"]
     if runs is None:
         return data
@@ -122,7 +126,7 @@ def read_site(spark: SparkSession, conf: Conf, clusters: Sequence[str], since_da
         F.expr("transform(coalesce(plan_counts, array()), c -> c.kind)").alias("kinds"))
         .orderBy(F.col("started_at").desc(), F.col("run_id").desc()))
     if frames["audit"] is not None:
-        data.audit = _audit(frames["audit"], in_window, clusters)
+        data.audit = _audit(frames["audit"], in_window, clusters, kinds)
     if frames["snapshots"] is not None:
         data.live = _live(frames["snapshots"], clusters)
     data.manifests = _manifests([df for (read, df) in reads
@@ -151,8 +155,9 @@ def _stable(row: dict[str, Any]) -> str:
     return json.dumps(row, default=str, sort_keys=True)
 
 
-def _audit(audit: DataFrame, runs: DataFrame, clusters: Sequence[str]) -> list[dict[str, Any]]:
-    extra = [c for k in view_kinds() for c in k.report_columns]
+def _audit(audit: DataFrame, runs: DataFrame, clusters: Sequence[str],
+           kinds: Sequence[ViewKind]) -> list[dict[str, Any]]:
+    extra = [c for k in kinds for c in k.report_columns]
     wanted = [c for c in dict.fromkeys((*AUDIT_COLUMNS, *extra)) if c in audit.columns]
     return rows(_of_clusters(audit, clusters)
                 .join(runs.select("run_id"), on="run_id", how="left_semi")

@@ -2,8 +2,8 @@
 subjects' chains of phases, failures first).
 
 A row's kind is the kind that owns it (`views.kind.owner_of`), or the kind extending that
-one whose actions it carries (`views.kind.extensions_of`): the kinds are found through the
-registry, never named here.
+one whose actions it carries (`views.kind.extensions_of`), among the kinds the site was
+given (`SiteData.kinds`): none is named here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from provisioning import names
-from provisioning.views.kind import ViewKind, extensions_of, owner_of, view_kinds
+from provisioning.views.kind import ViewKind, extensions_of, owner_of
 from provisioning.views.report import counts_text, phase_chains
 from provisioning.views.site.data import SiteData
 from provisioning.views.site.html import esc, link, page, run_file, table, tables_footer, when
@@ -24,11 +24,12 @@ ROLES = ("runs", "audit")
 LISTED = 1000
 
 
-def kind_of(row: Mapping[str, Any]) -> ViewKind:
-    """The kind an audit row shows under: its owner, or the extending kind of its action."""
-    owner = owner_of(row)
-    return next((k for k in extensions_of(owner.name) if row.get("action") in k.actions),
-                owner)
+def kind_of(kinds: Sequence[ViewKind], row: Mapping[str, Any]) -> ViewKind:
+    """The kind (of `kinds`) an audit row shows under: its owner, or the extending kind of
+    its action."""
+    owner = owner_of(kinds, row)
+    return next((k for k in extensions_of(kinds, owner.name)
+                 if row.get("action") in k.actions), owner)
 
 
 def duration(run: Mapping[str, Any]) -> str:
@@ -61,20 +62,20 @@ def _chain_rank(steps: Sequence[Mapping[str, Any]]) -> int:
     return 0 if steps[-1]["outcome"] in TROUBLE else 1
 
 
-def run_groups(rows: Sequence[Mapping[str, Any]]
+def run_groups(kinds: Sequence[ViewKind], rows: Sequence[Mapping[str, Any]]
                ) -> list[tuple[ViewKind, list[tuple[list[Mapping[str, Any]], str]]]]:
-    """A run's audit rows as each kind's chains (registry order), failures first, then by
-    subject."""
+    """A run's audit rows as each kind's chains (in the order of `kinds`), failures first,
+    then by subject."""
     by_kind: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
-        by_kind.setdefault(kind_of(r).name, []).append(r)
+        by_kind.setdefault(kind_of(kinds, r).name, []).append(r)
     groups = []
-    for kind in view_kinds():
+    for kind in kinds:
         found = by_kind.get(kind.name)
         if not found:
             continue
         ordered = sorted(found, key=row_order)
-        chains = sorted(phase_chains(ordered),
+        chains = sorted(phase_chains(kinds, ordered),
                         key=lambda c: (_chain_rank(c[0]), kind.subject_text(c[0][-1])))
         groups.append((kind, chains))
     return groups
@@ -100,7 +101,7 @@ def run_page(data: SiteData, run: Mapping[str, Any],
                     esc(counts_text(_counts(run)))]])]
     if run.get("message"):
         body.append(f"<p>{esc(run['message'])}</p>")
-    groups = run_groups(rows)
+    groups = run_groups(data.kinds, rows)
     if not groups:
         body.append('<p class="muted">This run recorded no audit row.</p>')
     for kind, every in groups:

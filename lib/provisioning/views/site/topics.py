@@ -132,7 +132,7 @@ def topic_page(data: SiteData, key: tuple[str, str], manifest: Sequence[Mapping[
     body = [f"<p>Cluster <b>{esc(cluster)}</b>.</p>", "<h2>Manifest</h2>",
             _manifest_table(manifest), "<h2>Changes</h2>"]
     commands = {r["run_id"]: r["command"] for r in data.runs}
-    chains = phase_chains(sorted(history, key=row_order))
+    chains = phase_chains(data.kinds, sorted(history, key=row_order))
     body.append(table(("recorded", "run", "action", "phases"), (
         [esc(when(steps[-1].get("recorded_at"))),
          link(up + run_file(steps[-1]["run_id"]),

@@ -1,0 +1,1 @@
+"""Client quotas (KIP-546): set and removed, validateOnly first, read back."""

@@ -1,0 +1,86 @@
+"""What a run tells of its topics: outcome counts, actions per cluster, the topics to look
+at (the rows of the kinds that extend the topics' rows included: they are topic rows)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from provisioning import names
+from provisioning.kinds.topics.results import TopicsSummary
+from provisioning.transforms.audit import final_rows
+
+# The columns of a listed topic (views.plan_text renders them).
+LISTED_COLUMNS = ("cluster", "topic", "action", "phase", "outcome", "error_name",
+                  "error_message", "drift", "policy_violations", "result_partitions",
+                  "result_replication_factor", "result_configs", "source_table",
+                  "source_version", "topic_id", "requested_partitions",
+                  "requested_replication_factor", "requested_configs", "requested_assignment",
+                  "before_partitions", "before_configs", "config_ops")
+
+
+def _nulls_first(value: Any) -> tuple[bool, Any]:
+    return (value is not None, value if value is not None else "")
+
+
+def summarize(audit_rows: Sequence[DataFrame], listing_limit: int,
+              deletes_allowed: bool, alters_allowed: bool = True,
+              final_counts: Sequence[Mapping[str, Any]] | None = None,
+              listed_extra: Sequence[str] = ()) -> tuple[TopicsSummary, DataFrame | None]:
+    """The run's topics summary from every topic AUDIT row it recorded (the final rows
+    computed once, then counted and the first `listing_limit` topics that are not simply
+    settled listed; no Spark job when the counts are known and every topic is settled), and
+    the final rows counted (None when `final_counts` served).
+
+    deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
+      counted as not made); True otherwise.
+    alters_allowed: False for an apply without --allow-alter (its validated alters are
+      counted as not made); True otherwise.
+    final_counts: the final rows counted per cluster, action, phase and outcome (`n`),
+      when the run knows them already (only its plan phase recorded rows).
+    listed_extra: columns of a listed topic the kinds extending the topics' rows show.
+    """
+    every = functools.reduce(DataFrame.unionByName, audit_rows)
+    final = final_rows(every)
+    if final_counts is None:
+        # Computed once (each phase's rows join its results with the plan): the counts
+        # and the listing both read it.
+        final = final.localCheckpoint(eager=True)
+    grouped = final_counts if final_counts is not None else (
+        final.groupBy("cluster", "action", "phase", "outcome")
+        .agg(F.count(F.lit(1)).alias("n")).collect())
+    counts: dict[str, int] = {}
+    actions: dict[tuple[Any, Any], int] = {}
+    deletes_not_allowed = alters_not_allowed = 0
+    for r in grouped:
+        n = int(r["n"])
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
+        key = (r["cluster"], r["action"])
+        actions[key] = actions.get(key, 0) + n
+        if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED
+                and r["action"] == names.DELETE):
+            deletes_not_allowed += n
+        if (not alters_allowed and r["phase"] == names.VALIDATE
+                and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
+            alters_not_allowed += n
+    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
+    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
+              .orderBy("cluster", "topic")
+              .select(*LISTED_COLUMNS, *[c for c in listed_extra if c not in LISTED_COLUMNS])
+              .limit(listing_limit).collect()) if total else []
+    return TopicsSummary(
+        counts=counts,
+        actions=[{"cluster": c, "action": a, "topics": n} for (c, a), n in
+                 sorted(actions.items(), key=lambda i: (_nulls_first(i[0][0]),
+                                                        _nulls_first(i[0][1])))],
+        topics=[r.asDict(recursive=True) for r in listed],
+        topics_not_listed=max(0, total - len(listed)),
+        deletes_not_allowed=deletes_not_allowed,
+        alters_not_allowed=alters_not_allowed,
+    ), (None if final_counts is not None else final)
+
+

@@ -1,0 +1,1 @@
+"""SCRAM credentials (KIP-554): upserted and deleted, read back."""

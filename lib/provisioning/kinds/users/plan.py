@@ -1,0 +1,226 @@
+"""User manifest rows validated as data, and joined with the live credentials into USER_PLAN
+rows: one per (cluster, user, mechanism).
+
+AlterUserScramCredentials has no validateOnly, so what the broker would refuse is checked
+here, as rows (`with_user_row_errors`): the cluster, the state, the user name's shape, the
+mechanism, the iterations (4096 to 16384), and that a present row names where its password
+is (`password_env` or `password_file`, one of them). Two rows naming one credential are
+both refused. Whether the password can be read is the driver's check at validate.
+
+UPSERT  a present row, and the credential is missing, has other iterations, or its
+        `password_version` is not the one the audit last recorded as applied (a rotation:
+        Kafka never returns the salted password, so the version is how the job knows)
+DELETE  an absent row and the credential is live; or a live credential no row names and
+        `users.remove_unlisted` is on (`source_table` null, a note)
+NOOP    anything else (a note says why an unlisted credential is left alone)
+
+A rejected row keeps the action it would have had, so the audit shows what it asked; it is
+never sent. An unlisted credential of a user a rejected row names is never removed.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from provisioning.kinds.users.names import (
+    DEFAULT_ITERATIONS,
+    DELETE,
+    MAX_ITERATIONS,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    UPSERT,
+)
+from provisioning.names import ABSENT, NOOP, PRESENT, STATES
+from provisioning.transforms.policies.base import Transform
+from provisioning.transforms.validation import cluster_reasons
+from schemas import column_names
+from schemas.users import USER_DESIRED, USER_KEY, USER_LIVE, USER_MANIFEST, USER_PLAN
+
+KEY = list(USER_KEY)
+# A user name the job sets: 1 to 255 characters, none of them whitespace, a control
+# character, `,` or `=` (SCRAM escapes those two, and clients that do not cannot log in),
+# and not the wildcard `*`.
+USER_NAME = r"^[^\s\p{Cntrl},=]{1,255}$"
+UNLISTED_KEPT = "unlisted: left alone (users.remove_unlisted removes it)"
+UNLISTED_REMOVED = "unlisted: removed (users.remove_unlisted)"
+UNLISTED_GUARDED = ("unlisted: left alone, as a rejected user manifest row names its user "
+                    "(a rejected row never removes a live credential; fix the row)")
+
+
+def credential_text() -> Column:
+    """A credential as one line: "orders-app SCRAM-SHA-512"."""
+    return F.concat_ws(" ", F.coalesce("user", F.lit("(no user)")),
+                       F.coalesce("mechanism", F.lit("(no mechanism)")))
+
+
+def _when(condition: Column, message: Column | str) -> Column:
+    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
+
+
+def _valid() -> Column:
+    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
+
+
+def _absent() -> Column:
+    return F.coalesce(F.col("state") == ABSENT, F.lit(False))
+
+
+def with_reasons(df: DataFrame, checks: list[Column]) -> DataFrame:
+    """`df` with the non-null `checks` appended to its `row_errors`."""
+    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
+    current = F.col("row_errors")
+    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
+                         .otherwise(F.concat(current, reasons)))
+
+
+def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
+    """The reasons a USER_DESIRED row is refused (null when fine)."""
+    user, mechanism, iterations = F.col("user"), F.col("mechanism"), F.col("iterations")
+    env, file, state = F.col("password_env"), F.col("password_file"), F.col("state")
+    present = ~_absent()
+    return [
+        *cluster_reasons(known_clusters),
+        _when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
+            "state: '%s' must be present or absent", state)),
+        _when(user.isNull(), "user: is missing"),
+        _when(user.isNotNull() & ((user == "*") | ~user.rlike(USER_NAME)), F.format_string(
+            "user: '%s' is not a user name the job sets (1 to 255 characters, no "
+            "whitespace, control character, `,` or `=`, not `*`)", user)),
+        _when(mechanism.isNull(), "mechanism: is missing (SCRAM-SHA-256 or SCRAM-SHA-512)"),
+        _when(mechanism.isNotNull() & ~mechanism.isin(*MECHANISMS), F.format_string(
+            "mechanism: '%s' is not SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)),
+        _when(iterations.isNotNull() & ((iterations < MIN_ITERATIONS)
+                                        | (iterations > MAX_ITERATIONS)), F.format_string(
+            f"iterations: %d is outside what the broker takes ({MIN_ITERATIONS} to "
+            f"{MAX_ITERATIONS})", iterations)),
+        _when(present & env.isNull() & file.isNull(),
+              "password: no password source; set password_env or password_file (the job "
+              "reads the password there; never put it in the table)"),
+        _when(env.isNotNull() & file.isNotNull(),
+              "password: both password_env and password_file are set; keep one"),
+    ]
+
+
+def with_user_row_errors(known_clusters: tuple[str, ...]) -> Transform:
+    """USER_DESIRED rows with their reasons, defaults filled (iterations 8192), and every
+    row whose credential another row names too refused, naming the other rows' sources."""
+
+    def transform(df: DataFrame) -> DataFrame:
+        checked = with_reasons(df, row_reasons(known_clusters)).withColumn(
+            "iterations", F.coalesce("iterations", F.lit(DEFAULT_ITERATIONS)))
+        same = Window.partitionBy(*KEY)
+        source = F.concat_ws("@", "source_table", F.col("source_version").cast("string"))
+        copies = checked.withColumn("_sources", F.collect_list(source).over(same)) \
+            .withColumn("_source", source)
+        named = F.col("cluster").isNotNull() & F.col("user").isNotNull() \
+            & F.col("mechanism").isNotNull()
+        others = F.array_join(F.array_sort(F.array_remove("_sources", F.col("_source"))),
+                              ", ")
+        duplicate = _when(named & (F.size("_sources") > 1), F.format_string(
+            "duplicate: credential %s on cluster %s is also named by %s; no copy is applied "
+            "(one row per user and mechanism)", credential_text(), F.col("cluster"),
+            F.when(others == "", F.lit("another row of the same table")).otherwise(others)))
+        return with_reasons(copies, [duplicate]).select(*column_names(USER_DESIRED))
+
+    return transform
+
+
+def _empty(column: str) -> Column:
+    return F.array().cast(USER_PLAN[column].dataType).alias(column)
+
+
+def _live(live: DataFrame) -> DataFrame:
+    return live.where(F.col("mechanism").isNotNull()).select(*column_names(USER_LIVE))
+
+
+def _listed_rows(desired: DataFrame, live: DataFrame) -> DataFrame:
+    d, lv = desired.alias("d"), _live(live).alias("l")
+    joined = d.join(lv, on=[F.col(f"d.{c}").eqNullSafe(F.col(f"l.{c}")) for c in KEY],
+                    how="left")
+    is_live = F.col("l.mechanism").isNotNull()
+    absent = F.coalesce(F.col("d.state") == ABSENT, F.lit(False))
+    asked, found = F.col("d.iterations"), F.col("l.iterations")
+    version, applied = F.col("d.password_version"), F.col("l.applied_version")
+    rotated = ~F.coalesce(version, F.lit("")).eqNullSafe(F.coalesce(applied, F.lit("")))
+    other_iterations = asked != found
+    why = F.concat_ws("; ", _when(~is_live, "new credential"),
+                      _when(is_live & other_iterations, F.format_string(
+                          "iterations %d -> %d", found, asked)),
+                      _when(is_live & rotated, F.format_string(
+                          "password_version %s -> %s (the password is set again)",
+                          F.coalesce(applied, F.lit("(none applied)")),
+                          F.coalesce(version, F.lit("(none)")))))
+    upsert = ~absent & (~is_live | other_iterations | rotated)
+    action = (F.when(absent & is_live, F.lit(DELETE)).when(upsert, F.lit(UPSERT))
+              .otherwise(F.lit(NOOP)))
+    return joined.select(
+        *[F.col(f"d.{c}").alias(c) for c in KEY],
+        action.alias("action"),
+        F.coalesce(F.col("d.state"), F.lit(PRESENT)).alias("state"),
+        F.when(~absent, asked).alias("iterations"),
+        found.alias("live_iterations"),
+        *[F.col(f"d.{c}").alias(c) for c in ("password_env", "password_file",
+                                             "password_version")],
+        applied.alias("applied_version"),
+        *[F.col(f"d.{c}").alias(c) for c in ("owner", "force", "source_table",
+                                             "source_version", "row_errors")],
+        _empty("policy_violations"),
+        F.when(upsert, why).alias("note"),
+    )
+
+
+def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -> DataFrame:
+    named = desired.select(*KEY).alias("n")
+    unlisted = _live(live).alias("l").join(
+        named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
+        how="left_anti")
+    guarded = (desired.where(~_valid()).select("cluster", "user").distinct()
+               .withColumn("_guarded", F.lit(True)))
+    facts = unlisted.join(guarded, on=["cluster", "user"], how="left")
+    is_guarded = F.coalesce(F.col("_guarded"), F.lit(False))
+    removed = ~is_guarded & F.lit(remove_unlisted)
+    note = F.when(is_guarded, F.lit(UNLISTED_GUARDED)).otherwise(
+        F.lit(UNLISTED_REMOVED if remove_unlisted else UNLISTED_KEPT))
+    nulls = {"password_env": "string", "password_file": "string",
+             "password_version": "string", "owner": "string", "force": "boolean",
+             "source_table": "string", "source_version": "long", "iterations": "int"}
+    return facts.select(
+        *KEY,
+        F.when(removed, F.lit(DELETE)).otherwise(F.lit(NOOP)).alias("action"),
+        F.when(removed, F.lit(ABSENT)).otherwise(F.lit(PRESENT)).alias("state"),
+        F.col("iterations").alias("live_iterations"),
+        "applied_version",
+        *[F.lit(None).cast(t).alias(c) for c, t in nulls.items()],
+        _empty("row_errors"), _empty("policy_violations"), note.alias("note"),
+    ).select(*column_names(USER_PLAN))
+
+
+def plan_users(desired: DataFrame, live: DataFrame, remove_unlisted: bool) -> DataFrame:
+    """USER_PLAN rows: every USER_DESIRED row joined with its live credential, then every
+    live credential no row names (kept, or removed with `remove_unlisted` unless a
+    rejected row names its user)."""
+    return (_listed_rows(desired, live).select(*column_names(USER_PLAN))
+            .unionByName(_unlisted_rows(live, desired, remove_unlisted)))
+
+
+def unmanaged_users(live: DataFrame, desired: DataFrame) -> DataFrame:
+    """The USER_LIVE rows no valid USER_DESIRED row names (what `report --unmanaged-users`
+    lists, `check` reports and `import --users` writes)."""
+    named = desired.where(_valid()).select(*KEY).alias("n")
+    return _live(live).alias("l").join(
+        named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
+        how="left_anti").select(*column_names(USER_LIVE))
+
+
+def user_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:
+    """USER_MANIFEST rows for USER_LIVE rows (`import --users`): each credential with its
+    iterations and the password_version last applied, and no password source: a plan
+    rejects the row until `password_env` or `password_file` is filled in."""
+    return (_live(live).select(
+        *KEY, "iterations", F.lit(None).cast("string").alias("password_env"),
+        F.lit(None).cast("string").alias("password_file"),
+        F.col("applied_version").alias("password_version"),
+        F.lit(PRESENT).alias("state"), F.lit(owner).cast("string").alias("owner"),
+        F.lit(None).cast("boolean").alias("force"))
+        .select(*column_names(USER_MANIFEST)).orderBy(*KEY))
