@@ -244,10 +244,13 @@ def test_the_schema_accepts_every_policy_with_good_parameters() -> None:
 def test_a_transform_checks_its_block_with_the_same_model() -> None:
     from provisioning.conf.policies import require_valid
     from provisioning.errors import PolicyError
+    from provisioning.kinds.quotas.conf import QUOTA_POLICY_MODELS
+    from provisioning.kinds.topics.conf import CREATE_POLICIES
 
-    require_valid("create", "partitions_range", {"min": 1})
+    require_valid(CREATE_POLICIES, "create", "partitions_range", {"min": 1})
     with pytest.raises(PolicyError) as err:
-        require_valid("quota", "quota_range", {"key": "x", "min": 5, "max": 2, "step": 1})
+        require_valid(QUOTA_POLICY_MODELS, "quota", "quota_range",
+                      {"key": "x", "min": 5, "max": 2, "step": 1})
     assert str(err.value) == (
         "quota policy quota_range: step: unknown parameter (allowed: key, min, max); "
         "key: 'x' is not a quota key (known: producer_byte_rate, consumer_byte_rate, "

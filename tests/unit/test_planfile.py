@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from provisioning.errors import UsageError
 from provisioning.kinds.topics.section import plan_changes
+from provisioning.views.kind import extensions_of
 from provisioning.views.planfile import (
     PlanDocument,
     diff_plans,
@@ -67,8 +68,9 @@ def test_plan_changes_keep_everything_but_clean_noops(spark: SparkSession) -> No
           None, None, "m", 4, None),
          ("local", "old", "DELETE", None, None, None, None, None, True, [], [], [], "id-old",
           None, "m", 4, None)],
-        plan_changes(plan).schema)
-    assert_df_equality(plan_changes(plan), expected, ignore_row_order=True)
+        plan_changes(plan, extensions_of(VIEWS, "topics")).schema)
+    assert_df_equality(plan_changes(plan, extensions_of(VIEWS, "topics")), expected,
+                       ignore_row_order=True)
 
 
 def test_the_digest_depends_on_content_only_and_not_on_order() -> None:
