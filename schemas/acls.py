@@ -59,7 +59,7 @@ ACL_SNAPSHOT = fields(
 ACL_PLAN = fields(
     ("cluster", StringType()),
     *_BINDING_COLUMNS,
-    # GRANT, REVOKE or NOOP (provisioning.names.ACL_ACTIONS).
+    # GRANT, REVOKE or NOOP (provisioning.kinds.acls.names).
     ("action", StringType()),
     # present or absent: what the manifest rows want (absent for an unlisted removal).
     ("state", StringType()),

@@ -16,7 +16,7 @@ from tests.quota_builders import quota, quota_plan_df, quota_result_df
 
 # The audit rows of quotas, on the entity base.
 quota_plan_audit, quota_result_audit = MODEL.plan_audit, MODEL.result_audit
-quota_final_rows, is_quota_row = MODEL.final_rows, MODEL.is_row
+quota_final_rows = MODEL.final_rows
 quota_without_answer = MODEL.without_answer
 AT = dt.datetime(2026, 11, 22, 3, 0, 0)
 APP = {"entity_user": "app"}
@@ -122,12 +122,6 @@ def test_each_quota_ends_at_the_last_phase_that_recorded_it(spark: SparkSession)
     assert_df_equality(final, audit_df(spark, [rows[3], rows[4], rows[6], rows[7]]),
                        ignore_row_order=True)
 
-
-def test_quota_rows_are_the_audit_rows_with_a_quota(spark: SparkSession) -> None:
-    rows = [audit("plan", "planned", quota(APP, "producer_byte_rate", 1e6), "SET"),
-            audit("plan", "planned", None, "CREATE", topic="orders")]
-    actual = audit_df(spark, rows).where(is_quota_row())
-    assert_df_equality(actual, audit_df(spark, rows[:1]))
 
 
 def test_quotas_no_answer_settled_get_a_result_of_their_own(spark: SparkSession) -> None:

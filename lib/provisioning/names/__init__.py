@@ -170,7 +170,3 @@ class Nouns:
     title: str
     flag: str
 
-
-def phase_index(phase: str) -> int:
-    """The position of `phase` in a run (plan 0 ... verify 3)."""
-    return PHASES.index(phase)

@@ -40,7 +40,7 @@ from provisioning.transforms.audit import (
     result_columns,
 )
 from provisioning.transforms.policies import Cut, with_policies
-from provisioning.transforms.policies.base import Transform, with_violation
+from provisioning.transforms.policies.base import Transform, per_cluster_cap
 from provisioning.transforms.policies.columns import no_violations_yet
 from provisioning.transforms.shape import to_schema
 from schemas import AUDIT, column_names
@@ -232,10 +232,6 @@ class EntityModel(ABC):
                 .where(F.col("_phase") == F.col("_last"))
                 .select(*column_names(AUDIT)))
 
-    def is_row(self) -> Column:
-        """AUDIT rows about one of the kind's entities (other rows have no such column)."""
-        return F.col(self.column).isNotNull()
-
     def without_answer(self, targets: DataFrame, phase: str, outcome: str, error_name: str,
                        message: str, attempts: int = 0) -> DataFrame:
         """Result rows of `phase` for the entities of `targets` (any rows with the key
@@ -253,24 +249,14 @@ class EntityModel(ABC):
 
     def cap_policy(self, params: Mapping[str, Any], context: Any) -> Transform:
         """Over the per-run cap (`<name>.max_changes_per_cluster`), none of a cluster's
-        changes is made: a mass change is far more likely a broken manifest than an intent.
-        Counts only the valid changes every other policy let through; never lifted."""
-        cap = context.max_changes_per_cluster
+        changes is made (`transforms.policies.base.per_cluster_cap`); counts only the valid
+        changes every other policy let through."""
         policy, refused = self.cap
         nouns = self.nouns
-
-        def transform(df: DataFrame) -> DataFrame:
-            candidate = F.col("action").isin(*self.changes) & _valid() & no_violations_yet()
-            planned = F.count(F.when(candidate, F.lit(1))).over(Window.partitionBy("cluster"))
-            message = F.format_string(
-                f"%d {nouns.noun} changes planned on cluster %s exceed the per-run cap of %d; "
-                f"{refused} on this cluster (split the change or raise "
-                f"{nouns.name}.max_changes_per_cluster)", planned, F.col("cluster"),
-                F.lit(cap))
-            return with_violation(df, policy, candidate & (planned > cap), message).select(
-                *column_names(self.plan_schema))
-
-        return transform
+        return per_cluster_cap(
+            policy, F.col("action").isin(*self.changes) & _valid() & no_violations_yet(),
+            context.max_changes_per_cluster, f"{nouns.noun} changes", refused,
+            f"{nouns.name}.max_changes_per_cluster", column_names(self.plan_schema))
 
     def judged(self, plan: DataFrame, specs: Sequence[PolicySpec], context: Any,
                cut: Cut | None = None) -> DataFrame:

@@ -3,7 +3,7 @@ binding's parts (KIP-4's ACL admin requests)."""
 
 from __future__ import annotations
 
-from provisioning.names import NOOP, Nouns, entity_outcomes
+from provisioning.names import Nouns
 
 # How the job names ACL bindings (`names.Nouns`): phases `acl plan`, conf `acls`,
 # `tables.acl_manifests`, `policies.acl`.
@@ -14,13 +14,11 @@ NOUNS = Nouns(name="acls", prefix="acl", noun="ACL", one="binding", many="bindin
 # `acls.remove_unlisted`, and present), NOOP ----------------------------------------------
 GRANT = "GRANT"
 REVOKE = "REVOKE"
-ACTIONS = (GRANT, REVOKE, NOOP)
 
 # -- outcomes: granted / revoked are the broker's word (CreateAcls, DeleteAcls, read back by
 # DescribeAcls); already_absent is a revoke whose binding was gone ---------------------------
 GRANTED = "granted"
 REVOKED = "revoked"
-OUTCOMES = entity_outcomes(GRANTED, REVOKED)
 
 # A cluster without an authorizer (DescribeAcls' answer): it has no ACL to manage.
 SECURITY_DISABLED = "SECURITY_DISABLED"

@@ -3,7 +3,7 @@ default entity, the quota keys and which entity each fits, the plan actions and 
 
 from __future__ import annotations
 
-from provisioning.names import NOOP, Nouns, entity_outcomes
+from provisioning.names import Nouns
 
 # How the job names client quotas (`names.Nouns`): phases `quota plan`, conf `quotas`,
 # `tables.quota_manifests`, `policies.quota`.
@@ -28,13 +28,11 @@ IP_KEYS = ("connection_creation_rate",)
 # vocabulary every kind shares.
 SET = "set"
 REMOVED = "removed"
-OUTCOMES = entity_outcomes(SET, REMOVED)
 
 # Plan actions: SET (wanted, and missing or another value), REMOVE (the row is `absent`, or
 # an unlisted quota with `quotas.remove_unlisted`), NOOP.
 SET_ACTION = "SET"
 REMOVE = "REMOVE"
-ACTIONS = (SET_ACTION, REMOVE, NOOP)
 # The keys a manifest may give, and the rule an ip entity adds: it takes nothing else.
 KEYS = (*USER_CLIENT_KEYS, *IP_KEYS)
 # The check rule of a live quota no quota manifest names.

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.conf import PolicySpec
@@ -38,6 +38,7 @@ from provisioning.transforms.policies.base import (
     PolicyFactory,
     Transform,
     as_plan,
+    per_cluster_cap,
     with_violation,
 )
 from provisioning.transforms.policies.columns import (
@@ -47,6 +48,7 @@ from provisioning.transforms.policies.columns import (
     with_cluster_facts,
 )
 from provisioning.transforms.policies.custom import make_custom
+from schemas import PLAN, column_names
 
 
 @dataclass(frozen=True)
@@ -163,20 +165,12 @@ def max_reassign_partitions_per_cluster(params: Mapping[str, Any], context: Poli
     """Over the per-run cap of partitions to move, no move starts on that cluster."""
     # A topic policy's context (a custom policy's test) has the default cap.
     cap = getattr(context, "max_reassign_partitions_per_cluster", _DEFAULT_CAP)
-
-    def transform(df: DataFrame) -> DataFrame:
-        checked = F.coalesce(F.size("reassign_problems"), F.lit(0)) <= 0
-        candidate = moves_planned() & no_violations_yet() & checked & (new_moves() > 0)
-        planned = F.sum(F.when(candidate, new_moves())).over(Window.partitionBy("cluster"))
-        over_cap = candidate & (planned > cap)
-        message = F.format_string(
-            "%d partition moves planned on cluster %s exceed the per-run cap of %d; no move "
-            "starts on this cluster (split the change or raise "
-            "reassign.max_partitions_per_cluster)", planned, F.col("cluster"), F.lit(cap))
-        return as_plan(with_violation(df, "max_reassign_partitions_per_cluster", over_cap,
-                                      message))
-
-    return transform
+    checked = F.coalesce(F.size("reassign_problems"), F.lit(0)) <= 0
+    return per_cluster_cap(
+        "max_reassign_partitions_per_cluster",
+        moves_planned() & no_violations_yet() & checked & (new_moves() > 0), cap,
+        "partition moves", "no move starts", "reassign.max_partitions_per_cluster",
+        column_names(PLAN), weight=new_moves())
 
 
 ALWAYS_ON: tuple[tuple[str, PolicyFactory], ...] = (

@@ -4,7 +4,7 @@ takes, the plan actions and outcomes, and the check rules."""
 from __future__ import annotations
 
 from provisioning.names import DELETE as DELETE_ACTION
-from provisioning.names import NOOP, Nouns, entity_outcomes
+from provisioning.names import Nouns
 
 # How the job names SCRAM credentials (`names.Nouns`): phases `user plan`, conf `users`,
 # `tables.user_manifests`, `policies.user`, `apply --allow-user-removals`.
@@ -25,12 +25,10 @@ DEFAULT_ITERATIONS = 8192
 # (the row is `absent`, or an unlisted credential with `users.remove_unlisted`), NOOP.
 UPSERT = "UPSERT"
 DELETE = DELETE_ACTION
-ACTIONS = (UPSERT, DELETE, NOOP)
 
 # Outcomes of a credential's result: `upserted` and `deleted` are this kind's own words.
 UPSERTED = "upserted"
 DELETED = "deleted"
-OUTCOMES = entity_outcomes(UPSERTED, DELETED)
 
 # The check rules: a live credential no manifest row names; an ACL binding of a `User:`
 # principal that has no credential (off unless `checks.severity` turns it on).

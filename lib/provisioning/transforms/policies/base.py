@@ -11,11 +11,11 @@ only at rows whose `action` is DELETE, alter policies only at ALTER rows.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -122,6 +122,32 @@ def with_violation(df: DataFrame, policy: str, violated: Column, message: Column
         "policy_violations",
         F.when(current.isNull(), appended).otherwise(F.concat(current, appended)),
     )
+
+
+def per_cluster_cap(policy: str, candidate: Column, cap: int, planned: str, refused: str,
+                    raise_key: str, columns: Sequence[str], weight: Column | None = None
+                    ) -> Transform:
+    """Over `cap` changes on one cluster in one run (the `candidate` rows, or the sum of
+    their `weight`), none of that cluster's is made: a mass change is far more likely a
+    broken manifest than an intent. Never lifted; the caller's `candidate` counts only what
+    every earlier policy let through. The closing select is `columns`.
+
+    planned, refused, raise_key: the message's words, as in "<n> <planned> planned on
+      cluster <c> exceed the per-run cap of <cap>; <refused> on this cluster (split the
+      change or raise <raise_key>)".
+    """
+
+    def transform(df: DataFrame) -> DataFrame:
+        counted = (F.count(F.when(candidate, F.lit(1))) if weight is None
+                   else F.sum(F.when(candidate, weight)))
+        total = counted.over(Window.partitionBy("cluster"))
+        message = F.format_string(
+            f"%d {planned} planned on cluster %s exceed the per-run cap of %d; {refused} on "
+            f"this cluster (split the change or raise {raise_key})", total, F.col("cluster"),
+            F.lit(cap))
+        return with_violation(df, policy, candidate & (total > cap), message).select(*columns)
+
+    return transform
 
 
 def requested_partitions() -> Column:

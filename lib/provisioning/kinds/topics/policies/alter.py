@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.names import ALTER, CREATE, DELETE_CONFIG, SET
@@ -37,6 +37,7 @@ from provisioning.transforms.policies.base import (
     PolicyFactory,
     Transform,
     as_plan,
+    per_cluster_cap,
     with_violation,
 )
 from provisioning.transforms.policies.columns import forced, no_violations_yet
@@ -146,19 +147,9 @@ def partitions_on_compacted(params: Mapping[str, Any], context: PolicyContext) -
 
 def max_alters_per_cluster(params: Mapping[str, Any], context: PolicyContext) -> Transform:
     """Over the per-run cap, no alter at all is made on that cluster."""
-    cap = context.max_alters_per_cluster
-
-    def transform(df: DataFrame) -> DataFrame:
-        candidate = is_alter() & no_violations_yet()
-        planned = F.count(F.when(candidate, F.lit(1))).over(Window.partitionBy("cluster"))
-        over_cap = candidate & (planned > cap)
-        message = F.format_string(
-            "%d alters planned on cluster %s exceed the per-run cap of %d; no alter is made "
-            "on this cluster (split the change or raise alters.max_per_cluster)",
-            planned, F.col("cluster"), F.lit(cap))
-        return as_plan(with_violation(df, "max_alters_per_cluster", over_cap, message))
-
-    return transform
+    return per_cluster_cap("max_alters_per_cluster", is_alter() & no_violations_yet(),
+                           context.max_alters_per_cluster, "alters", "no alter is made",
+                           "alters.max_per_cluster", column_names(PLAN))
 
 
 ALWAYS_ON: tuple[tuple[str, PolicyFactory], ...] = (

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.conf.policies import require_valid
@@ -34,10 +34,12 @@ from provisioning.transforms.policies.base import (
     Transform,
     as_plan,
     is_delete,
+    per_cluster_cap,
     with_violation,
 )
 from provisioning.transforms.policies.columns import listed, no_violations_yet
 from provisioning.transforms.scope import matching_globs
+from schemas import PLAN, column_names
 
 
 def _matches(globs: Column) -> Column:
@@ -117,21 +119,10 @@ def topic_in_use(params: Mapping[str, Any], context: PolicyContext) -> Transform
 
 
 def max_deletes_per_cluster(params: Mapping[str, Any], context: PolicyContext) -> Transform:
-    """Over the per-run cap, no deletion at all is made on that cluster: a mass deletion is
-    far more likely a broken manifest than an intent."""
-    cap = context.max_deletes_per_cluster
-
-    def transform(df: DataFrame) -> DataFrame:
-        candidate = is_delete() & no_violations_yet()
-        planned = F.count(F.when(candidate, F.lit(1))).over(Window.partitionBy("cluster"))
-        over_cap = candidate & (planned > cap)
-        message = F.format_string(
-            "%d deletions planned on cluster %s exceed the per-run cap of %d; no deletion is "
-            "made on this cluster (split the change or raise deletes.max_per_cluster)",
-            planned, F.col("cluster"), F.lit(cap))
-        return as_plan(with_violation(df, "max_deletes_per_cluster", over_cap, message))
-
-    return transform
+    """Over the per-run cap, no deletion at all is made on that cluster."""
+    return per_cluster_cap("max_deletes_per_cluster", is_delete() & no_violations_yet(),
+                           context.max_deletes_per_cluster, "deletions", "no deletion is made",
+                           "deletes.max_per_cluster", column_names(PLAN))
 
 
 ALWAYS_ON: tuple[tuple[str, PolicyFactory], ...] = (
