@@ -52,7 +52,9 @@ def warm_up(manifest_rows: list[tuple[object, ...]]) -> None:
             "tables": {"manifests": [str(base / "manifest")], "audit": str(base / "audit"),
                        "runs": str(base / "runs"), "snapshots": str(base / "snapshots")},
         }, "driver-archive", tuple(k.conf for k in KINDS))
-        lock = RunLock(spark, conf.tables.locks, clusters, "driver-archive", "apply", 60)
+        # A lease long enough for a cold JVM's first appends on a loaded machine: the claim
+        # is read back after them, and a lease already run out reads as no claim.
+        lock = RunLock(spark, conf.tables.locks, clusters, "driver-archive", "apply", 900)
         lock.acquire()
         try:
             write_manifest(spark, manifest_rows, str(base / "manifest"))
