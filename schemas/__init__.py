@@ -1,9 +1,10 @@
 """Every table schema of the project: manifests, snapshots, plan, audit, runs, locks,
-`check`'s violations and usage (`schemas.usage`), and the same for ACL bindings (`schemas.acls`).
+`check`'s violations and usage (`schemas.usage`), and the entity kinds' own tables
+(`schemas.acls`, `schemas.quotas`, `schemas.users`).
 
 The audit table holds every kind's rows: its shared columns (`schemas.tables.AUDIT`), and
-each registered kind's own column (`AUDIT_COLUMN` of `schemas.<kind>`: the struct its rows
-fill), those not among them appended in registry order (`with_kind_columns`).
+each entity kind's own column (`AUDIT_COLUMN` of its schema module: the struct its rows
+fill), appended in the registry's order (`with_kind_columns`).
 
 Readers, writers, transforms and test builders import these. A module that shows or
 sends a few columns of a table (a view, a request) names the ones it uses; none
@@ -18,6 +19,7 @@ from pyspark.sql.types import StructType
 from schemas import acls, quotas, tables, users
 from schemas.acls import (
     ACL_BINDING,
+    ACL_BINDING_STRUCT,
     ACL_DESIRED,
     ACL_MANIFEST,
     ACL_PLAN,
@@ -27,7 +29,6 @@ from schemas.acls import (
 )
 from schemas.check import VIOLATIONS
 from schemas.tables import (
-    ACL_BINDING_STRUCT,
     CLUSTER_STATE,
     CONFIG_ENTRY,
     CONFIG_OP,

@@ -19,7 +19,18 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from schemas.tables import ACL_BINDING_STRUCT, ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+
+# One ACL binding beside its cluster (Kafka's AclBinding), as the audit table holds it.
+ACL_BINDING_STRUCT = fields(
+    ("principal", StringType()),
+    ("host", StringType()),
+    ("resource_type", StringType()),
+    ("resource_name", StringType()),
+    ("pattern_type", StringType()),
+    ("operation", StringType()),
+    ("permission", StringType()),
+)
 
 # What one binding is, beside its cluster: Kafka's AclBinding, every part named.
 _BINDING_COLUMNS: tuple[tuple[str, object], ...] = tuple(

@@ -20,12 +20,22 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-# The audit's `quota` column (schemas.tables, beside the other kinds' audit columns).
-from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, QUOTA_STRUCT, desired, fields
+from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
 
 __all__ = ["AUDIT_COLUMN", "ENTITY_COLUMNS", "QUOTA_DESIRED", "QUOTA_KEY", "QUOTA_LIVE",
            "QUOTA_MANIFEST", "QUOTA_PLAN", "QUOTA_RESULT", "QUOTA_SNAPSHOT", "QUOTA_STRUCT"]
 
+# One client quota as the audit table holds it (its `quota` column): its entity (one column per
+# entity type; `<default>` the type's default entity), its key, the value asked for and the
+# value found (live at plan, read back at verify).
+QUOTA_STRUCT = fields(
+    ("entity_user", StringType()),
+    ("entity_client_id", StringType()),
+    ("entity_ip", StringType()),
+    ("key", StringType()),
+    ("value", DoubleType()),
+    ("found", DoubleType()),
+)
 
 
 ENTITY_COLUMNS = ("entity_user", "entity_client_id", "entity_ip")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
-    DoubleType,
     IntegerType,
     LongType,
     MapType,
@@ -262,29 +261,6 @@ TOPIC_RESULT = fields(
 )
 
 # One row per topic per phase per run.
-# One ACL binding beside its cluster (Kafka's AclBinding), as the audit table holds it.
-ACL_BINDING_STRUCT = fields(
-    ("principal", StringType()),
-    ("host", StringType()),
-    ("resource_type", StringType()),
-    ("resource_name", StringType()),
-    ("pattern_type", StringType()),
-    ("operation", StringType()),
-    ("permission", StringType()),
-)
-
-# One client quota as the audit table holds it (schemas.quotas): its entity (one column per
-# entity type; `<default>` the type's default entity), its key, the value asked for and the
-# value found (live at plan, read back at verify).
-QUOTA_STRUCT = fields(
-    ("entity_user", StringType()),
-    ("entity_client_id", StringType()),
-    ("entity_ip", StringType()),
-    ("key", StringType()),
-    ("value", DoubleType()),
-    ("found", DoubleType()),
-)
-
 AUDIT = fields(
     ("run_id", StringType()),
     ("cluster", StringType()),
@@ -317,10 +293,8 @@ AUDIT = fields(
     ("before_partitions", IntegerType()),
     ("before_configs", STRING_MAP),
     ("config_ops", ArrayType(CONFIG_OP, True)),
-    # Rows about an ACL binding (schemas.acls) rather than a topic: the binding (topic is
-    # null), and why the plan row is as it is (merged rows that disagreed, an unlisted or a
-    # deleted topic's binding revoked). Null on topic rows.
-    ("acl", ACL_BINDING_STRUCT),
+    # Why a plan row of another kind than topics is as it is (merged rows that disagreed,
+    # an unlisted or a deleted topic's binding revoked). Null on topic rows.
     ("note", StringType()),
     # Replica moves (action REASSIGN; the plan row of an ALTER that also moves replicas
     # carries them too): each partition's replicas before -> after (plan), what became of
@@ -330,9 +304,6 @@ AUDIT = fields(
     ("result_reassignment", ArrayType(REPLICA_MOVE_RESULT, True)),
     ("throttle_rate", LongType()),
     ("throttled_brokers", ArrayType(IntegerType(), True)),
-    # Rows about a client quota (schemas.quotas): the quota (topic is null). Null on the
-    # other rows.
-    ("quota", QUOTA_STRUCT),
 )
 
 CLUSTER_SUMMARY = fields(

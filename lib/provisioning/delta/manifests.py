@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -19,6 +19,7 @@ from provisioning.delta.tables import (
     write,
 )
 from provisioning.errors import UsageError
+from provisioning.names import Nouns
 from schemas import DESIRED, MANIFEST, column_names
 
 
@@ -84,6 +85,35 @@ def read_manifests(spark: SparkSession, tables: Sequence[str],
     if not frames:
         return spark.createDataFrame([], desired)
     return functools.reduce(lambda a, b: a.unionByName(b), frames)
+
+
+class ManifestModel(Protocol):
+    """What reading a kind's manifest tables needs of the kind (an entity kind's model)."""
+
+    @property
+    def manifest(self) -> StructType: ...
+
+    @property
+    def desired(self) -> StructType: ...
+
+    @property
+    def manifest_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def nouns(self) -> Nouns: ...
+
+    def validation(self, known_clusters: tuple[str, ...]) -> Callable[[DataFrame], DataFrame]:
+        ...
+
+
+def read_validated(spark: SparkSession, tables: Sequence[str], model: ManifestModel,
+                   clusters: Sequence[str],
+                   commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
+    """A kind's manifest tables read (`read_manifests`) and its rows validated as data
+    against the conf's `clusters` (`row_errors`)."""
+    return read_manifests(spark, tables, model.manifest, model.desired, model.manifest_keys,
+                          f"{model.nouns.noun} manifest", commits
+                          ).transform(model.validation(tuple(clusters)))
 
 
 def conform_to_manifest(df: DataFrame, manifest: StructType = MANIFEST) -> DataFrame:

@@ -40,7 +40,7 @@ from provisioning.transforms.audit import (
     result_columns,
 )
 from provisioning.transforms.policies import Cut, with_policies
-from provisioning.transforms.policies.base import Transform, per_cluster_cap
+from provisioning.transforms.policies.base import Transform, per_cluster_cap, with_violation
 from provisioning.transforms.policies.columns import no_violations_yet
 from provisioning.transforms.shape import to_schema
 from schemas import AUDIT, column_names
@@ -58,6 +58,30 @@ class EntityPolicyContext:
     """
 
     max_changes_per_cluster: int = 200
+
+
+@dataclass(frozen=True)
+class Subject:
+    """How an entity kind's policies name the entity of a plan row, and the plan's columns
+    their closing select keeps.
+
+    word: how a message names the entity; text: the entity as one line (a column over
+    plan rows); schema: the kind's plan rows.
+    """
+
+    word: str
+    text: Callable[[], Column]
+    schema: StructType
+
+    def message(self, text: str, *args: Column) -> Column:
+        """"<word> <entity>: <text>" with `args` formatted into `text`."""
+        return F.format_string(f"{self.word} %s: {text}", self.text(), *args)
+
+    def violated(self, df: DataFrame, policy: str, refused: Column, message: Column
+                 ) -> DataFrame:
+        """`df` with `policy`'s violation on the `refused` rows, as the kind's plan rows."""
+        return with_violation(df, policy, refused, message).select(
+            *column_names(self.schema))
 
 
 def force_hint(nouns: Nouns) -> str:

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.conf import Conf
 from provisioning.conf.entity import EntityConf
-from provisioning.delta.manifests import read_manifests
+from provisioning.delta.manifests import read_validated
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 from provisioning.results import EntitySummary, RunResult
@@ -131,9 +131,18 @@ class EntityView(ViewKind):
         """What a run does to the entity of a listed row (its audit struct's fields, its
         text and its row's columns)."""
 
-    @abstractmethod
     def sign(self, row: Mapping[str, Any]) -> str:
-        """A listed row's sign in the text listing."""
+        """A listed row's sign in the text listing: `!` to look at, `-` a removal, `+` an
+        addition of an entity not found live (before the change: its verified row's
+        `found` is the value read back), `~` a change of one that was, `=` nothing."""
+        model = self.model
+        if row.get("outcome") in names.ATTENTION:
+            return "!"
+        if row.get("action") == model.removes:
+            return "-"
+        if row.get("action") == model.adds:
+            return "+" if row.get("found") is None and row.get("phase") != names.VERIFY else "~"
+        return "="
 
     def markdown_change(self, row: Mapping[str, Any]) -> str:
         """A listed row's change in the Markdown table (its text listing's, by default)."""
@@ -249,12 +258,9 @@ class EntityView(ViewKind):
 
     def desired(self, spark: SparkSession, conf: Conf) -> DataFrame:
         """The rows of the conf's manifests of the kind, as they are now, validated."""
-        model = self.model
         tables = [t for t in conf.section(self.conf_class).manifests or ()
                   if table_exists(spark, TableRef(t))]
-        return read_manifests(spark, tables, model.manifest, model.desired,
-                              model.manifest_keys, f"{model.nouns.noun} manifest"
-                              ).transform(model.validation(tuple(conf.clusters)))
+        return read_validated(spark, tables, self.model, tuple(conf.clusters))
 
     def loose_payload(self, spark: SparkSession, conf: Conf, clusters: Sequence[str],
                       view: LooseView) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from provisioning.kinds.acls.names import (
 )
 from provisioning.kinds.acls.plan import binding_text
 from provisioning.names import ABSENT
-from provisioning.transforms.entity import EntityPolicyContext, Factory, force_hint
+from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject, force_hint
 from provisioning.transforms.policies.base import Transform, with_violation
 from provisioning.transforms.policies.columns import forced, full_match
 from provisioning.transforms.policies.custom import make_custom
@@ -78,6 +78,8 @@ class AclPolicyContext(EntityPolicyContext):
 
 
 _FORCE_HINT = force_hint(NOUNS)
+# How the policies name a plan row's entity, and the plan's columns they keep.
+SUBJECT = Subject("binding", binding_text, ACL_PLAN)
 
 
 def is_grant() -> Column:
@@ -92,16 +94,6 @@ def _topic() -> Column:
     return F.col("resource_type") == F.lit(TOPIC_RESOURCE)
 
 
-def as_acl_plan(df: DataFrame) -> DataFrame:
-    """A policy's closing select: the ACL_PLAN columns, in order."""
-    return df.select(*column_names(ACL_PLAN))
-
-
-def _message(text: str, *args: Column) -> Column:
-    """"binding <binding>: <text>" with `args` formatted into `text`."""
-    return F.format_string(f"binding %s: {text}", binding_text(), *args)
-
-
 # --- always on ---------------------------------------------------------------------------
 
 
@@ -113,11 +105,11 @@ def wildcard_principal(params: Mapping[str, Any], context: AclPolicyContext) -> 
         wildcard = F.col("principal").rlike(r"^[^:]+:\*$")
         refused = (is_grant() & wildcard & (F.col("operation") != F.lit("DESCRIBE"))
                    & ~forced())
-        message = _message(
+        message = SUBJECT.message(
             f"%s is every principal of cluster %s, and only DESCRIBE may be granted to all "
             f"of them; name the principals that need %s, {_FORCE_HINT}",
             F.col("principal"), F.col("cluster"), F.col("operation"))
-        return as_acl_plan(with_violation(df, "wildcard_principal", refused, message))
+        return SUBJECT.violated(df, "wildcard_principal", refused, message)
 
     return transform
 
@@ -127,9 +119,9 @@ def no_all_operation(params: Mapping[str, Any], context: AclPolicyContext) -> Tr
 
     def transform(df: DataFrame) -> DataFrame:
         refused = is_grant() & (F.col("operation") == F.lit("ALL")) & ~forced()
-        message = _message(f"ALL is every operation on the resource, present and future; list "
-                           f"the operations needed, {_FORCE_HINT}")
-        return as_acl_plan(with_violation(df, "no_all_operation", refused, message))
+        message = SUBJECT.message(f"ALL is every operation on the resource, present and "
+                                  f"future; list the operations needed, {_FORCE_HINT}")
+        return SUBJECT.violated(df, "no_all_operation", refused, message)
 
     return transform
 
@@ -143,11 +135,11 @@ def cluster_principals(params: Mapping[str, Any], context: AclPolicyContext) -> 
         listed = F.col("principal").isin(*allowed) if allowed else F.lit(False)
         refused = (is_grant() & (F.col("resource_type") == F.lit(CLUSTER_RESOURCE))
                    & ~listed & ~forced())
-        message = _message(
+        message = SUBJECT.message(
             f"CLUSTER bindings go only to the principals listed in acls.cluster_principals "
             f"(%s); add %s there, {_FORCE_HINT}",
             F.lit(", ".join(allowed) or "none listed"), F.col("principal"))
-        return as_acl_plan(with_violation(df, "cluster_principals", refused, message))
+        return SUBJECT.violated(df, "cluster_principals", refused, message)
 
     return transform
 
@@ -166,11 +158,11 @@ def topic_absent(params: Mapping[str, Any], context: AclPolicyContext) -> Transf
         facts = df.join(absent, on=["cluster", "resource_name"], how="left")
         refused = (is_grant() & _topic() & (F.col("pattern_type") == F.lit(LITERAL))
                    & F.coalesce(F.col(_TOPIC_ABSENT), F.lit(False)))
-        message = _message(
+        message = SUBJECT.message(
             "topic %s is `state: absent` in the topic manifests, so the job deletes it, and a "
             "grant on its name would pass to any topic recreated under it; drop this ACL row "
             "or the topic's absent row", F.col("resource_name"))
-        return as_acl_plan(with_violation(facts, "topic_absent", refused, message))
+        return SUBJECT.violated(facts, "topic_absent", refused, message)
 
     return transform
 
@@ -250,26 +242,26 @@ def owner_scope(params: Mapping[str, Any], context: AclPolicyContext) -> Transfo
         covers_none = judged & owner.isNotNull() & prefixed & ~owned
         covers_others = judged & owner.isNotNull() & prefixed & foreign
         messages = [
-            (no_owner, _message(
+            (no_owner, SUBJECT.message(
                 "owner_scope needs the ACL row's owner to tell whose topics it may open, and "
                 "the row has none; set `owner` to the team that owns the topic(s)")),
-            (not_theirs, _message(
+            (not_theirs, SUBJECT.message(
                 "topic %s on cluster %s is not a topic of owner %s (no topic manifest row of "
                 "that owner alone names it); only a topic's owner grants or revokes access "
                 "to it: ask its team to add this row", F.col("resource_name"),
                 F.col("cluster"), owner)),
-            (covers_none, _message(
+            (covers_none, SUBJECT.message(
                 "prefix %s covers no topic of owner %s on cluster %s; a prefix grant must "
                 "cover the owner's own topics", F.col("resource_name"), owner,
                 F.col("cluster"))),
-            (covers_others, _message(
+            (covers_others, SUBJECT.message(
                 "prefix %s also covers topic(s) %s on cluster %s, which are not owner %s's; "
                 "narrow the prefix to that owner's topics", F.col("resource_name"),
                 _some(F.col(_FOREIGN)), F.col("cluster"), owner)),
         ]
         for violated, message in messages:
             facts = with_violation(facts, "owner_scope", violated, message)
-        return as_acl_plan(facts)
+        return facts.select(*column_names(ACL_PLAN))
 
     return transform
 
@@ -293,11 +285,11 @@ def principal_pattern(params: Mapping[str, Any], context: AclPolicyContext) -> T
         refused = is_grant() & ~full_match(F.col("principal"), pattern)
         whose = F.when(own.isNotNull(), F.format_string("owner %s", F.col("owner"))) \
             .when(own.isNull(), F.lit("every owner"))
-        message = _message(
+        message = SUBJECT.message(
             "principal %s does not match %s, the pattern policy principal_pattern sets for "
             "%s; name a principal that does, or change the policy", F.col("principal"),
             pattern, whose)
-        return as_acl_plan(with_violation(df, "principal_pattern", refused, message))
+        return SUBJECT.violated(df, "principal_pattern", refused, message)
 
     return transform
 

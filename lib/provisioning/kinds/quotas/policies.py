@@ -34,7 +34,7 @@ from provisioning.conf.policies import require_valid
 from provisioning.kinds.quotas.conf import QUOTA_POLICY_MODELS
 from provisioning.kinds.quotas.names import NOUNS, REMOVE, SET_ACTION
 from provisioning.kinds.quotas.plan import entity_text, value_text
-from provisioning.transforms.entity import EntityPolicyContext, Factory, force_hint
+from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject, force_hint
 from provisioning.transforms.policies.base import Transform, with_violation
 from provisioning.transforms.policies.columns import forced
 from provisioning.transforms.policies.custom import make_custom
@@ -48,6 +48,9 @@ class QuotaPolicyContext(EntityPolicyContext):
 
 
 _FORCE_HINT = force_hint(NOUNS)
+# How the policies name a plan row's entity, and the plan's columns they keep.
+SUBJECT = Subject("quota", lambda: F.format_string("%s %s", entity_text(), F.col("key")),
+                  QUOTA_PLAN)
 
 
 def is_set() -> Column:
@@ -56,16 +59,6 @@ def is_set() -> Column:
 
 def is_change() -> Column:
     return F.col("action").isin(SET_ACTION, REMOVE)
-
-
-def as_quota_plan(df: DataFrame) -> DataFrame:
-    """A policy's closing select: the QUOTA_PLAN columns, in order."""
-    return df.select(*column_names(QUOTA_PLAN))
-
-
-def _message(text: str, *args: Column) -> Column:
-    """"quota <entity> <key>: <text>" with `args` formatted into `text`."""
-    return F.format_string(f"quota %s %s: {text}", entity_text(), F.col("key"), *args)
 
 
 def _number(value: float) -> str:
@@ -92,12 +85,12 @@ def quota_range(params: Mapping[str, Any], context: QuotaPolicyContext) -> Trans
                 (low, "below", value < F.lit(low)), (high, "above", value > F.lit(high))):
             if bound is None:
                 continue
-            message = _message(
+            message = SUBJECT.message(
                 f"%s is {word} {_number(bound)}, the {'min' if word == 'below' else 'max'} "
                 f"policy quota_range sets for {key}; ask for a value within the range, "
                 f"{_FORCE_HINT}", value_text(value))
             df = with_violation(df, "quota_range", judged & outside, message)
-        return as_quota_plan(df)
+        return df.select(*column_names(QUOTA_PLAN))
 
     return transform
 

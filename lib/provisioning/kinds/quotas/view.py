@@ -48,17 +48,6 @@ class QuotasView(EntityView):
             return f"{subject} -> {asked} (read back: {_number(row.get('found'))})"
         return f"{subject} {_number(row.get('found'))} -> {asked}"
 
-    def sign(self, row: Mapping[str, Any]) -> str:
-        if row.get("outcome") in names.ATTENTION:
-            return "!"
-        if row.get("action") == quota_names.REMOVE:
-            return "-"
-        if row.get("action") == quota_names.SET_ACTION:
-            # Before the change, `found` is the live value (none: a new quota); a verified
-            # row's is the value read back.
-            return "+" if row.get("found") is None and row.get("phase") != names.VERIFY else "~"
-        return "="
-
     def listed_text(self, row: Mapping[str, Any]) -> str:
         return f"quota {entity_label(row)} {row['key']} {_number(row['value'])}"
 

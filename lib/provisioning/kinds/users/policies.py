@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.conf.policies import require_valid
@@ -34,12 +34,11 @@ from provisioning.errors import PolicyError
 from provisioning.kinds.users.conf import USER_POLICY_MODELS
 from provisioning.kinds.users.names import DEFAULT_ITERATIONS, DELETE, MECHANISMS, NOUNS, UPSERT
 from provisioning.kinds.users.plan import credential_text
-from provisioning.transforms.entity import EntityPolicyContext, Factory, force_hint
-from provisioning.transforms.policies.base import Transform, with_violation
+from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject, force_hint
+from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.policies.columns import forced
 from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.scope import matching_globs
-from schemas import column_names
 from schemas.users import USER_PLAN
 
 
@@ -58,15 +57,8 @@ class UserPolicyContext(EntityPolicyContext):
 
 
 _FORCE_HINT = force_hint(NOUNS)
-
-
-def _as_plan(df: DataFrame) -> DataFrame:
-    return df.select(*column_names(USER_PLAN))
-
-
-def _message(text: str, *args: Column) -> Column:
-    """"credential <user> <mechanism>: <text>" with `args` formatted into `text`."""
-    return F.format_string(f"credential %s: {text}", credential_text(), *args)
+# How the policies name a plan row's entity, and the plan's columns they keep.
+SUBJECT = Subject("credential", credential_text, USER_PLAN)
 
 
 def protected_users(params: Mapping[str, Any], context: UserPolicyContext) -> Transform:
@@ -85,9 +77,10 @@ def protected_users(params: Mapping[str, Any], context: UserPolicyContext) -> Tr
         why = F.when(is_own, F.lit("it is the user the job logs in as on this cluster")
                      ).otherwise(F.format_string("users.protected_users protects it (%s)",
                                                  matched))
-        message = _message("%s; the job never changes or removes it (change it by hand, "
-                           "or take it out of users.protected_users first)", why)
-        return _as_plan(with_violation(df, "protected_users", refused, message))
+        message = SUBJECT.message(
+            "%s; the job never changes or removes it (change it by hand, or take it out of "
+            "users.protected_users first)", why)
+        return SUBJECT.violated(df, "protected_users", refused, message)
 
     return transform
 
@@ -99,9 +92,10 @@ def user_iterations_min(params: Mapping[str, Any], context: UserPolicyContext
 
     def transform(df: DataFrame) -> DataFrame:
         refused = (F.col("action") == UPSERT) & (F.col("iterations") < least) & ~forced()
-        message = _message(f"%d iterations are fewer than users.iterations_min ({least}); "
-                           f"ask for at least {least}, {_FORCE_HINT}", F.col("iterations"))
-        return _as_plan(with_violation(df, "user_iterations_min", refused, message))
+        message = SUBJECT.message(
+            f"%d iterations are fewer than users.iterations_min ({least}); ask for at least "
+            f"{least}, {_FORCE_HINT}", F.col("iterations"))
+        return SUBJECT.violated(df, "user_iterations_min", refused, message)
 
     return transform
 
@@ -118,9 +112,10 @@ def user_mechanism(params: Mapping[str, Any], context: UserPolicyContext) -> Tra
     def transform(df: DataFrame) -> DataFrame:
         refused = ((F.col("action") == UPSERT) & ~F.col("mechanism").isin(*allowed)
                    & ~forced())
-        message = _message(f"policy user_mechanism allows only {', '.join(allowed)}; "
-                           f"ask for one of them, {_FORCE_HINT}")
-        return _as_plan(with_violation(df, "user_mechanism", refused, message))
+        message = SUBJECT.message(
+            f"policy user_mechanism allows only {', '.join(allowed)}; ask for one of them, "
+            f"{_FORCE_HINT}")
+        return SUBJECT.violated(df, "user_mechanism", refused, message)
 
     return transform
 

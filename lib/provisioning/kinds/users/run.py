@@ -32,15 +32,12 @@ from provisioning.kinds.users.names import ACL_WITHOUT_USER, UNMANAGED_USER, UPS
 from provisioning.kinds.users.policies import UserPolicyContext
 from provisioning.kinds.users.requests import user_states
 from provisioning.kinds.users.tasks import APPLY, VERIFY, Passwords, user_results
-from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, require
 from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
-from provisioning.run.entity.phases import Apply, EntityPhase, Verify
-from provisioning.run.kind import APPLY as APPLY_STEP
+from provisioning.run.entity.phases import EntityPhase, findings
 from provisioning.run.kind import CHECK, PlanLayer
 from provisioning.run.state import RunState
 from provisioning.session import job_label
-from schemas.check import VIOLATIONS
 from schemas.users import USER_KEY, USER_LIVE, USER_RESULT
 
 KEY = list(USER_KEY)
@@ -59,21 +56,6 @@ def _passwords(requests: DataFrame) -> Passwords:
                                                     os.environ) for r in rows}
 
 
-class _Verify(Verify):
-    """Verify, with apply's outcome beside each request (a rotation whose apply went
-    unanswered cannot be told from the read-back: it stays `unknown`)."""
-
-    def run(self, ctx: RunContext, state: RunState) -> None:
-        own = self.own(state)
-        applied = require(own.applied, "applied").where(F.col("outcome").isin(
-            self.model.added, self.model.removed, names.UNKNOWN)).select(
-            *KEY, F.col("outcome").alias("applied_outcome"))
-        requests = require(own.plan, "plan").join(applied, on=KEY)
-        self.answers(ctx, state, requests, self.part.read_back, names.VERIFY, names.UNKNOWN,
-                     f"apply: {self.part.requests_named[2]}")
-        ctx.steps.done(f"{self.nouns.noun} verify")
-
-
 class _AclWithoutUser(EntityPhase):
     """`check`'s `acl_without_user`: an ACL binding of a `User:` principal (not `User:*`)
     with no SCRAM credential on its cluster. Off unless `checks.severity` names a
@@ -88,7 +70,7 @@ class _AclWithoutUser(EntityPhase):
                 and self.own(state).live is not None)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        own, now = self.own(state), utc_now()
+        own = self.own(state)
         severity = ctx.conf.checks.severity[ACL_WITHOUT_USER]
         with job_label(ctx.spark, f"{ctx.command}: read ACL bindings"):
             found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
@@ -102,15 +84,9 @@ class _AclWithoutUser(EntityPhase):
         users = require(own.live, "live").where(F.col("mechanism").isNotNull()).select(
             "cluster", "user").distinct()
         loose = rows.join(users, on=["cluster", "user"], how="left_anti")
-        given = {
-            "run_id": F.lit(ctx.run_id), "topic": F.lit(None), "rule": F.lit(ACL_WITHOUT_USER),
-            "severity": F.lit(severity), "managed": F.lit(False), "owner": F.lit(None),
-            "detail": F.format_string(
-                "ACL binding %s %s %s %s: the principal has no SCRAM credential on this "
-                "cluster", "principal", "operation", "resource_type", "resource_name"),
-            "snapshot_at": F.lit(now), "recorded_at": F.lit(now)}
-        judged = loose.select(*[given.get(f.name, F.col(f.name)).cast(f.dataType)
-                                .alias(f.name) for f in VIOLATIONS.fields])
+        judged = findings(ctx, loose, ACL_WITHOUT_USER, severity, F.format_string(
+            "ACL binding %s %s %s %s: the principal has no SCRAM credential on this cluster",
+            "principal", "operation", "resource_type", "resource_name"))
         judged = judged if own.violations is None else own.violations.unionByName(judged)
         own.violations = judged.localCheckpoint(eager=True)
         ctx.steps.done(f"{self.nouns.noun} {self.step}")
@@ -188,8 +164,6 @@ class UsersKind(EntityRunKind):
                        if creds.username is not None})
 
     def phases(self, step: str, layers: Sequence[PlanLayer] = ()) -> tuple[Phase, ...]:
-        if step == APPLY_STEP:
-            return (Apply(self), _Verify(self))
         found = tuple(super().phases(step, layers))
         return (*found, _AclWithoutUser(self)) if step == CHECK else found
 

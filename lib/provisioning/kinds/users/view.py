@@ -10,7 +10,7 @@ from typing import Any
 from provisioning import names
 from provisioning.kinds.users.conf import UsersConf
 from provisioning.kinds.users.model import MODEL
-from provisioning.kinds.users.names import DELETE, UPSERT
+from provisioning.kinds.users.names import DELETE
 from provisioning.views.entity import EntityView
 
 
@@ -40,15 +40,6 @@ class UsersView(EntityView):
         if row.get("phase") == names.VERIFY:
             return f"{subject} -> {asked} (read back: {_iterations(row.get('found'))})"
         return f"{subject} {_iterations(row.get('found'))} -> {asked}"
-
-    def sign(self, row: Mapping[str, Any]) -> str:
-        if row.get("outcome") in names.ATTENTION:
-            return "!"
-        if row.get("action") == DELETE:
-            return "-"
-        if row.get("action") == UPSERT:
-            return "+" if row.get("found") is None and row.get("phase") != names.VERIFY else "~"
-        return "="
 
     def listed_text(self, row: Mapping[str, Any]) -> str:
         return f"credential {row['user']} {row['mechanism']} {_iterations(row['iterations'])}"

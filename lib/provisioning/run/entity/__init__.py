@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.conf import Credentials
 from provisioning.conf.entity import EntityConf
-from provisioning.delta.manifests import read_manifests
+from provisioning.delta.manifests import read_validated
 from provisioning.delta.tables import Commit
 from provisioning.results import EntitySummary
 from provisioning.run.engine import Phase, RunContext
@@ -204,10 +204,7 @@ class EntityRunKind(RunKind):
     def validated_rows(self, ctx: RunContext, tables: Sequence[str],
                        commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
         """The kind's manifest rows, validated as data (`row_errors`)."""
-        model = self.model
-        return read_manifests(ctx.spark, tables, model.manifest, model.desired,
-                              model.manifest_keys, f"{model.nouns.noun} manifest", commits
-                              ).transform(model.validation(tuple(ctx.conf.clusters)))
+        return read_validated(ctx.spark, tables, self.model, tuple(ctx.conf.clusters), commits)
 
     def tasks(self, ctx: RunContext, rows: DataFrame, work: TaskWork) -> DataFrame:
         """`work` over `rows` as Spark tasks, one per cluster: one result row per row."""

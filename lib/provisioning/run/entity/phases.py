@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
@@ -322,9 +322,12 @@ class Verify(EntityPhase):
         own, model = self.own(state), self.model
         plan = require(own.plan, "plan")
         applied = require(own.applied, "applied").where(F.col("outcome").isin(
-            model.added, model.removed, names.UNKNOWN))
+            model.added, model.removed, names.UNKNOWN)).select(
+            *model.key, F.col("outcome").alias("applied_outcome"))
+        # Each request with apply's outcome beside it: a change whose apply went unanswered
+        # may not be told from the read-back alone (a password rotation: it stays unknown).
         requests = plan.alias("p").join(applied.alias("a"), on=model.same("p", "a"),
-                                        how="left_semi")
+                                        how="inner").select("p.*", "a.applied_outcome")
         self.answers(ctx, state, requests, self.part.read_back, names.VERIFY, names.UNKNOWN,
                      f"apply: {self.part.requests_named[2]}")
         ctx.steps.done(f"{self.nouns.noun} verify")
@@ -397,13 +400,21 @@ class Check(EntityPhase):
             return
         loose = self.model.unmanaged(require(own.live, "live"), require(own.desired,
                                                                         "desired"))
-        now = utc_now()
-        given = {
-            "run_id": F.lit(ctx.run_id), "cluster": F.col("cluster"), "topic": F.lit(None),
-            "rule": F.lit(rule), "severity": F.lit(severity), "detail": self.part.finding(),
-            "managed": F.lit(False), "owner": F.lit(None), "snapshot_at": F.lit(now),
-            "recorded_at": F.lit(now),
-        }
-        own.violations = loose.select(*[given[f.name].cast(f.dataType).alias(f.name)
-                                        for f in VIOLATIONS.fields]).localCheckpoint(eager=True)
+        own.violations = findings(ctx, loose, rule, severity, self.part.finding()
+                                  ).localCheckpoint(eager=True)
         ctx.steps.done(f"{self.nouns.noun} check")
+
+
+def findings(ctx: RunContext, rows: DataFrame, rule: str, severity: str, detail: Column
+             ) -> DataFrame:
+    """VIOLATIONS rows of `rule` for `rows` (any rows with a `cluster`), each's `detail` a
+    column over them: findings about no topic, of nothing the job manages."""
+    now = utc_now()
+    given = {
+        "run_id": F.lit(ctx.run_id), "cluster": F.col("cluster"), "topic": F.lit(None),
+        "rule": F.lit(rule), "severity": F.lit(severity), "detail": detail,
+        "managed": F.lit(False), "owner": F.lit(None), "snapshot_at": F.lit(now),
+        "recorded_at": F.lit(now),
+    }
+    return rows.select(*[given[f.name].cast(f.dataType).alias(f.name)
+                         for f in VIOLATIONS.fields])
