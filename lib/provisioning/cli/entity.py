@@ -1,6 +1,6 @@
 """An entity kind's part of the command line, written once (see `transforms.entity`): its
 `import --<name>` and its output, its manifest files (`load_manifest --kind <name>`), and its
-`report` views of the live entities a run leaves alone (`loose_report`).
+`report` views of the live entities a run leaves alone (`left_alone_report`).
 
 A kind (`EntityCli`) names its views and conf section, what its removal is called, how a
 manifest file's row is named in a problem (`row_label`), and its other report views; its
@@ -25,18 +25,19 @@ from provisioning.session import job_label
 from provisioning.views.entity import EntityView
 
 
-def loose_report(view: EntityView, which: str, help: str) -> ReportView:
+def left_alone_report(view: EntityView, which: str, help: str) -> ReportView:
     """The `report --<which>-<name>` view of a kind's live entities its runs leave alone
-    (`views.entity.LooseView`), read from each cluster's latest snapshot."""
+    (`views.entity.LeftAloneView`), read from each cluster's latest snapshot."""
     nouns = view.model.nouns
 
     def build(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
         spark = cmd.session()
         with job_label(spark, f"report: {which}-{nouns.name}"):
-            return view.loose_payload(spark, cmd.conf, args.clusters, view.loose(which)), 0
+            return view.left_alone_payload(spark, cmd.conf, args.clusters,
+                                           view.left_alone_view(which)), 0
 
     def render(payload: Mapping[str, Any]) -> list[str]:
-        lines: list[str] = view.render_loose(payload, view.loose(which))
+        lines: list[str] = view.render_left_alone(payload, view.left_alone_view(which))
         return lines
 
     return ReportView(Switch(f"--{which}-{nouns.name}", help), build, render)
@@ -68,7 +69,7 @@ class EntityCli(CliKind):
             "validated and counted only.")),)
         cls.import_option = Switch(f"--{n.name}", f"Import the live {n.title} (as {n.noun} "
                                    "manifest rows) instead of topics.")
-        cls.report_views = (loose_report(cls.view, "unmanaged", (
+        cls.report_views = (left_alone_report(cls.view, "unmanaged", (
             f"List the live {n.title} no {n.noun} manifest names (latest {n.noun} snapshot "
             "per cluster).")), *cls.more_views)
 

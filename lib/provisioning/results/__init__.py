@@ -145,7 +145,7 @@ class EntitySummary:
     not_listed: int = 0
     removals_not_allowed: int = 0
     unmanaged: dict[str, int] = field(default_factory=dict)
-    loose: dict[str, dict[str, int]] = field(default_factory=dict)
+    left_alone: dict[str, dict[str, int]] = field(default_factory=dict)
     problems: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
@@ -153,4 +153,4 @@ class EntitySummary:
             "counts": self.counts, "actions": self.actions, self.many: self.listed,
             f"{self.many}_not_listed": self.not_listed,
             self.removals_key: self.removals_not_allowed, "unmanaged": self.unmanaged,
-            **self.loose, self.problems_key: self.problems}}
+            **self.left_alone, self.problems_key: self.problems}}

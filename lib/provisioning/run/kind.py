@@ -40,8 +40,9 @@ class PlanLayer(ABC):
 
     reads, writes: the state `attach`, `judge` and `planned` touch, added to the
       declarations of the extended kind's plan phase;
-    relock_reads, relock_writes: what `forget`, `reread` and `kept` touch besides, added to
-      the extended kind's re-read under the lock.
+    relock_reads, relock_writes: what `set_aside_first_plan`, `reread` and
+      `restore_first_plan` touch besides, added to the extended kind's re-read under the
+      lock.
     """
 
     reads: ClassVar[tuple[str, ...]] = ()
@@ -74,13 +75,15 @@ class PlanLayer(ABC):
         extended kind's rows the layer needs read again."""
 
     @abstractmethod
-    def forget(self, ctx: RunContext, state: RunState) -> Mapping[str, object]:
+    def set_aside_first_plan(self, ctx: RunContext, state: RunState) -> Mapping[str, object]:
         """Under the lock, before planning again: what the first pass planned (given back
-        to `kept` when the first plan is kept); clears it."""
+        to `restore_first_plan` when the first plan is kept); clears it."""
 
     @abstractmethod
-    def kept(self, ctx: RunContext, state: RunState, first: Mapping[str, object]) -> None:
-        """The first plan is kept under the lock: restore what `forget` returned."""
+    def restore_first_plan(self, ctx: RunContext, state: RunState,
+                           first: Mapping[str, object]) -> None:
+        """The first plan is kept under the lock: restore what `set_aside_first_plan`
+        returned."""
 
 
 class RunKind(ABC):

@@ -7,7 +7,7 @@ run ends there: it never writes the lock table, and its plan is its record. Othe
 holds one; nothing of the first plan is recorded then) and, holding it, has every kind read
 again what the run may change and plan it again (`RunKind.relock_phases`: the topics read
 again their listing and the topics the run changes, `kinds.topics.relock`; an entity kind
-reads its live entities again whole, `run.entity.phases.Relocked`). A kind whose view
+reads its live entities again whole, `run.entity.phases.ReplanUnderLock`). A kind whose view
 under the lock is the first keeps its first plan (the same plan, not made twice). The
 phases after it see only the plans made under the lock, which alone are recorded, with the
 views they were made on.

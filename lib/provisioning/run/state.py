@@ -31,7 +31,7 @@ class KindState:
     rows: list[DataFrame] = field(default_factory=list)
     # Under an apply's lock (run.relock): whether the kind kept its first plan, the view it
     # read again being the view that plan was made on.
-    kept: bool = False
+    kept_first_plan: bool = False
 
 
 @dataclass

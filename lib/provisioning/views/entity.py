@@ -1,7 +1,7 @@
 """An entity kind's part of the views room, written once (see `transforms.entity`): its lines
 in the output of `plan` and `apply` (text, Markdown, JSON), its section of a saved plan, its
 rows in `report --run-id`, and the report's views of the live entities a run leaves alone
-(`--unmanaged-<name>`, and any other of the kind's: `LooseView`).
+(`--unmanaged-<name>`, and any other of the kind's: `LeftAloneView`).
 
 A kind (`EntityView`) names its model and says what is its own: how one of its entities
 reads (`label`, `change_text`, `sign`), its words for why a cluster's entities could not
@@ -82,7 +82,7 @@ class EntitySection(PlanSection):
 
 
 @dataclass(frozen=True)
-class LooseView:
+class LeftAloneView:
     """A report view of the live entities of each cluster's latest snapshot that a run
     leaves alone: `which` ones (its option is `--<which>-<name>`, its payload's key
     `<which>_<name>`), `what` they are (the view's heading), how they are found (`find`:
@@ -107,11 +107,11 @@ class EntityView(ViewKind):
     removals_phrase: ClassVar[str]
     # The plan columns a saved change holds besides the key, action and state.
     saved_attributes: ClassVar[tuple[str, ...]] = ()
-    # The kind's other counts of live entities it leaves alone (`EntitySummary.loose`), and
+    # The kind's other counts of live entities it leaves alone (`EntitySummary.left_alone`), and
     # how their lines end.
-    loose_lines: ClassVar[tuple[tuple[str, str], ...]] = ()
+    left_alone_lines: ClassVar[tuple[tuple[str, str], ...]] = ()
     # The report views of the kind besides `--unmanaged-<name>`.
-    loose_views: ClassVar[tuple[LooseView, ...]] = ()
+    left_alone_views: ClassVar[tuple[LeftAloneView, ...]] = ()
 
     def __init__(self) -> None:
         nouns = self.model.nouns
@@ -190,7 +190,7 @@ class EntityView(ViewKind):
         loose = {"unmanaged": (summary.unmanaged, (
             f"unmanaged {nouns.one}(s) ({self.unlisted_phrase}; left alone): report "
             f"--unmanaged-{nouns.name} lists them")),
-            **{k: (summary.loose.get(k, {}), v) for k, v in self.loose_lines}}
+            **{k: (summary.left_alone.get(k, {}), v) for k, v in self.left_alone_lines}}
         for counted, end in loose.values():
             lines += [f"  cluster {c}: {n} {end}" for c, n in sorted(counted.items()) if n]
         if summary.removals_not_allowed:
@@ -245,16 +245,16 @@ class EntityView(ViewKind):
     # -- the report's views of what a run leaves alone -------------------------------------
 
     @property
-    def unmanaged_view(self) -> LooseView:
+    def unmanaged_view(self) -> LeftAloneView:
         nouns = self.model.nouns
-        return LooseView("unmanaged", self.unlisted_phrase,
+        return LeftAloneView("unmanaged", self.unlisted_phrase,
                          lambda spark, conf, live: self.model.unmanaged(
                              live, self.desired(spark, conf)),
                          f"adopt them with: import --{nouns.name} --table TABLE")
 
-    def loose(self, which: str) -> LooseView:
+    def left_alone_view(self, which: str) -> LeftAloneView:
         """The kind's report view `--<which>-<name>`."""
-        return next(v for v in (self.unmanaged_view, *self.loose_views) if v.which == which)
+        return next(v for v in (self.unmanaged_view, *self.left_alone_views) if v.which == which)
 
     def desired(self, spark: SparkSession, conf: Conf) -> DataFrame:
         """The rows of the conf's manifests of the kind, as they are now, validated."""
@@ -262,8 +262,8 @@ class EntityView(ViewKind):
                   if table_exists(spark, TableRef(t))]
         return read_validated(spark, tables, self.model, tuple(conf.clusters))
 
-    def loose_payload(self, spark: SparkSession, conf: Conf, clusters: Sequence[str],
-                      view: LooseView) -> dict[str, Any]:
+    def left_alone_payload(self, spark: SparkSession, conf: Conf, clusters: Sequence[str],
+                      view: LeftAloneView) -> dict[str, Any]:
         """`view`'s rows of each cluster's latest snapshot of the kind, per cluster."""
         model, nouns = self.model, self.model.nouns
         section = conf.section(self.conf_class)
@@ -288,8 +288,8 @@ class EntityView(ViewKind):
         return {f"{view.which}_{nouns.name}": [{"cluster": c, nouns.many: per_cluster[c]}
                                               for c in sorted(per_cluster)]}
 
-    def render_loose(self, payload: Mapping[str, Any], view: LooseView) -> list[str]:
-        """`loose_payload`'s payload of `view`, as lines."""
+    def render_left_alone(self, payload: Mapping[str, Any], view: LeftAloneView) -> list[str]:
+        """`left_alone_payload`'s payload of `view`, as lines."""
         nouns = self.model.nouns
         blocks = payload[f"{view.which}_{nouns.name}"]
         lines = [f"{view.which} {nouns.title} (each cluster's latest {nouns.noun} snapshot, "

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from provisioning.cli.entity import EntityCli, loose_report
+from provisioning.cli.entity import EntityCli, left_alone_report
 from provisioning.kinds.acls.conf import SECTION
 from provisioning.kinds.acls.view import VIEW
 
 
 class AclsCli(EntityCli):
     view, section, removal = VIEW, SECTION, "revoke"
-    more_views = (loose_report(VIEW, "orphaned", "List the LITERAL TOPIC bindings that name "
+    more_views = (left_alone_report(VIEW, "orphaned", "List the LITERAL TOPIC bindings that name "
                                                   "no live topic."),)
 
     def row_label(self, item: Mapping[str, Any]) -> str:

@@ -101,7 +101,7 @@ class AclsKind(EntityRunKind):
             cluster_principals=conf.cluster_principals,
             max_changes_per_cluster=conf.max_changes_per_cluster)
 
-    def count_loose(self, ctx: RunContext, state: RunState, live: DataFrame) -> None:
+    def count_left_alone(self, ctx: RunContext, state: RunState, live: DataFrame) -> None:
         live_topics = require(state.of(TopicState).live, "topics.live")
         state.of(AclSlice).orphaned = per_cluster(orphaned_bindings(
             live, live_topics.where(F.col("error_name").isNull())))
@@ -125,7 +125,7 @@ class AclsKind(EntityRunKind):
         return (removals.join(gone, on=["cluster", "resource_name"], how="left")
                 .where(allowed).drop("_deleted"))
 
-    def rides_along(self, ctx: RunContext, state: RunState) -> bool:
+    def removes_with_another_kind(self, ctx: RunContext, state: RunState) -> bool:
         # Topics this run deleted (their verify ran) under --allow-deletes may take their
         # literal bindings with them; the topics' deletions took the lock.
         return (self.allows(ctx, DELETES) and state.of(TopicState).verified is not None
@@ -133,7 +133,7 @@ class AclsKind(EntityRunKind):
 
     def complete(self, state: RunState, summary: Any) -> None:
         super().complete(state, summary)
-        summary.loose["orphaned"] = dict(sorted((state.of(AclSlice).orphaned or {}).items()))
+        summary.left_alone["orphaned"] = dict(sorted((state.of(AclSlice).orphaned or {}).items()))
 
 
 RUN = AclsKind()

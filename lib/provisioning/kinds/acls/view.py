@@ -17,7 +17,7 @@ from provisioning.kinds.acls import names as acl_names
 from provisioning.kinds.acls.conf import AclsConf
 from provisioning.kinds.acls.model import MODEL
 from provisioning.kinds.acls.plan import orphaned_bindings
-from provisioning.views.entity import EntityView, LooseView
+from provisioning.views.entity import EntityView, LeftAloneView
 from provisioning.views.report import latest_snapshot
 
 _SIGNS = {acl_names.GRANT: "+", acl_names.REVOKE: "-", names.NOOP: "="}
@@ -36,9 +36,9 @@ class AclsView(EntityView):
     problems_phrase = "ACLs not changed"
     unlisted_phrase = "named by no ACL manifest row"
     removals_phrase = "revoke(s)"
-    loose_lines = (("orphaned", "orphaned binding(s) (LITERAL TOPIC, naming no live topic): "
+    left_alone_lines = (("orphaned", "orphaned binding(s) (LITERAL TOPIC, naming no live topic): "
                                 "report --orphaned-acls lists them"),)
-    loose_views = (LooseView(
+    left_alone_views = (LeftAloneView(
         "orphaned", "LITERAL TOPIC bindings naming no live topic", _orphaned,
         "revoke them with an ACL manifest row `state: absent` and apply --allow-revokes"),)
 

@@ -110,13 +110,14 @@ class ReassignLayer(PlanLayer):
                 "cluster", plan_outcome().alias("outcome"))
             .agg(F.count(F.lit(1)).alias("n")).collect()}
 
-    def forget(self, ctx: RunContext, state: RunState) -> Mapping[str, object]:
+    def set_aside_first_plan(self, ctx: RunContext, state: RunState) -> Mapping[str, object]:
         moves = state.of(ReassignState)
         first = {"counts": moves.counts, "listing": _listing(moves.in_flight, moves.unlisted)}
         moves.counts = None
         return first
 
-    def kept(self, ctx: RunContext, state: RunState, first: Mapping[str, object]) -> None:
+    def restore_first_plan(self, ctx: RunContext, state: RunState,
+                           first: Mapping[str, object]) -> None:
         state.of(ReassignState).counts = first["counts"]  # type: ignore[assignment]
 
     def reread(self, ctx: RunContext, state: RunState) -> tuple[bool, list[tuple[str, str]]]:

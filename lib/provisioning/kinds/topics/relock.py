@@ -57,7 +57,7 @@ class TopicsRelock(Phase):
         self.reads = ("states", "topics.desired", "topics.live", "topics.plan",
                       "topics.counts", "topics.unmanaged", *self._plan.reads, *reads)
         self.writes = ("topics.live", "topics.plan", "topics.counts", "topics.unmanaged",
-                       "topics.kept", *self._plan.writes, *writes)
+                       "topics.kept_first_plan", *self._plan.writes, *writes)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         topics = state.of(TopicState)
@@ -67,7 +67,7 @@ class TopicsRelock(Phase):
         # that count failed.
         first_unmanaged = topics.unmanaged
         layers = self.layers
-        first_layers = [layer.forget(ctx, state) for layer in layers]
+        first_layers = [layer.set_aside_first_plan(ctx, state) for layer in layers]
         # The first pass's records are gone (the engine dropped them): what the phases
         # after this one read comes from the view read under the lock.
         topics.plan = topics.counts = topics.unmanaged = None
@@ -78,10 +78,10 @@ class TopicsRelock(Phase):
             same_layers = same_layers and unchanged
             extra += asked
         keys, same_topics = self._reread(ctx, state, first_plan, extra)
-        topics.kept = same_layers and same_topics
-        if topics.kept:
+        topics.kept_first_plan = same_layers and same_topics
+        if topics.kept_first_plan:
             for layer, first in zip(layers, first_layers, strict=True):
-                layer.kept(ctx, state, first)
+                layer.restore_first_plan(ctx, state, first)
             self._plan.keep(ctx, state, first_plan, first_counts, first_unmanaged)
             ctx.steps.done("first plan kept under the lock")
         else:

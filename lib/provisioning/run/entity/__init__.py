@@ -39,7 +39,7 @@ from provisioning.run.entity.phases import (
     Import,
     Manifests,
     Plan,
-    Relocked,
+    ReplanUnderLock,
     Snapshot,
     Validate,
     Verify,
@@ -152,7 +152,7 @@ class EntityRunKind(RunKind):
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         """What the kind's policies may read beside the plan."""
 
-    def count_loose(self, ctx: RunContext, state: RunState, live: DataFrame) -> None:
+    def count_left_alone(self, ctx: RunContext, state: RunState, live: DataFrame) -> None:
         """Count, off the run's path, what else of the live entities the run leaves alone
         (into the fields of `plan_writes`)."""
 
@@ -162,7 +162,7 @@ class EntityRunKind(RunKind):
         allowed = self.allows(ctx, self.model.nouns.flag)
         return removals if allowed else removals.limit(0)
 
-    def rides_along(self, ctx: RunContext, state: RunState) -> bool:
+    def removes_with_another_kind(self, ctx: RunContext, state: RunState) -> bool:
         """Whether this apply may send removals the kind's own flag does not cover (made
         with another kind's change, under that kind's flag and lock)."""
         return False
@@ -231,7 +231,7 @@ class EntityRunKind(RunKind):
         }.get(step, ())
 
     def relock_phases(self, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
-        return (Relocked(self),)
+        return (ReplanUnderLock(self),)
 
     def sends_changes(self, ctx: RunContext, state: RunState) -> bool:
         return self.planned(state, *self.sent_actions(ctx)) > 0

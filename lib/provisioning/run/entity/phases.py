@@ -42,7 +42,7 @@ class EntityPhase(Phase):
 
     def __init__(self, kind: EntityRunKind, reads: tuple[str, ...] = (),
                  writes: tuple[str, ...] = ()) -> None:
-        self.part, self.model = kind, kind.model
+        self.run_kind, self.model = kind, kind.model
         self.nouns = kind.model.nouns
         self.name = f"{self.nouns.prefix} {self.step}"
         self.kind = kind.name
@@ -54,7 +54,7 @@ class EntityPhase(Phase):
         self.writes = (*own(self.own_writes), *writes)
 
     def own(self, state: RunState) -> EntitySlice:
-        return self.part.slice(state)
+        return self.run_kind.slice(state)
 
     def answers(self, ctx: RunContext, state: RunState, requests: DataFrame,
                 send: Callable[[RunContext, DataFrame], DataFrame], phase: str, lost: str,
@@ -79,17 +79,17 @@ class Manifests(EntityPhase):
     own_writes = ("@desired",)
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return self.part.managed(ctx)
+        return self.run_kind.managed(ctx)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         known = tuple(ctx.conf.clusters)
-        tables = self.part.conf(ctx).manifests or ()
+        tables = self.run_kind.conf(ctx).manifests or ()
         what = f"{self.nouns.noun} manifest"
         with job_label(ctx.spark, f"{ctx.command}: read {what}s"):
             commits = manifest_commits(ctx.spark, tables, what)
 
             def validated() -> DataFrame:
-                return self.part.validated_rows(ctx, tables, commits)
+                return self.run_kind.validated_rows(ctx, tables, commits)
 
             def finish(rows: DataFrame) -> DataFrame:
                 selected = (F.col("cluster").isNull() | ~F.col("cluster").isin(*known)
@@ -123,10 +123,10 @@ class Snapshot(EntityPhase):
         started = time.monotonic()
         own, prefix = self.own(state), self.nouns.prefix
         with job_label(ctx.spark, f"{ctx.command}: snapshot live {self.nouns.many}"):
-            found, live = self.part.read_live(ctx)
+            found, live = self.run_kind.read_live(ctx)
             rows = marked_view(live, list(found), self.model.live,
                                column_names(self.model.snapshot), ctx.run_id, utc_now())
-            table = TableRef(self.part.conf(ctx).snapshots)
+            table = TableRef(self.run_kind.conf(ctx).snapshots)
             txn = Transaction(f"topic-provisioning-{prefix}-snapshots-{ctx.run_id}", 1)
             ctx.commits.record(f"{prefix}-snapshot-write", lambda: record_view(
                 rows, table, txn, sorted(found), f"the {self.nouns.noun} snapshot",
@@ -156,40 +156,40 @@ class Plan(EntityPhase):
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
-        own, part, model = self.own(state), self.part, self.model
+        own, run_kind, model = self.own(state), self.run_kind, self.model
         desired, live = require(own.desired, "desired"), require(own.live, "live")
         noun = self.nouns.noun
         with job_label(ctx.spark, f"{ctx.command}: {noun} plan, policies"):
-            plan = part.planned_rows(ctx, state, desired, live)
-            judged = model.judged(plan, part.conf(ctx).policies,
-                                  part.policy_context(ctx, state), cut
+            plan = run_kind.planned_rows(ctx, state, desired, live)
+            judged = model.judged(plan, run_kind.conf(ctx).policies,
+                                  run_kind.policy_context(ctx, state), cut
                                   ).localCheckpoint(eager=True)
             counts = model.plan_counts(judged)
             ctx.steps.done(f"{noun} plan and policies")
 
-        def count_loose() -> None:
+        def count_left_alone() -> None:
             with job_label(ctx.spark, f"{ctx.command}: count unmanaged {self.nouns.many}"):
                 own.unmanaged = per_cluster(model.unmanaged(live, desired))
-                part.count_loose(ctx, state, live)
+                run_kind.count_left_alone(ctx, state, live)
 
         self._record(ctx, state, judged, counts, started,
-                     (f"{self.nouns.prefix}-unmanaged", count_loose))
+                     (f"{self.nouns.prefix}-unmanaged", count_left_alone))
 
     def keep(self, ctx: RunContext, state: RunState, plan: DataFrame,
              counts: PlanCounts) -> None:
         """`plan` (with its `counts`) as this phase's plan, recorded as `run` records one:
         an apply's first plan, when the view read under its lock is the view it was made
-        on (`Relocked`); what the first pass counted off the run's path stands."""
+        on (`ReplanUnderLock`); what the first pass counted off the run's path stands."""
         self._record(ctx, state, plan, counts, time.monotonic(), None)
 
     def _record(self, ctx: RunContext, state: RunState, plan: DataFrame, counts: PlanCounts,
                 started: float, side: tuple[str, Callable[[], None]] | None) -> None:
-        record_plan(ctx, self.part.name, self.own(state), plan, counts,
+        record_plan(ctx, self.run_kind.name, self.own(state), plan, counts,
                     self.model.plan_audit(plan, ctx.run_id, utc_now()), started, self.name,
                     f"{ctx.command}: saved plan ({self.nouns.title})", side, self.nouns.one)
 
 
-class Relocked(EntityPhase):
+class ReplanUnderLock(EntityPhase):
     """Under an apply's lock (`run.relock`): the live entities read again and recorded (the
     view the run changes Kafka on, changed or not), then the first plan kept when that view
     is the one it was made on (every cluster's rows the same, compared by digest in one
@@ -200,7 +200,7 @@ class Relocked(EntityPhase):
 
     step = "under the lock"
     own_reads = ("@desired", "@live", "@problems", "@plan", "@counts")
-    own_writes = ("@kept",)
+    own_writes = ("@kept_first_plan",)
 
     def __init__(self, kind: EntityRunKind) -> None:
         self._snapshot = Snapshot(kind, always_record=True)
@@ -210,7 +210,7 @@ class Relocked(EntityPhase):
         super().__init__(
             kind,
             reads=tuple(dict.fromkeys([*self._snapshot.reads, *self._plan.reads,
-                                       *(f"{k}.kept" for k in self._upstream)])),
+                                       *(f"{k}.kept_first_plan" for k in self._upstream)])),
             writes=tuple(dict.fromkeys([*self._snapshot.writes, *self._plan.writes])))
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
@@ -223,12 +223,12 @@ class Relocked(EntityPhase):
         self._snapshot.run(ctx, state)
         same = (first_live is not None and first_plan is not None
                 and first_counts is not None and own.problems == first_problems
-                and all(state.slice(k).kept for k in self._upstream))
+                and all(state.slice(k).kept_first_plan for k in self._upstream))
         if same:
             with job_label(ctx.spark, f"{ctx.command}: {self.nouns.noun} rows read again "
                                       "against the first read"):
                 same = same_rows(require(first_live, "live"), require(own.live, "live"))
-        own.kept = same
+        own.kept_first_plan = same
         if not same:
             self._plan.run(ctx, state)
             return
@@ -246,14 +246,14 @@ class Validate(EntityPhase):
     runs_tasks = True
 
     def needed(self, ctx: RunContext, state: RunState) -> bool:
-        return self.part.planned(state, *self.model.changes) > 0
+        return self.run_kind.planned(state, *self.model.changes) > 0
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         own, model = self.own(state), self.model
         requests = require(own.plan, "plan").where(model.clean(*model.changes))
         own.validated = self.answers(
-            ctx, state, requests, self.part.validate, names.VALIDATE, names.FAILED,
-            f"{ctx.command}: {self.part.requests_named[0]}")
+            ctx, state, requests, self.run_kind.validate, names.VALIDATE, names.FAILED,
+            f"{ctx.command}: {self.run_kind.requests_named[0]}")
         ctx.steps.done(f"{self.nouns.noun} validate")
 
 
@@ -273,8 +273,8 @@ class Apply(EntityPhase):
     def needed(self, ctx: RunContext, state: RunState) -> bool:
         return (isinstance(ctx.options, ApplyOptions)
                 and self.own(state).validated is not None
-                and (self.part.sends_changes(ctx, state)
-                     or self.part.rides_along(ctx, state)))
+                and (self.run_kind.sends_changes(ctx, state)
+                     or self.run_kind.removes_with_another_kind(ctx, state)))
 
     def requests(self, ctx: RunContext, state: RunState) -> DataFrame:
         """The plan rows this apply sends: validated, of the changes its flags allow."""
@@ -284,7 +284,7 @@ class Apply(EntityPhase):
             F.col("outcome") == names.VALIDATED).alias("v")
         ok = plan.join(passed, on=model.same("p", "v"), how="left_semi")
         return ok.where(model.clean(model.adds)).unionByName(
-            self.part.removals_sent(ctx, state, ok.where(model.clean(model.removes))))
+            self.run_kind.removals_sent(ctx, state, ok.where(model.clean(model.removes))))
 
     def unreached(self, ctx: RunContext, state: RunState, error_name: str,
                   reason: str) -> DataFrame:
@@ -297,9 +297,9 @@ class Apply(EntityPhase):
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
         own = self.own(state)
-        applied = self.answers(ctx, state, self.requests(ctx, state), self.part.change,
+        applied = self.answers(ctx, state, self.requests(ctx, state), self.run_kind.change,
                                names.APPLY, names.UNKNOWN,
-                               f"apply: {self.part.requests_named[1]}")
+                               f"apply: {self.run_kind.requests_named[1]}")
         own.applied = applied
         ctx.commits.side(f"{self.nouns.prefix}-apply-count", lambda: log_counts(
             self.name, started, {r["outcome"]: int(r["n"]) for r in applied.groupBy(
@@ -328,8 +328,8 @@ class Verify(EntityPhase):
         # may not be told from the read-back alone (a password rotation: it stays unknown).
         requests = plan.alias("p").join(applied.alias("a"), on=model.same("p", "a"),
                                         how="inner").select("p.*", "a.applied_outcome")
-        self.answers(ctx, state, requests, self.part.read_back, names.VERIFY, names.UNKNOWN,
-                     f"apply: {self.part.requests_named[2]}")
+        self.answers(ctx, state, requests, self.run_kind.read_back, names.VERIFY, names.UNKNOWN,
+                     f"apply: {self.run_kind.requests_named[2]}")
         ctx.steps.done(f"{self.nouns.noun} verify")
 
 
@@ -352,11 +352,11 @@ class Import(EntityPhase):
         own, model, many = self.own(state), self.model, self.nouns.many
         table, mode = options.table, options.mode
         with job_label(ctx.spark, f"import: read live {many}"):
-            found, live = self.part.read_live(ctx)
-        tables = [t for t in (self.part.conf(ctx).manifests or ())
+            found, live = self.run_kind.read_live(ctx)
+        tables = [t for t in (self.run_kind.conf(ctx).manifests or ())
                   if t != table or mode == "append"]
         tables = [t for t in dict.fromkeys(tables) if table_exists(ctx.spark, TableRef(t))]
-        kept = model.importable(live, self.part.validated_rows(ctx, tables)).localCheckpoint(
+        kept = model.importable(live, self.run_kind.validated_rows(ctx, tables)).localCheckpoint(
             eager=True)
         rows = model.manifest_rows(kept, options.owner)
         with job_label(ctx.spark, f"import: write {table}"):
@@ -394,13 +394,13 @@ class Check(EntityPhase):
         return self.own(state).live is not None
 
     def run(self, ctx: RunContext, state: RunState) -> None:
-        own, rule = self.own(state), str(self.part.check_rule)
+        own, rule = self.own(state), str(self.run_kind.check_rule)
         severity = ctx.conf.checks.severity.get(rule, names.INFO)
         if severity == names.OFF:
             return
         loose = self.model.unmanaged(require(own.live, "live"), require(own.desired,
                                                                         "desired"))
-        own.violations = findings(ctx, loose, rule, severity, self.part.finding()
+        own.violations = findings(ctx, loose, rule, severity, self.run_kind.finding()
                                   ).localCheckpoint(eager=True)
         ctx.steps.done(f"{self.nouns.noun} check")
 
