@@ -2,7 +2,7 @@
 
 Each kind is one folder (`provisioning.kinds.<kind>`) and one object (its `KIND`), imported
 here by name. The registry sits above the engine: the command line hands `KINDS` to the
-rooms that loop over kinds (the conf loader, the engine, the views), which import no kind.
+packages that loop over kinds (the conf loader, the engine, the views), which import no kind.
 
 The order is the order the kinds' phases run in within each step of a run (manifests,
 snapshot, plan, validate, apply): a kind whose phases read another kind's state comes after

@@ -16,16 +16,16 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "provisioning"
 
-# The rooms of the package; each kind's folder holds modules of several of them.
+# The packages of the package; each kind's folder holds modules of several of them.
 ROOMS = ("cli", "run", "transforms", "kafka", "delta", "views", "conf")
-# Modules every room may import: the vocabulary, errors, shapes, the session, processes and
+# Modules every package may import: the vocabulary, errors, shapes, the session, processes and
 # the type of a registered kind.
 BASE = ("provisioning", "provisioning.errors", "provisioning.names", "provisioning.results",
         "provisioning.processes", "provisioning.kinds")
 SESSION = "provisioning.session"
 REGISTRY = "provisioning.registry"
 KINDS = "provisioning.kinds"
-# Which rooms each room may import (besides itself and the base); the registry only from
+# Which packages each package may import (besides itself and the base); the registry only from
 # the command line, which sits above it.
 ALLOWED = {
     "base": {"conf"},
@@ -39,7 +39,7 @@ ALLOWED = {
     "registry": {"kind"},
     "kind": {"conf", "run", "views", "cli"},
 }
-# A module of a kind's folder is of the room its name says.
+# A module of a kind's folder is of the package its name says.
 KIND_MODULE_ROOMS = {
     "names": "base", "results": "base",
     "conf": "conf",
@@ -58,7 +58,7 @@ KIND_MODULE_ROOMS = {
 # registered after it may import (SCRAM credentials' `acl_without_user` reads ACL bindings
 # through the ACL kind's reader of them).
 OFFERS = "OFFERS"
-# Third-party packages only one room may import.
+# Third-party packages only one package may import.
 OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka"}
 # Rooms that must not import Spark at all (conf loads without it; kafka runs in tasks).
 NO_SPARK = {"conf", "kafka", "base"}
@@ -90,8 +90,8 @@ def kind_of(module: str) -> str | None:
 
 
 def room_of(module: str) -> str:
-    """The room of a module: a kind's module the room its name says (`ROOM?` when it says
-    none), the registry, or the room its path names; the rest is the base."""
+    """The package of a module: a kind's module the package its name says (`ROOM?` when it says
+    none), the registry, or the package its path names; the rest is the base."""
     parts = module.split(".")
     if module == REGISTRY:
         return "registry"
@@ -174,49 +174,49 @@ def _own(tree: Tree) -> Iterator[tuple[Import, str]]:
 
 
 def flow_violations(tree: Tree, registered: Sequence[str]) -> list[str]:
-    """Imports against the one-way flow of the rooms. The shared rooms import no kind; the
+    """Imports against the one-way flow of the packages. The shared packages import no kind; the
     registry imports each kind's registration (`kind`); a kind's module imports another
     kind's only through its `offers`, and only of a kind registered before it
     (`registered`: the registry's order)."""
     wrong = []
     for imp, target in _own(tree):
-        room, other = room_of(imp.module), room_of(target)
-        where = f"{imp.module}:{imp.line} ({room}) imports {target} ({other})"
+        package, other = room_of(imp.module), room_of(target)
+        where = f"{imp.module}:{imp.line} ({package}) imports {target} ({other})"
         mine, theirs = kind_of(imp.module), kind_of(target)
         leaf = ".".join(target.split(".")[3:]) if theirs is not None else None
-        if room.endswith("?"):
-            wrong.append(f"{where}: a kind's module is named after its room")
-        elif room == "registry":
+        if package.endswith("?"):
+            wrong.append(f"{where}: a kind's module is named after its package")
+        elif package == "registry":
             if leaf != "kind" and target != KINDS:
                 wrong.append(f"{where}: the registry imports each kind's registration")
         elif theirs is not None and mine is None:
-            wrong.append(f"{where}: the shared rooms import no kind")
+            wrong.append(f"{where}: the shared packages import no kind")
         elif theirs is not None and theirs != mine and leaf not in offers(tree, theirs):
             wrong.append(f"{where}: another kind is read only through what it offers")
         elif theirs is not None and theirs != mine and (
                 theirs not in registered or mine not in registered
                 or registered.index(theirs) > registered.index(mine)):
             wrong.append(f"{where}: a kind reads only the kinds registered before it")
-        elif other == "kind" and room != "kind":
+        elif other == "kind" and package != "kind":
             wrong.append(f"{where}: a kind's registration is the registry's to import")
-        elif other not in ("base", room) and other not in ALLOWED.get(room, set()):
+        elif other not in ("base", package) and other not in ALLOWED.get(package, set()):
             wrong.append(where)
     return wrong
 
 
 def third_party_violations(tree: Tree) -> list[str]:
-    """Third-party packages imported outside the room that owns them; Spark where a room
+    """Third-party packages imported outside the package that owns them; Spark where a package
     runs without it; the tests' support from the package."""
     wrong = []
     for module in tree:
-        room = room_of(module)
+        package = room_of(module)
         for imp in imports(tree, module):
             top = imp.target.split(".")[0]
-            where = f"{module}:{imp.line} ({room}) imports {imp.target}"
-            if top in OWNED and OWNED[top] != room:
-                wrong.append(f"{where}: only the {OWNED[top]} room may")
-            elif top == "pyspark" and room in NO_SPARK and not module.startswith(SESSION):
-                wrong.append(f"{where}: this room runs without Spark")
+            where = f"{module}:{imp.line} ({package}) imports {imp.target}"
+            if top in OWNED and OWNED[top] != package:
+                wrong.append(f"{where}: only the {OWNED[top]} package may")
+            elif top == "pyspark" and package in NO_SPARK and not module.startswith(SESSION):
+                wrong.append(f"{where}: this package runs without Spark")
             elif top == "tests":
                 wrong.append(f"{where}: the package never imports test support")
     return wrong

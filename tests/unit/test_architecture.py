@@ -1,6 +1,6 @@
-"""The package's structure, read from the source: the rooms and the one-way flow of their
+"""The package's structure, read from the source: the packages and the one-way flow of their
 imports at every depth, no import cycle, one folder per kind and the registry that names
-them, the shared rooms free of any kind. Each rule is a function of `tests.support.
+them, the shared packages free of any kind. Each rule is a function of `tests.support.
 architecture` run on the real package here, and on a tree with a violation planted in it
 (`test_a_planted_*`), so that each can be seen to fail."""
 
@@ -23,7 +23,7 @@ from tests.support import architecture as arch
 TREE = arch.package_tree()
 REGISTERED = tuple(k.name for k in KINDS)
 RUN_KINDS = tuple(k.run for k in KINDS)
-# The rooms that loop over kinds, each with the interface a kind's part of it is.
+# The packages that loop over kinds, each with the interface a kind's part of it is.
 INTERFACES: dict[str, type] = {"conf": Section, "run": RunKind, "view": ViewKind,
                                "cli": CliKind}
 # What names a kind in code and prose, for every registered kind but topics (the product's
@@ -66,7 +66,7 @@ def test_a_planted_shared_module_that_imports_a_kind_fails() -> None:
     tree = planted(provisioning__views__planted="from provisioning.kinds.acls.view import VIEW\n")
     assert arch.flow_violations(tree, REGISTERED) == [
         "provisioning.views.planted:1 (views) imports provisioning.kinds.acls.view (views): "
-        "the shared rooms import no kind"]
+        "the shared packages import no kind"]
 
 
 def test_a_planted_upward_import_of_the_registry_fails() -> None:
@@ -107,7 +107,7 @@ def test_a_planted_kind_module_named_after_no_room_fails() -> None:
     tree = planted(provisioning__kinds__acls__helpers="from provisioning import names\n")
     assert arch.flow_violations(tree, REGISTERED) == [
         "provisioning.kinds.acls.helpers:1 (helpers?) imports provisioning.names (base): a "
-        "kind's module is named after its room"]
+        "kind's module is named after its package"]
 
 
 def test_an_import_for_the_type_checker_only_is_no_import() -> None:
@@ -127,7 +127,7 @@ def test_a_planted_import_of_kafka_python_outside_the_kafka_room_fails() -> None
     line = len(TREE["provisioning.kinds.acls.run"].splitlines()) + 3
     assert arch.third_party_violations(tree) == [
         f"provisioning.kinds.acls.run:{line} (run) imports kafka.errors: only the kafka "
-        "room may"]
+        "package may"]
 
 
 def test_no_import_cycle() -> None:
@@ -209,12 +209,12 @@ def test_a_planted_line_naming_a_kind_in_a_shared_room_fails() -> None:
         "provisioning.run.planted:1 names acls: # the ACL bindings are read here"]
 
 
-@pytest.mark.parametrize("room", sorted(INTERFACES))
+@pytest.mark.parametrize("package", sorted(INTERFACES))
 def test_every_attribute_a_kind_interface_declares_is_read_by_a_module_that_does_not_set_it(
-        room: str) -> None:
+        package: str) -> None:
     """What an interface declares, every kind must give: an attribute that only the modules
     giving it read is weight each kind carries for nothing."""
-    interface = INTERFACES[room]
+    interface = INTERFACES[package]
     declared = [a for cls in interface.__mro__ for a in getattr(cls, "__annotations__", {})]
     assert [a for a in dict.fromkeys(declared) if not arch.read_elsewhere(TREE, a)] == []
 

@@ -6,7 +6,7 @@
 on `cli.kind`, `cli.entity` and `cli.common`); `run(args)` runs one command inside a
 Python process that goes on afterwards (an Airflow PythonOperator, a notebook) and returns
 its exit code. Both are read from `cli.commands` when first asked for, so that a kind's
-part of this room imports its base without the command tree above it.
+part of this package imports its base without the command tree above it.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class Command:
 
     name: str
     conf: Conf  # an empty conf for the commands that take none (load_manifest)
-    # The registered kinds (the command line hands them to the rooms below it).
+    # The registered kinds (the command line hands them to the packages below it).
     kinds: Sequence[Kind]
     record: RunRecord | None
     stop: Stop
@@ -157,12 +157,12 @@ class Command:
 
     @property
     def run_kinds(self) -> tuple[Any, ...]:
-        """Each kind's part of the run room, in registry order."""
+        """Each kind's part of the run package, in registry order."""
         return tuple(k.run for k in self.kinds)
 
     @property
     def view_kinds(self) -> tuple[Any, ...]:
-        """Each kind's part of the views room, in registry order."""
+        """Each kind's part of the views package, in registry order."""
         return tuple(k.view for k in self.kinds)
 
     def session(self) -> Any:

@@ -1,6 +1,6 @@
 """The job's conf: one YAML file per environment, loaded into typed, frozen objects.
 
-A base room: every other room may read it, it reads none of them (and never
+A base package: every other package may read it, it reads none of them (and never
 imports Spark). Every problem of a file is reported at once, naming its key. What is
 shared by every run is here (`model`); each kind's section is its own module
 (`conf.<kind>`, found through `provisioning.kinds`). The data classes are the models

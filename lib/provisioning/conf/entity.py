@@ -78,7 +78,7 @@ def tables_model(nouns: Nouns) -> type | None:
 
 
 class EntitySection(Section):
-    """An entity kind's part of the conf room (see the module docstring)."""
+    """An entity kind's part of the conf package (see the module docstring)."""
 
     nouns: ClassVar[Nouns]
     conf_class: ClassVar[type[EntityConf]]

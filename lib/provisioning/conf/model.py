@@ -341,7 +341,7 @@ class OAuthClient:
 
 class TokenSource(Protocol):
     """Gives the bearer token a connection sends (OAUTHBEARER, AWS_MSK_IAM): the Kafka
-    room's token sources (`kafka.tokens`)."""
+    package's token sources (`kafka.tokens`)."""
 
     def token(self) -> str: ...
 

@@ -38,7 +38,7 @@ class Given:
 
 
 class Section(ABC):
-    """One kind's part of the conf room."""
+    """One kind's part of the conf package."""
 
     kind: ClassVar[str]
     # Top-level keys of the file it reads, each with the data class of its mapping.

@@ -5,7 +5,7 @@
 - `batching`: requests sized by the broker's per-request caps;
 - `outcomes`: per-topic error codes mapped to audit outcomes;
 - `tasks`, `snapshot`: the work one Spark task does for its clusters, rows in and
-  result rows out (no Spark here: the run room feeds them); `snapshot` is the one
+  result rows out (no Spark here: the run package feeds them); `snapshot` is the one
   reader of each cluster's live topics;
 - one module (or more, named after it) per other kind of resource: its requests with a
   result per subject;

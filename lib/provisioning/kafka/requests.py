@@ -252,7 +252,7 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
         delay = min(delay * 2, 2.0)
 
 
-# The controller routing with its resends, for the other request modules of this room.
+# The controller routing with its resends, for the other request modules of this package.
 to_controller = _to_controller
 
 

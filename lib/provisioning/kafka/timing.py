@@ -1,6 +1,6 @@
 """The Kafka requests a process sends, timed by API (`--profile`).
 
-While a recorder is on (`recording`), every admin client this room opens times each request
+While a recorder is on (`recording`), every admin client this package opens times each request
 it sends, from its sending to its answer (or failure), and its connection's bootstrap
 (`BOOTSTRAP`: the connection, ApiVersions and the first Metadata), and hands each to the
 recorder as (API, start, seconds). On the driver the recorder is the run's profile; in an

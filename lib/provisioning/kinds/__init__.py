@@ -4,7 +4,7 @@ object each registers (`Kind`).
 Everything that is a kind's own sits in its folder: its nouns (`names`), its conf section
 (`conf`), its manifest rows' validation, plan and policies, its Kafka requests and the
 tasks that send them, its part of the run, how its rows read (`view`) and its command line
-(`cli`). Its `kind.py` holds its `KIND`: the parts the rooms that loop over kinds (the
+(`cli`). Its `kind.py` holds its `KIND`: the parts the packages that loop over kinds (the
 conf loader, the engine, the views, the command line) are given. `provisioning.registry`
 imports every kind's `KIND` by name, in the order their phases run.
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Kind:
-    """One registered kind: its name and its part of each room that loops over kinds."""
+    """One registered kind: its name and its part of each package that loops over kinds."""
 
     name: str
     conf: Section

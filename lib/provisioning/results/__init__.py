@@ -1,4 +1,4 @@
-"""The shapes that travel between rooms: a run's record, its result, per-table summaries.
+"""The shapes that travel between packages: a run's record, its result, per-table summaries.
 
 `run` fills them, `delta` writes them, `views` and `cli` read them; none of
 them does any I/O.

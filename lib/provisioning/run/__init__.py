@@ -7,6 +7,6 @@
 - `commands`: each command's phase list, run; `summary`: the run's result;
 - `planning`: the manifests -> judged plan chain (also what the benchmarks run);
 - `manifest_cache`: validated manifest rows kept in a shared Connect session between runs;
-- `executors`: the Kafka room's per-cluster work as Spark tasks over DataFrames;
+- `executors`: the Kafka package's per-cluster work as Spark tasks over DataFrames;
 - `faults`: fault injection points for the reliability suite;
 """

@@ -1,4 +1,4 @@
-"""Rows between Spark and the Kafka room's task functions, as Arrow record batches.
+"""Rows between Spark and the Kafka package's task functions, as Arrow record batches.
 
 The admin tasks run as `mapInArrow` (classic and Spark Connect alike): their input
 arrives as record batches, turned here into plain dict rows (maps as dicts, structs

@@ -1,7 +1,7 @@
 """The commands' work, between the CLI (parsing, output, exit codes) and the phases.
 
 Each command's phase list is built from the kinds the command line hands over (each
-kind's part of this room, in registry order): the shared preflight, then every kind's
+kind's part of this package, in registry order): the shared preflight, then every kind's
 phases of each step (a list is checked when it is first built). `apply` holds the lock of
 every cluster it touches (`check`, which changes nothing, takes none).
 """

@@ -93,7 +93,7 @@ class RunContext:
     record: RunRecord
     options: AnyOptions
     commits: Commits
-    # The kinds the run loops over (each kind's part of the run room, in registry order).
+    # The kinds the run loops over (each kind's part of the run package, in registry order).
     kinds: tuple[RunKind, ...] = ()
     steps: Steps = field(default_factory=Steps)
     # What SIGTERM / SIGINT asked of the run (never requested where signals are not taken).
@@ -156,7 +156,7 @@ class Phase:
     writes: tuple[str, ...] = ()
     changes_kafka: ClassVar[bool] = False
     needs_lock: ClassVar[bool] = False
-    # Whether the phase runs admin tasks on the executors (the Kafka room in Spark tasks).
+    # Whether the phase runs admin tasks on the executors (the Kafka package in Spark tasks).
     runs_tasks: ClassVar[bool] = False
     # Whether its audit rows are the run's view of what it is about to do (the plan): they
     # land before anything changes Kafka.

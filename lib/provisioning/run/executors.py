@@ -1,7 +1,7 @@
 """The admin I/O as Spark tasks: a DataFrame of requests in, a DataFrame of results out.
 
 Rows are spread one cluster per partition and sorted by their key; each task hands its
-rows to a function of the Kafka room (each kind's senders, `run.<kind>.executors`, name
+rows to a function of the Kafka package (each kind's senders, `run.<kind>.executors`, name
 which) and their rows become the output DataFrame. Nothing is collected on the driver.
 """
 
@@ -149,7 +149,7 @@ def check_executors(spark: SparkSession, clusters: Sequence[ClusterConf]) -> Non
     """Run one small task per admin task slot (one per cluster) that imports what the admin
     tasks need (EXECUTOR_MODULES); raise ExecutorsUnfit (exit 2) naming what is missing, or
     why the executors' Python could not run it. It also starts the Python workers the admin
-    tasks will run in, with the Kafka room imported."""
+    tasks will run in, with the Kafka package imported."""
     n = max(1, len(clusters))
     probe = F.udf(_executor_probe(EXECUTOR_MODULES), "string", useArrow=False)
     try:

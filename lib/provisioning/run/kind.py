@@ -1,4 +1,4 @@
-"""A kind's part of the run room: its slice of the state, its phases per step, what it
+"""A kind's part of the run package: its slice of the state, its phases per step, what it
 reads again under the lock, whether its plan changes anything, its summary.
 
 The command lists (`run.commands`), the re-plan under the lock (`run.relock`) and the run's
@@ -87,7 +87,7 @@ class PlanLayer(ABC):
 
 
 class RunKind(ABC):
-    """One kind's part of the run room."""
+    """One kind's part of the run package."""
 
     name: ClassVar[str]
     State: ClassVar[type[KindState]]

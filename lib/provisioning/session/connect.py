@@ -275,7 +275,7 @@ def ship_code(spark: SparkSession, have: Mapping[str, str] | None = None) -> Non
 def package_zip(name: str) -> Path:
     """A zip of the installed package `name` (every file but bytecode), named by its content
     and reused while the content stays the same. Found without importing it: the zip of
-    kafka-python is made here, yet only the kafka room imports it."""
+    kafka-python is made here, yet only the kafka package imports it."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ConnectServerUnfit(f"cannot ship package {name}: it is not installed here")

@@ -3,8 +3,8 @@ Delta commits it made and the Kafka requests it sent, with the run's totals.
 
 A `Profile` is installed for one command (`installed`) and fed from where each thing
 happens, by time: the engine marks the end of each step (`mark`, with `run.engine.Steps`),
-the Delta room reports each commit (`commit`), the run room reports the Kafka requests its
-admin tasks timed on the executors (`requests`), and the Kafka room's own clock on the
+the Delta package reports each commit (`commit`), the run package reports the Kafka requests its
+admin tasks timed on the executors (`requests`), and the Kafka package's own clock on the
 driver reports the requests it sends there. Something is counted in the step during which
 it started (executors' requests: the step that received their answers).
 
@@ -199,7 +199,7 @@ def requests(api: str, count: int, seconds: float, start: float | None = None) -
 
 
 def task(seconds: float) -> None:
-    """One admin task (the Kafka room's work for one cluster, on an executor) that took
+    """One admin task (the Kafka package's work for one cluster, on an executor) that took
     `seconds`, for the active profile: the tasks' time over their step's time is how many
     clusters were served at once."""
     profile = active()

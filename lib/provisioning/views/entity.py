@@ -1,4 +1,4 @@
-"""An entity kind's part of the views room, written once (see `transforms.entity`): its lines
+"""An entity kind's part of the views package, written once (see `transforms.entity`): its lines
 in the output of `plan` and `apply` (text, Markdown, JSON), its section of a saved plan, its
 rows in `report --run-id`, and the report's views of the live entities a run leaves alone
 (`--unmanaged-<name>`, and any other of the kind's: `LeftAloneView`).
@@ -96,7 +96,7 @@ class LeftAloneView:
 
 
 class EntityView(ViewKind):
-    """An entity kind's part of the views room (see the module docstring)."""
+    """An entity kind's part of the views package (see the module docstring)."""
 
     model: ClassVar[EntityModel]
     conf_class: ClassVar[type[EntityConf]]

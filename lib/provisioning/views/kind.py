@@ -1,9 +1,9 @@
-"""A kind's part of the views room: its lines in the output of `plan` and `apply` (text,
+"""A kind's part of the views package: its lines in the output of `plan` and `apply` (text,
 Markdown, JSON), its section of a saved plan, its rows in `report --run-id`.
 
 The run's output (`views.plan_text`, `views.plan_markdown`), the saved plan
 (`views.planfile`) and the report (`views.report`) loop over the kinds the command line
-hands them (each kind's part of this room, in registry order) through this interface and
+hands them (each kind's part of this package, in registry order) through this interface and
 name none of them. A kind that extends
 another kind's rows styles its rows inside that kind's
 listing: its actions (`actions`), status texts, detail lines, notes and the fields its rows
@@ -82,7 +82,7 @@ class PlanSection(ABC):
 
 
 class ViewKind(ABC):
-    """One kind's part of the views room."""
+    """One kind's part of the views package."""
 
     # Plain attributes: a kind on a shared base (`views.entity`) takes them from its model.
     name: str
@@ -114,7 +114,7 @@ class ViewKind(ABC):
 
     def text(self, result: RunResult, verbose: bool, kinds: Sequence[ViewKind]) -> list[str]:
         """The kind's lines in the text output of `plan` and `apply` (`kinds`: every kind's
-        part of this room, for a kind that others extend)."""
+        part of this package, for a kind that others extend)."""
         return []
 
     def markdown(self, result: RunResult, command: str, kinds: Sequence[ViewKind]

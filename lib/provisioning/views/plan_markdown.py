@@ -26,7 +26,7 @@ def code(text: object) -> str:
 
 def render_markdown(kinds: Sequence[ViewKind], result: RunResult, command: str
                     ) -> list[str]:
-    """The plan (or apply) as Markdown lines (`kinds`: each kind's part of this room)."""
+    """The plan (or apply) as Markdown lines (`kinds`: each kind's part of this package)."""
     lines: list[str] = []
     for kind in kinds:
         lines += kind.markdown(result, command, kinds)

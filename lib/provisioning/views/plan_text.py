@@ -15,7 +15,7 @@ def render_run(kinds: Sequence[ViewKind], result: RunResult, command: str,
                verbose: bool = False, saved_plan: tuple[str, str] | None = None
                ) -> list[str]:
     """The lines an operator reads after `plan` or `apply` (`kinds`: each kind's part of
-    this room).
+    this package).
 
     saved_plan: (path, digest) when `plan --out` saved the plan.
     """

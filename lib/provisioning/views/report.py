@@ -3,7 +3,7 @@ runs, and one run's rows of every kind (`--run-id`).
 
 Everything is read from the Delta tables the runs wrote (runs, audit, snapshots). Each
 kind's own views (a topic's history, the drift, the unmanaged subjects, ...) are its module
-of this room; the CLI (`cli.report`) offers every kind's views and renders each payload with
+of this package; the CLI (`cli.report`) offers every kind's views and renders each payload with
 the view that made it.
 """
 

@@ -8,6 +8,6 @@ out.
 - `verify`: reading back what the others did;
 - one module per other kind of resource, named after it (its requests, throttles, read-back).
 
-Nothing here knows Spark: each kind's run room (`run.<kind>.executors`) feeds these
+Nothing here knows Spark: each kind's run package (`run.<kind>.executors`) feeds these
 functions from a DataFrame and turns their rows back into one.
 """

@@ -1,4 +1,4 @@
-"""The ACL bindings' part of the run room, on the entity base (`run.entity`): their requests
+"""The ACL bindings' part of the run package, on the entity base (`run.entity`): their requests
 (`kinds.acls.requests`, `kinds.acls.tasks`), and what they take from the topics' run.
 
 Kafka has no validateOnly for ACLs: the `validate` row of a binding is the job's own row

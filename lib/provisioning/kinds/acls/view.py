@@ -1,4 +1,4 @@
-"""The ACL bindings' part of the views room, on the entity base (`views.entity`): how a
+"""The ACL bindings' part of the views package, on the entity base (`views.entity`): how a
 binding reads, and the report's view of the LITERAL TOPIC bindings that name no live topic
 (`--orphaned-acls`), beside the unmanaged ones every entity kind has."""
 

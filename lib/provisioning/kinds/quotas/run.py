@@ -1,4 +1,4 @@
-"""The client quotas' part of the run room, on the entity base (`run.entity`): their
+"""The client quotas' part of the run package, on the entity base (`run.entity`): their
 requests (`kinds.quotas.requests`, `kinds.quotas.tasks`) and their finding in `check`.
 
 AlterClientQuotas has validateOnly: every SET and REMOVE the plan allows goes to the broker

@@ -1,4 +1,4 @@
-"""The client quotas' part of the views room, on the entity base (`views.entity`): how a
+"""The client quotas' part of the views package, on the entity base (`views.entity`): how a
 quota and its change read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The replica moves' part of the run room: a kind that extends the topics' rows. Its plan is
+"""The replica moves' part of the run package: a kind that extends the topics' rows. Its plan is
 a layer on the topics' plan (`layer`); its own phases list the moves in flight, check,
 send and wait for the moves (`phases`); its slice of the state (`state`); its admin I/O
 (`executors`)."""

@@ -1,4 +1,4 @@
-"""The replica moves' part of the views room (`views.kind`): their rows are topic rows, so
+"""The replica moves' part of the views package (`views.kind`): their rows are topic rows, so
 they show in the topics' listing with their own action, status texts, detail lines (each
 partition's replicas before -> after) and notes; their field of a saved topic change
 (`reassignment`); and `report --reassignments` (read live by the CLI, shaped and rendered

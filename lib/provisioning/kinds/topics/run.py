@@ -1,4 +1,4 @@
-"""The topics' part of the run room: their slice of the state (`state`), their phases of
+"""The topics' part of the run package: their slice of the state (`state`), their phases of
 each command (`phases`, `changes`, `adopt`, `check`), their re-read under an apply's lock
 (`relock`), the manifests -> judged plan chain (`planning`), their admin I/O as Spark tasks
 and the one reader of live topics (`executors`), their summary (`summary`)."""

@@ -1,4 +1,4 @@
-"""The topics' part of the views room (`views.kind`): their lines in the output of `plan` and
+"""The topics' part of the views package (`views.kind`): their lines in the output of `plan` and
 `apply` (`text`, `markdown`), their section of a saved plan (`section`), their views of
 `report` (`report`: a topic's history, drift, unmanaged topics, check's trend). The kinds
 that extend the topics' rows style them in each (`views.kind.extensions_of`)."""

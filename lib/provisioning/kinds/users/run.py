@@ -1,4 +1,4 @@
-"""The SCRAM credentials' part of the run room, on the entity base (`run.entity`): their
+"""The SCRAM credentials' part of the run package, on the entity base (`run.entity`): their
 requests (`kinds.users.requests`, `kinds.users.tasks`), the passwords read on the driver, and their
 findings in `check`.
 

@@ -1,4 +1,4 @@
-"""The SCRAM credentials' part of the views room, on the entity base (`views.entity`): how a
+"""The SCRAM credentials' part of the views package, on the entity base (`views.entity`): how a
 credential and its change read. No view shows a password: a change names its
 password_version."""
 

@@ -1,4 +1,4 @@
-"""An entity kind's part of the run room, written once (see `transforms.entity`): its slice
+"""An entity kind's part of the run package, written once (see `transforms.entity`): its slice
 of the state, its phases per step, what it reads again under the lock, whether its plan
 changes anything, its summary, its `import` and its finding in `check`.
 
@@ -102,7 +102,7 @@ TaskWork = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any], Mapping[str
 
 
 class EntityRunKind(RunKind):
-    """An entity kind's part of the run room (see the module docstring)."""
+    """An entity kind's part of the run package (see the module docstring)."""
 
     model: ClassVar[EntityModel]
     conf_class: ClassVar[type[EntityConf]]

@@ -50,7 +50,7 @@ class SiteData:
     clusters: list[str]
     tables: list[TableRead]
     days: list[dt.date]
-    # The kinds whose rows the pages show (each kind's part of the views room).
+    # The kinds whose rows the pages show (each kind's part of the views package).
     kinds: tuple[ViewKind, ...] = ()
     runs: list[dict[str, Any]] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)

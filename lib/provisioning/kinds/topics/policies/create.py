@@ -290,7 +290,7 @@ def forbidden_configs(params: Mapping[str, Any], context: PolicyContext) -> Tran
 
 
 def min_insync_below_rf(params: Mapping[str, Any], context: PolicyContext) -> Transform:
-    """min.insync.replicas must leave room for one replica down (be < replication factor)."""
+    """min.insync.replicas must leave package for one replica down (be < replication factor)."""
     require_valid(CREATE_POLICIES, "create", "min_insync_below_rf", params)
 
     def transform(df: DataFrame) -> DataFrame:

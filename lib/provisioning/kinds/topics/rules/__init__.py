@@ -11,7 +11,7 @@ configured create policies and Kafka's health rules, as VIOLATIONS rows.
 - `trend`: the history the VIOLATIONS table holds: counts per rule per day, and when each
   topic started and stopped breaking a rule.
 
-Pure transforms: no action, no I/O; the run room reads the snapshot and the manifests and
+Pure transforms: no action, no I/O; the run package reads the snapshot and the manifests and
 writes the rows.
 """
 

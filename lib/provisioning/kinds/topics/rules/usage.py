@@ -8,7 +8,7 @@ rows), and the usage rules judged from it.
 - disk_forecast: a broker whose log dirs will pass that share within `checks.disk_days`,
   grown from the inventory's history (`forecast`).
 
-The disk rules judge a broker: their rows have a null topic. Pure transforms: the run room
+The disk rules judge a broker: their rows have a null topic. Pure transforms: the run package
 reads Kafka and the tables.
 """
 
@@ -151,13 +151,13 @@ def growth(history: DataFrame, current: DataFrame, live: DataFrame, days: int) -
     caps = F.array_compact(F.array(
         (F.col("retention_bytes") * F.coalesce(F.col("replicas"), F.lit(1))).cast("double"),
         F.col("rate") * F.col("retention_ms") / (DAY_SECONDS * 1000)))
-    room = F.when(F.size(caps) > 0, F.greatest(
+    package = F.when(F.size(caps) > 0, F.greatest(
         F.lit(0.0), F.array_min(caps) - F.col("bytes")))
     ahead = F.col("rate") * F.lit(float(days))
     return (per_broker.where(elapsed > 0)
             .withColumn("rate", rate)
             .select("cluster", "broker", "topic", "rate",
-                    F.coalesce(F.least(ahead, room), ahead).alias("grown")))
+                    F.coalesce(F.least(ahead, package), ahead).alias("grown")))
 
 
 def disk_forecast(grown: DataFrame, disks: DataFrame, ratio: float, days: int) -> DataFrame:
