@@ -161,7 +161,7 @@ def test_over_the_cap_no_change_of_the_cluster_is_made_even_forced(spark: SparkS
             row("READ", cluster="other"), row("WRITE", cluster="other")]
 
     def capped(n: int) -> dict[str, str]:
-        return violation("max_changes_per_cluster", (
+        return violation("max_acl_changes_per_cluster", (
             f"{n} ACL changes planned on cluster local exceed the per-run cap of 2; no grant "
             "or revoke is made on this cluster (split the change or raise "
             "acls.max_changes_per_cluster)"))
@@ -306,7 +306,7 @@ def test_policies_run_always_on_then_configured_then_the_cap_over_the_survivors(
         "topic billing on cluster local is not a topic of owner a (no topic manifest row of "
         "that owner alone names it); only a topic's owner grants or revokes access to it: ask "
         "its team to add this row", name="billing")
-    capped = violation("max_changes_per_cluster", (
+    capped = violation("max_acl_changes_per_cluster", (
         "2 ACL changes planned on cluster local exceed the per-run cap of 1; no grant or "
         "revoke is made on this cluster (split the change or raise "
         "acls.max_changes_per_cluster)"))

@@ -1,5 +1,5 @@
 """An apply takes the run's lock only for what its flags let it send: a plan whose only
-changes are removals the flags do not allow (revokes without --allow-revokes, client quotas
+changes are removals the flags do not allow (revokes without --allow-acl-removals, client quotas
 without --allow-quota-removals) sends nothing and takes no lock (pure: the run's state by
 hand, no Spark)."""
 
@@ -21,7 +21,7 @@ def _ctx(allowed: frozenset[str] = frozenset()) -> Any:
 
 
 @pytest.mark.parametrize(("kind", "action", "flag"), [
-    ("acls", "REVOKE", "revokes"),
+    ("acls", "REVOKE", "acl-removals"),
     ("quotas", "REMOVE", "quota-removals"),
 ])
 def test_removals_alone_take_the_lock_and_are_sent_only_with_their_flag(

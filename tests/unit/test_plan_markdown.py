@@ -187,7 +187,7 @@ def test_a_long_plan_is_cut_with_a_count_and_a_pointer() -> None:
 
 def test_a_plans_acl_changes_have_their_own_section(spark: SparkSession) -> None:
     """ACL bindings in the Markdown, from a run's audit rows as an apply without
-    --allow-revokes leaves them: a grant made, a revoke validated and not made."""
+    --allow-acl-removals leaves them: a grant made, a revoke validated and not made."""
     kind = next(k for k in RUNS if k.name == "acls")
     state = RunState({name: cls() for name, cls in slices(RUNS).items()})
     own: Any = state.slice("acls")
@@ -217,7 +217,7 @@ def test_a_plans_acl_changes_have_their_own_section(spark: SparkSession) -> None
         "|---|---|---|",
         "| `local` | GRANT ALLOW User:app READ TOPIC orders (LITERAL) host * | granted |",
         "| `local` | REVOKE ALLOW User:old READ TOPIC orders (LITERAL) host * | validated: made "
-        "only by apply --allow-revokes |",
+        "only by apply --allow-acl-removals |",
         "",
-        "1 revoke(s) are made only by `apply --allow-revokes`.",
+        "1 revoke(s) are made only by `apply --allow-acl-removals`.",
     ]

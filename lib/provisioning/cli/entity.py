@@ -53,7 +53,7 @@ class EntityCli(CliKind):
     # Taken from its view's model.
     nouns: ClassVar[Nouns]
     manifest: ClassVar[StructType]
-    # What its removal is called in the help of `apply --allow-<flag>` ("revoke").
+    # What its removal is called in the help of `apply --allow-<prefix>-removals` ("revoke").
     removal: ClassVar[str]
     # The kind's other report views.
     more_views: ClassVar[tuple[ReportView, ...]] = ()
@@ -63,10 +63,10 @@ class EntityCli(CliKind):
         n = cls.nouns = cls.view.model.nouns
         cls.manifest = cls.view.model.manifest
         cls.name = cls.manifest_kind = n.name
-        cls.apply_flags = (Flag(n.flag, (
+        cls.apply_flags = (Flag(n.removals, (
             f"Also {cls.removal} the {n.title} the {n.noun} manifests mark `absent` (and, with "
             f"{n.name}.remove_unlisted, those no manifest names); off by default: planned, "
-            "validated and counted only.")),)
+            "validated and counted only."), old=n.old_removals),)
         cls.import_option = Switch(f"--{n.name}", f"Import the live {n.title} (as {n.noun} "
                                    "manifest rows) instead of topics.")
         cls.report_views = (left_alone_report(cls.view, "unmanaged", (

@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Flag:
-    """An `apply` flag that allows one kind of change: `--allow-<change>`."""
+    """An `apply` flag that allows one kind of change: `--allow-<change>`; `old`: earlier
+    names of the change, still taken (hidden from the help) with a warning naming this
+    one."""
 
     change: str
     help: str
+    old: tuple[str, ...] = ()
 
     @property
     def option(self) -> str:
@@ -32,7 +35,16 @@ class Flag:
     @property
     def argument(self) -> str:
         """Its name in the runs row's arguments and as a click parameter."""
-        return f"allow_{self.change.replace('-', '_')}"
+        return _argument(self.change)
+
+    @property
+    def old_options(self) -> tuple[tuple[str, str], ...]:
+        """(option, click parameter) of each old name."""
+        return tuple((f"--allow-{o}", _argument(o)) for o in self.old)
+
+
+def _argument(change: str) -> str:
+    return f"allow_{change.replace('-', '_')}"
 
 
 @dataclass(frozen=True)

@@ -107,10 +107,19 @@ def _apply(conf_path: str, clusters: tuple[str, ...], topics_glob: str | None, a
            verbose: bool, plan_path: str | None, **allowed: bool) -> None:
     """Plan, validate, then create and grant; the changes each `--allow-*` flag names as
     well."""
-    by_argument = {f.argument: f.change for k in CLI_KINDS for f in k.apply_flags}
+    flags = [f for k in CLI_KINDS for f in k.apply_flags]
+    by_argument = {f.argument: f.change for f in flags}
+    given: dict[str, bool] = {}
+    for flag in flags:
+        given[flag.change] = bool(allowed.get(flag.argument))
+        for option, argument in flag.old_options:
+            if allowed.get(argument):
+                click.echo(f"warning: {option} is deprecated and will be removed; use "
+                           f"{flag.option}", err=True)
+                given[flag.change] = True
     run_command("apply", conf_path, clusters, topics_glob, as_json, verbose,
                 plan_path=plan_path,
-                allowed={by_argument[a]: on for a, on in allowed.items()})
+                allowed={change: given[change] for change in by_argument.values()})
 
 
 def _apply_command() -> click.Command:
@@ -121,6 +130,8 @@ def _apply_command() -> click.Command:
                            "(`plan --out`); otherwise exit 2 before any request reaches "
                            "Kafka.")(fn)
     for flag in reversed([f for k in CLI_KINDS for f in k.apply_flags]):
+        for option, argument in flag.old_options:
+            fn = click.option(option, argument, is_flag=True, hidden=True)(fn)
         fn = click.option(flag.option, flag.argument, is_flag=True, help=flag.help)(fn)
     fn = common_options(fn)
     help_text = ("Plan, validate, then create and grant; each --allow-* flag adds the "

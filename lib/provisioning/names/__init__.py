@@ -155,11 +155,14 @@ class Nouns:
 
     name: the kind's registered name: its conf mapping, its JSON key, its `--<name>` import.
     prefix: its phases (`<prefix> plan`), its tables' conf keys (`tables.<prefix>_manifests`),
-      its policies (`policies.<prefix>`), its saved-plan section (`<prefix>_changes`).
+      its policies (`policies.<prefix>`), its saved-plan section (`<prefix>_changes`), the
+      change that makes its removals (`apply --allow-<prefix>-removals`) and its per-cluster
+      cap (`max_<prefix>_changes_per_cluster`).
     noun: its manifests and snapshots in prose ("the <noun> snapshot").
     one, many: one of its entities, and several, as output and payloads name them.
     title: its entities in headings (plural, lower case but for names).
-    flag: the change `apply --allow-<flag>` allows: its removals, made only with it.
+    old_removals: earlier names of the change its removal flag allows, still taken by
+      `apply` with a warning that names the new one.
     """
 
     name: str
@@ -168,5 +171,14 @@ class Nouns:
     one: str
     many: str
     title: str
-    flag: str
+    old_removals: tuple[str, ...] = ()
 
+    @property
+    def removals(self) -> str:
+        """The change `apply --allow-<removals>` allows: the kind's removals."""
+        return f"{self.prefix}-removals"
+
+    @property
+    def cap(self) -> str:
+        """The name of the kind's per-cluster cap policy."""
+        return f"max_{self.prefix}_changes_per_cluster"

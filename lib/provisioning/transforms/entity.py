@@ -136,10 +136,10 @@ class EntityModel(ABC):
     text_column: ClassVar[str]
     listing_order: ClassVar[tuple[str, ...]]
     # Its policies: those `policies.<prefix>` may name, the always-on ones (run first), and
-    # the per-cluster cap (run last): its policy name and what it refuses, in its message.
+    # what the per-cluster cap (run last, `Nouns.cap`) refuses, in its message.
     policies: ClassVar[Mapping[str, Factory]]
     always_on: ClassVar[tuple[tuple[str, Factory], ...]] = ()
-    cap: ClassVar[tuple[str, str]]
+    cap_refuses: ClassVar[str]
 
     # -- what the kind declares -------------------------------------------------------
 
@@ -275,11 +275,10 @@ class EntityModel(ABC):
         """Over the per-run cap (`<name>.max_changes_per_cluster`), none of a cluster's
         changes is made (`transforms.policies.base.per_cluster_cap`); counts only the valid
         changes every other policy let through."""
-        policy, refused = self.cap
         nouns = self.nouns
         return per_cluster_cap(
-            policy, F.col("action").isin(*self.changes) & _valid() & no_violations_yet(),
-            context.max_changes_per_cluster, f"{nouns.noun} changes", refused,
+            nouns.cap, F.col("action").isin(*self.changes) & _valid() & no_violations_yet(),
+            context.max_changes_per_cluster, f"{nouns.noun} changes", self.cap_refuses,
             f"{nouns.name}.max_changes_per_cluster", column_names(self.plan_schema))
 
     def judged(self, plan: DataFrame, specs: Sequence[PolicySpec], context: Any,
@@ -294,7 +293,7 @@ class EntityModel(ABC):
         prefix = self.nouns.prefix
         judged = with_policies(
             plan.where(_valid()), specs, context, prefix, self.policies, self.always_on, cut,
-            last=((self.cap[0], self.cap_policy),),
+            last=((self.nouns.cap, self.cap_policy),),
             schema=self.plan_schema, table=f"{prefix.upper()}_PLAN",
             who=f"the plan given to the {self.nouns.noun} policies")
         columns = column_names(self.plan_schema)

@@ -156,7 +156,7 @@ class EntityView(ViewKind):
 
     @property
     def flag(self) -> str:
-        return f"--allow-{self.model.nouns.flag}"
+        return f"--allow-{self.model.nouns.removals}"
 
     def line(self, row: Mapping[str, Any]) -> str:
         """One entity of a run, as the plan shows it: its sign, cluster, change and outcome,

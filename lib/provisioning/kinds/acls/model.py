@@ -55,7 +55,7 @@ class AclModel(EntityModel):
     text = staticmethod(binding_text)
     entity_list, text_column, listing_order = "operations", "binding", ("cluster", "binding")
     policies, always_on = ACL_POLICIES, ALWAYS_ON
-    cap = ("max_changes_per_cluster", "no grant or revoke is made")
+    cap_refuses = "no grant or revoke is made"
 
     def validation(self, known_clusters: tuple[str, ...]) -> Transform:
         return with_acl_row_errors(known_clusters)

@@ -8,7 +8,8 @@ from provisioning.names import Nouns
 # How the job names ACL bindings (`names.Nouns`): phases `acl plan`, conf `acls`,
 # `tables.acl_manifests`, `policies.acl`.
 NOUNS = Nouns(name="acls", prefix="acl", noun="ACL", one="binding", many="bindings",
-              title="ACL bindings", flag="revokes")
+              title="ACL bindings",
+              old_removals=("revokes",))
 
 # -- plan actions: GRANT (wanted, missing), REVOKE (`state: absent`, or unlisted with
 # `acls.remove_unlisted`, and present), NOOP ----------------------------------------------

@@ -121,7 +121,7 @@ class AclsKind(EntityRunKind):
         literal_topic = ((F.col("resource_type") == acl_names.TOPIC_RESOURCE)
                          & (F.col("pattern_type") == acl_names.LITERAL))
         allowed = ((literal_topic & F.coalesce(F.col("_deleted"), F.lit(False)))
-                   | F.lit(self.allows(ctx, self.model.nouns.flag)))
+                   | F.lit(self.allows(ctx, self.model.nouns.removals)))
         return (removals.join(gone, on=["cluster", "resource_name"], how="left")
                 .where(allowed).drop("_deleted"))
 

@@ -64,7 +64,7 @@ class QuotaModel(EntityModel):
     text = staticmethod(entity_text)
     entity_list, text_column, listing_order = "quotas", "entity", ("cluster", "entity", "key")
     policies, always_on = QUOTA_POLICIES, ALWAYS_ON
-    cap = ("max_quota_changes_per_cluster", "no quota is set or removed")
+    cap_refuses = "no quota is set or removed"
 
     def validation(self, known_clusters: tuple[str, ...]) -> Transform:
         checked = with_quota_row_errors(known_clusters)

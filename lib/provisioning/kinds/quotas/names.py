@@ -8,7 +8,7 @@ from provisioning.names import Nouns
 # How the job names client quotas (`names.Nouns`): phases `quota plan`, conf `quotas`,
 # `tables.quota_manifests`, `policies.quota`.
 NOUNS = Nouns(name="quotas", prefix="quota", noun="quota", one="quota", many="quotas",
-              title="client quotas", flag="quota-removals")
+              title="client quotas")
 
 USER = "user"
 CLIENT_ID = "client-id"

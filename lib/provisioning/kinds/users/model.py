@@ -53,7 +53,7 @@ class UserModel(EntityModel):
     entity_list, text_column = None, "credential"
     listing_order = ("cluster", "user", "mechanism")
     policies, always_on = USER_POLICIES, ALWAYS_ON
-    cap = ("max_user_changes_per_cluster", "no credential is set or removed")
+    cap_refuses = "no credential is set or removed"
 
     def validation(self, known_clusters: tuple[str, ...]) -> Transform:
         return with_user_row_errors(known_clusters)

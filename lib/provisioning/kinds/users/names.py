@@ -9,7 +9,7 @@ from provisioning.names import Nouns
 # How the job names SCRAM credentials (`names.Nouns`): phases `user plan`, conf `users`,
 # `tables.user_manifests`, `policies.user`, `apply --allow-user-removals`.
 NOUNS = Nouns(name="users", prefix="user", noun="user", one="credential",
-              many="credentials", title="SCRAM credentials", flag="user-removals")
+              many="credentials", title="SCRAM credentials")
 
 # The mechanisms, as Kafka names them (its ScramMechanism type codes 1 and 2).
 SHA_256 = "SCRAM-SHA-256"

@@ -11,7 +11,7 @@ check), change, read back (Spark tasks through `run.executors`). Its phases run 
 the conf names its manifests (`tables.<prefix>_manifests`) and the run is not narrowed to
 some topics (`--topics`). Its AUDIT rows carry the entity in its audit column (topic null).
 Additions are made by every apply; removals only with the kind's `--allow-*` flag
-(`names.Nouns.flag`): a plan whose only changes are removals the flags do not
+(`names.Nouns.removals`): a plan whose only changes are removals the flags do not
 allow sends nothing and takes no lock.
 """
 
@@ -159,7 +159,7 @@ class EntityRunKind(RunKind):
     def removals_sent(self, ctx: RunContext, state: RunState, removals: DataFrame
                       ) -> DataFrame:
         """The validated removals this apply sends: all with the kind's flag, else none."""
-        allowed = self.allows(ctx, self.model.nouns.flag)
+        allowed = self.allows(ctx, self.model.nouns.removals)
         return removals if allowed else removals.limit(0)
 
     def removes_with_another_kind(self, ctx: RunContext, state: RunState) -> bool:
@@ -198,7 +198,7 @@ class EntityRunKind(RunKind):
     def sent_actions(self, ctx: RunContext) -> tuple[str, ...]:
         """The plan actions an apply sends: additions, and removals with the kind's flag."""
         model = self.model
-        allowed = self.allows(ctx, model.nouns.flag)
+        allowed = self.allows(ctx, model.nouns.removals)
         return (model.adds, *((model.removes,) if allowed else ()))
 
     def validated_rows(self, ctx: RunContext, tables: Sequence[str],
@@ -250,7 +250,7 @@ class EntityRunKind(RunKind):
         apply = options if isinstance(options, ApplyOptions) else None
         made = summarize(self, own.rows, getattr(options, "listing_limit", 500),
                          removals_allowed=apply is None or apply.allows(
-                             self.model.nouns.flag))
+                             self.model.nouns.removals))
         made.problems = {c: {"error_name": e, "error_message": m}
                          for c, (e, m) in sorted((own.problems or {}).items())}
         return made
