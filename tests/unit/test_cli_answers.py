@@ -4,6 +4,7 @@ and usage errors, each with click's exit code; arguments that name a run are lef
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,22 @@ def test_arguments_that_name_a_run_are_left_to_the_driver(
 def test_the_version_is_the_one_pyproject_declares() -> None:
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert (provisioning.package_version(), provisioning.__version__) == (declared, declared)
+
+
+def test_an_old_removal_flag_is_taken_with_a_warning_naming_the_new_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--allow-revokes` is still taken, hidden from the help, and warns before the run
+    starts (which here stops at its missing conf)."""
+    missing = tmp_path / "missing.yaml"
+    with pytest.raises(SystemExit) as done:
+        main.main(["apply", "--conf", str(missing), "--allow-revokes"],
+                  prog_name="provision-topics")
+    assert done.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("warning: --allow-revokes is deprecated and will be removed; use "
+                      "--allow-acl-removals")
+    assert err[1:] == [f"error: invalid conf {missing}: 1 problem(s)",
+                       "  - cannot read the file: No such file or directory"]
+    assert answer(main, ["apply", "--conf", "c.yaml", "--help"], "provision-topics") == 0
+    shown = capsys.readouterr().out
+    assert "--allow-acl-removals" in shown and "--allow-revokes" not in shown
