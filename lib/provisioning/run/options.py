@@ -24,6 +24,12 @@ class Scope:
     clusters: tuple[str, ...] = ()
     topics_glob: str | None = None
 
+    @property
+    def narrowed(self) -> bool:
+        """Whether the run looks at some subjects of its clusters only (`--topics`): a
+        kind whose subjects the narrowing does not name is not managed by such a run."""
+        return self.topics_glob is not None
+
 
 @dataclass(frozen=True, kw_only=True)
 class _Pipeline:

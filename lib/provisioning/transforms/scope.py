@@ -58,6 +58,11 @@ def in_scope(clusters: Sequence[str], topics_glob: str | None,
     return transform
 
 
+def of_clusters(clusters: Sequence[str]) -> Callable[[DataFrame], DataFrame]:
+    """Keep the rows of `clusters` (all when empty)."""
+    return topics_matching(clusters, None)
+
+
 def topics_matching(clusters: Sequence[str], topics_glob: str | None
                     ) -> Callable[[DataFrame], DataFrame]:
     """Keep the rows of `clusters` (all when empty) whose topic matches the glob (a view's

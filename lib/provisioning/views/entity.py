@@ -28,7 +28,7 @@ from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
 from provisioning.results import EntitySummary, RunResult
 from provisioning.transforms.entity import EntityModel
-from provisioning.transforms.scope import topics_matching
+from provisioning.transforms.scope import of_clusters
 from provisioning.views.kind import PlanSection, ViewKind
 from provisioning.views.plan_markdown import cell, code
 from provisioning.views.report import latest_snapshot, rows_of
@@ -275,7 +275,7 @@ class EntityView(ViewKind):
             raise UsageError(f"no {nouns.noun} snapshot taken yet: {section.snapshots} does "
                              "not exist (run plan or apply first)")
         snapshot = latest_snapshot(read_table(spark, ref).transform(
-            topics_matching(clusters, None)))
+            of_clusters(clusters)))
         live = (snapshot.where(F.col(model.marker).isNotNull())
                 .select(*[f.name for f in model.live.fields]))
         when = snapshot.select("cluster", "run_id", "snapshot_at").distinct()

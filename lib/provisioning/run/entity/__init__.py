@@ -185,10 +185,10 @@ class EntityRunKind(RunKind):
 
     def managed(self, ctx: RunContext) -> bool:
         """Whether this run manages the kind: the conf names its manifests and the run is
-        not narrowed to some topics."""
+        not narrowed to some subjects (`Scope.narrowed`)."""
         scope = getattr(ctx.options, "scope", None)
         return (self.conf(ctx).manifests is not None and scope is not None
-                and scope.topics_glob is None)
+                and not scope.narrowed)
 
     def planned(self, state: RunState, *actions: str) -> int:
         """Clean plan rows (outcome planned) of `actions`."""
