@@ -32,7 +32,7 @@ from provisioning import names
 from provisioning.conf.reassign import ReassignConf
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.kafka.reassign_in_flight import in_flight
-from provisioning.names.reassign import REASSIGN, REASSIGNING
+from provisioning.names.reassign import ALLOW, REASSIGN, REASSIGNING
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
 from provisioning.run.executors import answered
@@ -47,8 +47,6 @@ from provisioning.transforms.reassign.plan import check_results, moves_planned
 from provisioning.transforms.results import without_answer
 
 NAME = "reassign"
-# The `--allow-*` flag of replica moves (cli.reassign).
-ALLOW = "reassign"
 _KEYS = ["cluster", "topic"]
 
 
