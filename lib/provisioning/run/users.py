@@ -168,8 +168,12 @@ class UsersKind(EntityRunKind):
     def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
         passwords, kafka = _passwords(requests), ctx.conf.kafka
         size = self.conf(ctx).batch_size
-        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS), lambda rows, named, creds:
-                          user_results(rows, named, creds, kafka, APPLY, passwords, size))
+        # Each cluster's task is given the passwords of its own rows only.
+        own = {c.name: {"passwords": {k: v for k, v in passwords.items() if k[0] == c.name}}
+               for c in ctx.clusters}
+        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS),
+                          lambda rows, named, creds, passwords: user_results(
+                              rows, named, creds, kafka, APPLY, passwords, size), own)
 
     def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
         kafka = ctx.conf.kafka
