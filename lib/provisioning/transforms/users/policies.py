@@ -7,12 +7,12 @@ Always on, before the configured ones:
   `users.protected_users`, or is the user the job itself logs in as on that cluster (never
   lifted: a protected credential is changed by hand, or the conf changes first);
 - user_iterations_min: no UPSERT with fewer iterations than `users.iterations_min`
-  (default 8192; lifted by the row's `force`).
+  (default 8192; a security policy: never lifted by the row's `force`).
 
 Configurable (conf `policies.user: [{name: ..., <params>}]`), in conf order:
 
-- user_mechanism: allowed ([mechanisms]). An UPSERT of another mechanism is refused
-  (lifted by `force`);
+- user_mechanism: allowed ([mechanisms]). An UPSERT of another mechanism is refused (a
+  security policy: never lifted by `force`);
 - custom: callable ("package.module:function"), any other params passed through. Called as
   `fn(plan, context, params) -> DataFrame` with USER_PLAN rows and the UserPolicyContext.
 
@@ -31,10 +31,9 @@ from pyspark.sql import functions as F
 
 from provisioning.conf.policies import require_valid
 from provisioning.errors import PolicyError
-from provisioning.names.users import DEFAULT_ITERATIONS, DELETE, MECHANISMS, NOUNS, UPSERT
-from provisioning.transforms.entity import EntityPolicyContext, Factory, force_hint
+from provisioning.names.users import DEFAULT_ITERATIONS, DELETE, MECHANISMS, UPSERT
+from provisioning.transforms.entity import EntityPolicyContext, Factory
 from provisioning.transforms.policies.base import Transform, with_violation
-from provisioning.transforms.policies.columns import forced
 from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.scope import matching_globs
 from provisioning.transforms.users.plan import credential_text
@@ -55,8 +54,6 @@ class UserPolicyContext(EntityPolicyContext):
     own_users: Mapping[str, str] = field(default_factory=dict)
     iterations_min: int = DEFAULT_ITERATIONS
 
-
-_FORCE_HINT = force_hint(NOUNS)
 
 
 def _as_plan(df: DataFrame) -> DataFrame:
@@ -97,9 +94,11 @@ def user_iterations_min(params: Mapping[str, Any], context: UserPolicyContext
     least = context.iterations_min
 
     def transform(df: DataFrame) -> DataFrame:
-        refused = (F.col("action") == UPSERT) & (F.col("iterations") < least) & ~forced()
+        # A security floor: a team's manifest row cannot lift it (`force` does not).
+        refused = (F.col("action") == UPSERT) & (F.col("iterations") < least)
         message = _message(f"%d iterations are fewer than users.iterations_min ({least}); "
-                           f"ask for at least {least}, {_FORCE_HINT}", F.col("iterations"))
+                           f"ask for at least {least} (`force` does not lift this policy)",
+                           F.col("iterations"))
         return _as_plan(with_violation(df, "user_iterations_min", refused, message))
 
     return transform
@@ -115,10 +114,10 @@ def user_mechanism(params: Mapping[str, Any], context: UserPolicyContext) -> Tra
                           f"{' or '.join(MECHANISMS)}")
 
     def transform(df: DataFrame) -> DataFrame:
-        refused = ((F.col("action") == UPSERT) & ~F.col("mechanism").isin(*allowed)
-                   & ~forced())
+        # A security policy: a team's manifest row cannot lift it (`force` does not).
+        refused = (F.col("action") == UPSERT) & ~F.col("mechanism").isin(*allowed)
         message = _message(f"policy user_mechanism allows only {', '.join(allowed)}; "
-                           f"ask for one of them, {_FORCE_HINT}")
+                           "ask for one of them (`force` does not lift this policy)")
         return _as_plan(with_violation(df, "user_mechanism", refused, message))
 
     return transform
