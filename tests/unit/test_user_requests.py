@@ -54,11 +54,13 @@ def test_a_password_is_read_from_its_variable_or_file_and_problems_name_the_sour
     assert read_password("PW", None, env) == Secret("from-env")
     assert read_password(None, str(good), env) == Secret("from-file")
     assert read_password(None, str(crlf), env) == Secret("windows")
+    not_repeated = "its value is not repeated here, in case it is a secret written in this key"
     assert read_password("NOPE", None, env) == \
-        "password_env: environment variable 'NOPE' is not set"
+        f"password_env: the environment variable it names is not set ({not_repeated})"
     assert read_password("BLANK", None, env) == \
-        "password_env: environment variable 'BLANK' is empty"
-    assert read_password(None, str(empty), env) == f"password_file: {empty} is empty"
+        "password_env: the environment variable it names is empty"
+    assert read_password(None, str(empty), env) == "password_file: the file it names is empty"
     assert read_password(None, str(tmp_path / "missing"), env) == \
-        f"password_file: cannot read {tmp_path / 'missing'}: No such file or directory"
+        ("password_file: the file it names cannot be read (No such file or directory; "
+         f"{not_repeated})")
     assert read_password(None, None, env) == "password: no password_env or password_file"
