@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from provisioning.conf import ClusterConf, Conf, Credentials, KafkaConf, Secret, TablesConf
+from provisioning.conf.users import PasswordSources, UsersConf
 from provisioning.run import users as run_users
 from provisioning.run.topics import executors as topic_executors
 from provisioning.run.users import KIND as USERS
@@ -66,6 +67,7 @@ def test_each_clusters_task_gets_the_passwords_of_its_own_rows_only(
                   creds: Mapping[str, Credentials], kafka: KafkaConf, kind: str,
                   passwords: Mapping[tuple[str, str, str], Any],
                   batch_size: int = 200) -> Iterator[tuple[Any, ...]]:
+        assert all(isinstance(p, Secret) for p in passwords.values()), passwords
         for row in rows:
             yield (row["cluster"], row["user"], row["mechanism"], "apply", "upserted", 0,
                    "NONE", _held(named, creds, passwords), 1, None)
@@ -81,8 +83,10 @@ def test_each_clusters_task_gets_the_passwords_of_its_own_rows_only(
     requests = spark.createDataFrame(rows, "cluster string, user string, mechanism string, "
                                      "action string, iterations int, password_env string, "
                                      "password_file string")
+    users = UsersConf(password_sources=PasswordSources(env_prefix="KAFKA_USER_PASSWORD_"))
     conf = Conf(source="conf.yaml", digest="d", clusters={c.name: c for c in CLUSTERS},
-                tables=TablesConf(manifests=("m",), audit="a", runs="r", snapshots="s"))
+                tables=TablesConf(manifests=("m",), audit="a", runs="r", snapshots="s"),
+                sections={"users": users})
     ctx: Any = SimpleNamespace(spark=spark, conf=conf, clusters=CLUSTERS,
                                credentials=CREDENTIALS)
     got = USERS.change(ctx, requests).collect()
