@@ -9,8 +9,12 @@
   an unreachable cluster and a held lock.
 - `anything_to_apply` (ShortCircuitOperator) reads the saved plan and skips the
   apply when the plan recorded a non-zero exit code or holds nothing the apply
-  would do (no clean CREATE, nor a clean DELETE or ALTER when deletes or alters are
-  allowed).
+  would do. It reads the plan's `needs` section, which every kind the job manages fills
+  (topics, ACL bindings, replica moves, client quotas, SCRAM credentials, and any kind a
+  later release adds): each change's kind, action and the `apply --allow-*` options it
+  takes. A change is counted when every option it takes is allowed here (the
+  PROVISIONING_ALLOW_* settings below); a plan without that section (written by another
+  release of the job) fails the task rather than being skipped.
 - `apply` runs `provision_topics.py apply --plan PLAN_FILE`: the job plans again
   and exits 2 before any request reaches Kafka if the fresh plan differs from the
   saved one (the manifests, the conf or the cluster changed in between).
@@ -42,11 +46,20 @@ provider and the standard library):
   put it in the conf's `spark.remote` and set this to `conf`.
 - PROVISIONING_SPARK_CONF ({}): a JSON object of extra Spark properties.
 - PROVISIONING_DRIVER_MEMORY (unset): spark-submit --driver-memory.
-- PROVISIONING_ALLOW_DELETES (false): `true` passes --allow-deletes to the apply.
-- PROVISIONING_ALLOW_ALTER (false): `true` passes --allow-alter to the apply.
-- PROVISIONING_ALLOW_REASSIGN (false): `true` passes --allow-reassign to the apply
-  (replica moves; a move still running when the apply stops waiting is finished by the
-  next DAG run's apply).
+- PROVISIONING_ALLOW_<CHANGE> (false): `true` passes --allow-<change> to the apply (the
+  name's `_` as `-`), and lets the gate count the changes that take it. One per opt-in flag
+  of `apply`:
+  - PROVISIONING_ALLOW_DELETES: --allow-deletes (topic deletions);
+  - PROVISIONING_ALLOW_ALTER: --allow-alter (configs, more partitions);
+  - PROVISIONING_ALLOW_REASSIGN: --allow-reassign (replica moves; a move still running
+    when the apply stops waiting is finished by the next DAG run's apply; an ALTER's moves
+    take --allow-alter too);
+  - PROVISIONING_ALLOW_ACL_REMOVALS: --allow-acl-removals (ACL bindings removed; its
+    earlier name PROVISIONING_ALLOW_REVOKES still works);
+  - PROVISIONING_ALLOW_QUOTA_REMOVALS: --allow-quota-removals (client quotas removed);
+  - PROVISIONING_ALLOW_USER_REMOVALS: --allow-user-removals (SCRAM credentials removed).
+  ACL grants, quota sets and SCRAM credentials set or rotated take no flag: every apply
+  makes them, as it makes topic creations.
 - PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.
 - PROVISIONING_SITE_DIR (unset: no site task): where `report --site` writes the site, on
   storage the driver writes and a web server or a sync job reads.
@@ -62,6 +75,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +95,17 @@ DELTA_PACKAGE = os.environ.get("PROVISIONING_DELTA_PACKAGE",
                                "io.delta:delta-spark_4.2_2.13:4.4.0")
 SPARK_CONN_ID = os.environ.get("PROVISIONING_SPARK_CONN_ID", "spark_default")
 DRIVER_MEMORY = os.environ.get("PROVISIONING_DRIVER_MEMORY") or None
-ALLOW_DELETES = os.environ.get("PROVISIONING_ALLOW_DELETES", "false").lower() == "true"
-ALLOW_ALTER = os.environ.get("PROVISIONING_ALLOW_ALTER", "false").lower() == "true"
-ALLOW_REASSIGN = os.environ.get("PROVISIONING_ALLOW_REASSIGN", "false").lower() == "true"
+_ALLOW_PREFIX = "PROVISIONING_ALLOW_"
+# The `apply --allow-*` options set to `true`, one per PROVISIONING_ALLOW_<CHANGE> setting:
+# a flag a later release adds needs no change here.
+# An option's earlier name is taken as the new one (the job still takes it too, warning).
+_RENAMED = {"--allow-revokes": "--allow-acl-removals"}
+ALLOWED = tuple(sorted({
+    _RENAMED.get(option, option) for option in (
+        "--allow-" + name[len(_ALLOW_PREFIX):].lower().replace("_", "-")
+        for name, value in os.environ.items()
+        if name.startswith(_ALLOW_PREFIX) and len(name) > len(_ALLOW_PREFIX)
+        and value.strip().lower() == "true")}))
 SCHEDULE = os.environ.get("PROVISIONING_SCHEDULE") or None
 SITE_DIR = os.environ.get("PROVISIONING_SITE_DIR") or None
 REMOTE = os.environ.get("PROVISIONING_SPARK_REMOTE") or None
@@ -101,9 +123,10 @@ SPARK_CONF = {
 PLAN_FILE = PLAN_DIR + "/" + DAG_ID + "/{{ run_id | replace(':', '-') | replace('+', '-') }}.json"
 
 
-def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False,
-                 allow_reassign: bool = False) -> tuple[bool, str]:
-    """Whether the saved plan should be applied, and why (pure: reads only the file)."""
+def plan_verdict(plan_file: str, allowed: Iterable[str] = ()) -> tuple[bool, str]:
+    """Whether the saved plan should be applied with the `apply` options `allowed`
+    (`--allow-acl-removals`, ...), and why (pure: reads only the file). A plan without its
+    `needs` section raises ValueError: the task fails rather than skip every apply."""
     path = Path(plan_file)
     if not path.exists():
         return False, f"no saved plan at {plan_file}"
@@ -113,22 +136,25 @@ def plan_verdict(plan_file: str, allow_deletes: bool, allow_alter: bool = False,
     exit_code = doc.get("meta", {}).get("exit_code")
     if exit_code != 0:
         return False, f"the plan exited {exit_code}: some topics need a person (see the audit)"
-    actions = ("CREATE", *(["DELETE"] if allow_deletes else []),
-               *(["ALTER"] if allow_alter else []), *(["REASSIGN"] if allow_reassign else []))
-    todo = [c for c in doc["plan"]["changes"]
-            if c["action"] in actions and not c["violations"] and not c["row_errors"]]
+    needs = doc.get("plan", {}).get("needs")
+    if not isinstance(needs, list):
+        raise ValueError(f"{plan_file} has no `needs` section: it was written by another "
+                         "release of the job than this DAG's; run the plan again")
+    given = set(allowed)
+    todo = [n for n in needs if set(n["flags"]) <= given]
     if not todo:
-        return False, "nothing to apply"
-    counts: dict[str, int] = {}
-    for c in todo:
-        counts[c["action"]] = counts.get(c["action"], 0) + 1
-    summary = ", ".join(f"{n} {a.lower()}" for a, n in sorted(counts.items()))
+        waiting = sorted({f for n in needs for f in n["flags"]} - given)
+        return False, "nothing to apply" + (
+            f" (changes that take {', '.join(waiting)} wait for it)" if waiting else "")
+    per_kind: dict[str, list[str]] = {}
+    for n in todo:
+        per_kind.setdefault(n["kind"], []).append(f"{n['changes']} {n['action'].lower()}")
+    summary = "; ".join(f"{kind}: {', '.join(done)}" for kind, done in per_kind.items())
     return True, f"applying {summary} (plan digest {doc['digest'][:12]})"
 
 
-def _should_apply(plan_file: str, allow_deletes: bool, allow_alter: bool,
-                  allow_reassign: bool) -> bool:
-    go, why = plan_verdict(plan_file, allow_deletes, allow_alter, allow_reassign)
+def _should_apply(plan_file: str, allowed: list[str]) -> bool:
+    go, why = plan_verdict(plan_file, allowed)
     print(f"anything_to_apply: {why}")
     return go
 
@@ -167,14 +193,12 @@ with DAG(
     anything_to_apply = ShortCircuitOperator(
         task_id="anything_to_apply",
         python_callable=_should_apply,
-        op_args=[PLAN_FILE, ALLOW_DELETES, ALLOW_ALTER, ALLOW_REASSIGN],
+        op_args=[PLAN_FILE, list(ALLOWED)],
         # Skips the apply only: the site task after it decides by its own trigger rule.
         ignore_downstream_trigger_rules=False,
     )
     apply = _submit("apply", ["apply", "--conf", CONF, "--plan", PLAN_FILE, "--json",
-                              *(["--allow-deletes"] if ALLOW_DELETES else []),
-                              *(["--allow-alter"] if ALLOW_ALTER else []),
-                              *(["--allow-reassign"] if ALLOW_REASSIGN else [])])
+                              *ALLOWED])
     plan >> anything_to_apply >> apply
     if SITE_DIR:
         # After an apply that ran or was skipped; not after a failure upstream.

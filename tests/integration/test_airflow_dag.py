@@ -12,6 +12,7 @@ package index, and says so.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -22,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from provisioning.conf import ClusterConf, KafkaConf
+from provisioning.kafka.client import ClusterAdmin
+from provisioning.kinds.quotas.requests import (
+    QuotaEntry,
+    alter_client_quotas,
+    describe_client_quotas,
+)
+from schemas.quotas import QUOTA_MANIFEST
 from tests.helpers import (
     INTERPRETED,
     REPO,
@@ -140,7 +150,16 @@ import provision_topics_dag as m
 bag = DagBag(dag_folder=sys.argv[1])
 dag = bag.dags.get("provision_topics")
 cases = json.loads(sys.argv[2])
-verdicts = {name: list(m.plan_verdict(path, *allow)) for name, path, *allow in cases}
+
+
+def verdict(path, allowed):
+    try:
+        return list(m.plan_verdict(path, allowed))
+    except ValueError as exc:
+        return ["refused", str(exc)]
+
+
+verdicts = {name: verdict(path, allowed) for name, path, allowed in cases}
 print(json.dumps({
     "import_errors": {k: str(v) for k, v in bag.import_errors.items()},
     "dags": sorted(bag.dags),
@@ -150,6 +169,7 @@ print(json.dumps({
     "plan_local": [dag.get_task("plan").conf, dag.get_task("plan").jars,
                    dag.get_task("plan").packages] if dag else None,
     "apply_args": dag.get_task("apply").application_args if dag else None,
+    "gate_args": dag.get_task("anything_to_apply").op_args if dag else None,
     "site": [dag.get_task("site").application_args,
              getattr(dag.get_task("site").trigger_rule, "value", None)]
             if dag and "site" in dag.task_ids else None,
@@ -158,12 +178,14 @@ print(json.dumps({
 """
 
 
-def _saved_plan(path: Path, exit_code: int, changes: list[dict[str, Any]]) -> str:
-    path.write_text(json.dumps({
-        "format": "topic-provisioning-plan/1", "digest": "0123456789abcdef" * 4,
-        "plan": {"conf_digest": "c", "scope": {"clusters": ["local"], "topics": None},
-                 "changes": changes},
-        "meta": {"run_id": "r", "exit_code": exit_code}}))
+def _saved_plan(path: Path, exit_code: int, **sections: list[dict[str, Any]]) -> str:
+    """A plan file as `plan --out` writes it (the job's own code), its sections' entries
+    given by kind."""
+    from provisioning.views.planfile import PlanDocument, plan_meta, save_plan
+
+    document = PlanDocument.build("c", ["local"], None, sections)
+    save_plan(path, document, plan_meta("r", "plan", "conf.yaml", {}, exit_code,
+                                        dt.datetime(2026, 11, 22, tzinfo=dt.UTC)))
     return str(path)
 
 
@@ -172,27 +194,55 @@ def _change(action: str, **kw: Any) -> dict[str, Any]:
             "violations": [], "row_errors": [], **kw}
 
 
+def _entity(action: str, **kw: Any) -> dict[str, Any]:
+    return {"cluster": "local", "action": action, "state": "present", "violations": [],
+            "row_errors": [], **kw}
+
+
+GRANT = _entity("GRANT", principal="User:app", host="*", resource_type="TOPIC",
+                resource_name="orders", pattern_type="LITERAL", operation="READ",
+                permission="ALLOW")
+QUOTA = _entity("SET", entity_client_id="app", key="producer_byte_rate", value=1024.0)
+ROTATION = _entity("UPSERT", user="app", mechanism="SCRAM-SHA-512", iterations=8192,
+                   live_iterations=8192, password_version="v2", applied_version="v1",
+                   password_env="KAFKA_USER_PASSWORD_APP")
+MOVES = [{"partition": 0, "before": [1], "after": [2], "in_flight": False}]
+
+
 def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
                                                             tmp_path: Path) -> None:
     env = airflow_env(tmp_path, tmp_path / "conf.yaml", tmp_path / "plans")
+    no_needs = tmp_path / "old.json"
+    old = json.loads(Path(_saved_plan(no_needs, 0, topics=[_change("CREATE")])).read_text())
+    del old["plan"]["needs"]
+    no_needs.write_text(json.dumps(old))
+    revoke = {**GRANT, "action": "REVOKE"}
     cases = [
-        ("creates", _saved_plan(tmp_path / "a.json", 0, [_change("CREATE")]), False),
-        ("failed plan", _saved_plan(tmp_path / "b.json", 1, [_change("CREATE")]), False),
-        ("only drift", _saved_plan(tmp_path / "c.json", 0, [_change("DRIFT")]), False),
-        ("delete, deletes off", _saved_plan(tmp_path / "d.json", 0, [_change("DELETE")]),
-         False),
-        ("delete, deletes on", _saved_plan(tmp_path / "d.json", 0, [_change("DELETE")]),
-         True),
-        ("alter, alters off", _saved_plan(tmp_path / "f.json", 0, [_change("ALTER")]), False),
-        ("alter, alters on", _saved_plan(tmp_path / "f.json", 0, [_change("ALTER")]), False,
-         True),
-        ("moves, reassign off", _saved_plan(tmp_path / "g.json", 0, [_change("REASSIGN")]),
-         False, False),
-        ("moves, reassign on", _saved_plan(tmp_path / "g.json", 0, [_change("REASSIGN")]),
-         False, False, True),
-        ("blocked create", _saved_plan(tmp_path / "e.json", 0, [_change(
-            "CREATE", violations=[{"policy": "p", "message": "m"}])]), False),
-        ("missing", str(tmp_path / "missing.json"), False),
+        ("creates", _saved_plan(tmp_path / "a.json", 0, topics=[_change("CREATE")]), []),
+        ("failed plan", _saved_plan(tmp_path / "b.json", 1, topics=[_change("CREATE")]), []),
+        ("only drift", _saved_plan(tmp_path / "c.json", 0, topics=[_change("DRIFT")]), []),
+        ("delete, deletes off", _saved_plan(tmp_path / "d.json", 0,
+                                            topics=[_change("DELETE")]), []),
+        ("delete, deletes on", str(tmp_path / "d.json"), ["--allow-deletes"]),
+        ("alter, alters off", _saved_plan(tmp_path / "f.json", 0, topics=[_change("ALTER")]),
+         []),
+        ("alter, alters on", str(tmp_path / "f.json"), ["--allow-alter"]),
+        ("moves, reassign off", _saved_plan(tmp_path / "g.json", 0, topics=[
+            _change("REASSIGN", reassignment=MOVES)]), []),
+        ("moves, reassign on", str(tmp_path / "g.json"), ["--allow-reassign"]),
+        ("an alter's moves, reassign on", _saved_plan(tmp_path / "h.json", 0, topics=[
+            _change("ALTER", reassignment=MOVES)]), ["--allow-reassign"]),
+        ("blocked create", _saved_plan(tmp_path / "e.json", 0, topics=[_change(
+            "CREATE", violations=[{"policy": "p", "message": "m"}])]), []),
+        ("only an ACL grant", _saved_plan(tmp_path / "acl.json", 0, acls=[GRANT]), []),
+        ("only a revoke, revokes off", _saved_plan(tmp_path / "revoke.json", 0,
+                                                   acls=[revoke]), []),
+        ("only a revoke, revokes on", str(tmp_path / "revoke.json"), ["--allow-revokes"]),
+        ("only a quota", _saved_plan(tmp_path / "quota.json", 0, quotas=[QUOTA]), []),
+        ("only a SCRAM rotation", _saved_plan(tmp_path / "scram.json", 0, users=[ROTATION]),
+         []),
+        ("without a needs section", str(no_needs), []),
+        ("missing", str(tmp_path / "missing.json"), []),
     ]
     done = subprocess.run([airflow_python, "-c", _PARSE, env["AIRFLOW__CORE__DAGS_FOLDER"],
                            json.dumps(cases)], env=env, capture_output=True, text=True,
@@ -201,6 +251,10 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
     doc = json.loads(done.stdout.strip().splitlines()[-1])
     plan_file = f"{tmp_path / 'plans'}/provision_topics/{{{{ run_id | replace(':', '-') | " \
                 "replace('+', '-') }}.json"
+
+    def digest(name: str) -> str:
+        return str(json.loads((tmp_path / name).read_text())["digest"])[:12]
+
     assert doc == {
         "import_errors": {},
         "dags": ["provision_topics"],
@@ -213,22 +267,61 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
                        env["PROVISIONING_DELTA_JARS"], None],
         "apply_args": ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file,
                        "--json"],
+        "gate_args": [plan_file, []],
         "site": None,
         "verdicts": {
-            "creates": [True, "applying 1 create (plan digest 0123456789ab)"],
+            "creates": [True, f"applying topics: 1 create (plan digest {digest('a.json')})"],
             "failed plan": [False, "the plan exited 1: some topics need a person (see the "
                                    "audit)"],
             "only drift": [False, "nothing to apply"],
-            "delete, deletes off": [False, "nothing to apply"],
-            "delete, deletes on": [True, "applying 1 delete (plan digest 0123456789ab)"],
-            "alter, alters off": [False, "nothing to apply"],
-            "alter, alters on": [True, "applying 1 alter (plan digest 0123456789ab)"],
-            "moves, reassign off": [False, "nothing to apply"],
-            "moves, reassign on": [True, "applying 1 reassign (plan digest 0123456789ab)"],
+            "delete, deletes off": [False, "nothing to apply (changes that take "
+                                           "--allow-deletes wait for it)"],
+            "delete, deletes on": [True, "applying topics: 1 delete (plan digest "
+                                         f"{digest('d.json')})"],
+            "alter, alters off": [False, "nothing to apply (changes that take --allow-alter "
+                                         "wait for it)"],
+            "alter, alters on": [True, "applying topics: 1 alter (plan digest "
+                                       f"{digest('f.json')})"],
+            "moves, reassign off": [False, "nothing to apply (changes that take "
+                                           "--allow-reassign wait for it)"],
+            "moves, reassign on": [True, "applying reassign: 1 reassign (plan digest "
+                                         f"{digest('g.json')})"],
+            "an alter's moves, reassign on": [False, "nothing to apply (changes that take "
+                                                     "--allow-alter wait for it)"],
             "blocked create": [False, "nothing to apply"],
+            "only an ACL grant": [True, "applying acls: 1 grant (plan digest "
+                                        f"{digest('acl.json')})"],
+            "only a revoke, revokes off": [False, "nothing to apply (changes that take "
+                                                  "--allow-revokes wait for it)"],
+            "only a revoke, revokes on": [True, "applying acls: 1 revoke (plan digest "
+                                                f"{digest('revoke.json')})"],
+            "only a quota": [True, f"applying quotas: 1 set (plan digest "
+                                   f"{digest('quota.json')})"],
+            "only a SCRAM rotation": [True, "applying users: 1 upsert (plan digest "
+                                            f"{digest('scram.json')})"],
+            "without a needs section": ["refused", f"{no_needs} has no `needs` section: it "
+                                        "was written by another release of the job than "
+                                        "this DAG's; run the plan again"],
             "missing": [False, f"no saved plan at {tmp_path / 'missing.json'}"],
         },
     }
+
+
+def test_each_allow_setting_is_an_apply_flag_and_opens_the_gate_for_it(
+        airflow_python: str, tmp_path: Path) -> None:
+    env = {**airflow_env(tmp_path, tmp_path / "conf.yaml", tmp_path / "plans"),
+           "PROVISIONING_ALLOW_REVOKES": "true", "PROVISIONING_ALLOW_QUOTA_REMOVALS": "TRUE",
+           "PROVISIONING_ALLOW_USER_REMOVALS": "true", "PROVISIONING_ALLOW_DELETES": "false"}
+    done = subprocess.run([airflow_python, "-c", _PARSE, env["AIRFLOW__CORE__DAGS_FOLDER"],
+                           "[]"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    plan_file = f"{tmp_path / 'plans'}/provision_topics/{{{{ run_id | replace(':', '-') | " \
+                "replace('+', '-') }}.json"
+    flags = ["--allow-quota-removals", "--allow-revokes", "--allow-user-removals"]
+    assert (doc["apply_args"], doc["gate_args"]) == (
+        ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file, "--json",
+         *flags], [plan_file, flags])
 
 
 @pytest.mark.parametrize("remote", ["sc://127.0.0.1:15002", "conf"])
@@ -379,3 +472,45 @@ def test_dag_runs_plan_then_apply_and_stops_on_a_failed_plan(
         ("af.later", "CREATE", "validate", "validated", 2, 2),
         ("af.orders", "NOOP", "plan", "already_present", 3, None),
     ]
+
+    # Third DAG run: the topics as the first run made them, and one client quota. The
+    # plan's only change is the quota: the gate opens and the apply sets it.
+    write_manifest_table(spark, warehouse / "desired_topics", manifest)
+    quotas = warehouse / "desired_quotas"
+    spark.createDataFrame([("local", None, "af-client", None, {"producer_byte_rate": 2048.0},
+                            None, "af-team", None)], QUOTA_MANIFEST
+                          ).write.format("delta").save(str(quotas))
+    tables = yaml.safe_load(conf.read_text())["tables"]
+    with_quotas = write_conf(tmp_path / "quotas.yaml", kafka.bootstrap_servers, warehouse,
+                             extra={"tables": {**tables, "quota_manifests": [str(quotas)]}})
+    try:
+        third = airflow(airflow_python, {**env, "PROVISIONING_CONF": str(with_quotas)},
+                        "dags", "test", "provision_topics")
+        assert third.returncode == 0, (third.stdout + third.stderr)[-6000:]
+        assert "anything_to_apply: applying quotas: 1 set (plan digest" in \
+            third.stdout + third.stderr
+        runs = _runs(spark, warehouse)
+        assert [(c, s, e) for _, c, s, e, _ in runs[3:]] == [("plan", "succeeded", 0),
+                                                             ("apply", "succeeded", 0)]
+        third_plan = json.loads(Path(runs[3][4]["out"]).read_text())
+        assert third_plan["plan"]["needs"] == [
+            {"kind": "quotas", "action": "SET", "flags": [], "changes": 1}]
+        assert _client_quotas(kafka.bootstrap_servers) == {
+            "af-client": {"producer_byte_rate": 2048.0}}
+    finally:
+        _clear_client_quotas(kafka.bootstrap_servers)
+
+
+def _client_quotas(bootstrap: str) -> dict[str | None, dict[str, float]]:
+    """The broker's client quotas of client ids under `af-`, by client id."""
+    with ClusterAdmin(ClusterConf("local", bootstrap), None, KafkaConf()) as admin:
+        return {e.get("client-id"): dict(q) for e, q in describe_client_quotas(admin).items()
+                if (e.get("client-id") or "").startswith("af-")}
+
+
+def _clear_client_quotas(bootstrap: str) -> None:
+    with ClusterAdmin(ClusterConf("local", bootstrap), None, KafkaConf()) as admin:
+        found = {e: q for e, q in describe_client_quotas(admin).items()
+                 if (e.get("client-id") or "").startswith("af-")}
+        alter_client_quotas(admin, [QuotaEntry(e, dict.fromkeys(q)) for e, q in found.items()],
+                            False, 100)

@@ -133,10 +133,11 @@ def test_a_wrong_client_secret_exits_3_with_the_endpoints_error(
     conf = _conf(flows.work, "wrong", oauth_kafka.issuer.token_url, oauth_kafka, wrong_secret)
     refused = cli(["plan", "--conf", str(conf), "--json"], env={ID_ENV: CLIENT})
     assert refused.returncode == 3, refused.output[-4000:]
+    # The status and the OAuth error code only: the endpoint's own words may echo the
+    # request, secret and all.
     assert refused.json()["error"] == (
         f"cluster {CLUSTER}: the token endpoint {oauth_kafka.issuer.token_url} refused the "
-        f"client credentials (HTTP 401: invalid_client: client '{CLIENT}' failed to "
-        "authenticate)")
+        "client credentials (HTTP 401: invalid_client)")
     assert wrong_secret not in refused.output and CLIENT_SECRET not in refused.output
     assert _state(oauth_kafka) == flows.after_apply
 

@@ -180,6 +180,7 @@ def test_plan_save_stale_apply_fresh_apply_history_and_drift(
                     replication_factor=1, configs={"retention.ms": "1000"},
                     drift=drift_mirror, live_topic_id=drift_id),
         ],
+        "needs": [{"kind": "topics", "action": "CREATE", "flags": [], "changes": 2}],
     }
     assert {k: v for k, v in doc["meta"].items() if k != "created_at"} == {
         "run_id": plan_id, "command": "plan", "conf": str(conf),

@@ -31,7 +31,7 @@ def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> Non
     zips = json.loads(done.stdout.strip().splitlines()[-1])
     # spark-submit.sh's zips, beside pyspark's own (pyspark.zip, py4j) on the driver's path
     shipped = {Path(path).name.split("-")[0]: names for path, names in zips.items()
-               if Path(path).parent.name == "topic-provisioning-artifacts"}
+               if Path(path).parent.name.startswith("topic-provisioning-artifacts-")}
     kafka_root = Path(kafka.__file__).parent
     assert shipped == {
         "provisioning": _files(REPO / "lib" / "provisioning", REPO / "lib"),

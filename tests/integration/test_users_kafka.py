@@ -5,7 +5,8 @@ SCRAM users are `job` and `nogroups`, both mechanisms; the job logs in as `admin
 One flow, each step read back from the broker and proved by logging in: a fresh client per
 user and password (`logs_in`), the right one accepted and a wrong one refused.
 
-    load_manifest  the rows the run refuses (an unreadable password file, protected users)
+    load_manifest  the rows the run refuses (an unreadable password file, sources the conf does
+                   not allow: PATH and the job's own password variable, protected users)
     plan, apply    three users, two mechanisms; the refused rows rejected and blocked
     apply          the same rows again: nothing to do
     apply          usr-a's SCRAM-SHA-512 password_version bumped, with a new password
@@ -140,7 +141,9 @@ def flow(sasl_kafka: KafkaCluster, spark: Any, cli: Callable[..., Completed],
                               "snapshots": str(wh / "topic_snapshots"),
                               "user_manifests": [str(t) for t in tables]},
                               "users": {"iterations_min": 4096,
-                                        "protected_users": ["nog*"], "batch_size": 2},
+                                        "protected_users": ["nog*"], "batch_size": 2,
+                                        "password_sources": {"env_prefix": "USR_",
+                                                             "folders": [str(work)]}},
                               **extra})
 
     def run(name: str, *args: str, job: str = "jobs/provision_topics.py") -> Completed:
@@ -156,7 +159,10 @@ def flow(sasl_kafka: KafkaCluster, spark: Any, cli: Callable[..., Completed],
     refused.write_text(yaml.safe_dump([
         row("usr-bad", S512, password_file=str(unreadable), password_version="v1"),
         row("admin", S512, password_env="USR_A_PW"),
-        row("nogroups", S512, password_env="USR_A_PW")]))
+        row("nogroups", S512, password_env="USR_A_PW"),
+        # Sources the conf does not allow: rejected at plan, never read.
+        row("usr-path", S512, password_env="PATH", password_version="v1"),
+        row("usr-jobpw", S512, password_env=ADMIN_PASSWORD_ENV, password_version="v1")]))
     run("load", "--source", str(refused), "--table", str(wh / "refused"), "--kind", "users",
         "--json", job="jobs/load_manifest.py")
     everything = conf("all.yaml", [main, wh / "refused"])
@@ -242,7 +248,7 @@ def unlisted(user: str, mechanism: str, iterations: int = 4096) -> tuple[Any, ..
 def test_three_users_two_mechanisms_log_in_with_their_passwords_and_only_those(
         flow: Flow, spark: Any) -> None:
     assert flow.runs["load"].returncode == 0, flow.runs["load"].output[-3000:]
-    assert flow.runs["load"].json()["rows"] == 3
+    assert flow.runs["load"].json()["rows"] == 5
     plan = flow.runs["plan"]
     assert plan.returncode == 1, plan.output[-3000:]
     # plan changes nothing.
@@ -257,14 +263,19 @@ def test_three_users_two_mechanisms_log_in_with_their_passwords_and_only_those(
         ("usr-b", PW_A, S512): False, ("nogroups", SCRAM_PASSWORD, S512): True,
         ("usr-bad", PW_A, S512): False}
     doc = applied.json()["users"]
-    assert doc["counts"] == {"upserted": 4, "rejected": 1, "blocked": 2, "already_present": 3}
+    assert doc["counts"] == {"upserted": 4, "rejected": 3, "blocked": 2, "already_present": 3}
     assert doc["unmanaged"] == {CLUSTER: 3}
-    bad = f"password_file: cannot read {flow.work / 'a-directory'}: Is a directory"
+    bad = ("password_file: the file it names gives no password (missing, unreadable, not a "
+           "regular file, empty or over 4096 bytes)")
     assert audit(spark, flow, "apply") == sorted([
         *made("usr-a", S256, 8192), *made("usr-a", S512, 8192), *made("usr-b", S512, 16384),
         *made("usr-c", S256, 4096),
         ("usr-bad", S512, "UPSERT", "plan", "planned", 8192, None, "v1", None),
         ("usr-bad", S512, "UPSERT", "validate", "rejected", 8192, None, "v1",
+         "INVALID_MANIFEST_ROW"),
+        ("usr-path", S512, "UPSERT", "plan", "rejected", 8192, None, "v1",
+         "INVALID_MANIFEST_ROW"),
+        ("usr-jobpw", S512, "UPSERT", "plan", "rejected", 8192, None, "v1",
          "INVALID_MANIFEST_ROW"),
         ("admin", S512, "UPSERT", "plan", "blocked", 8192, None, None, "POLICY_VIOLATION"),
         ("nogroups", S512, "UPSERT", "plan", "blocked", 8192, 4096, None, "POLICY_VIOLATION"),
@@ -275,6 +286,11 @@ def test_three_users_two_mechanisms_log_in_with_their_passwords_and_only_those(
                 .where("outcome IN ('rejected', 'blocked')").collect()}
     assert messages == {
         ("usr-bad", "validate"): bad,
+        ("usr-path", "plan"): "password_env: not a variable users.password_sources allows (a "
+                              "name starting with USR_)",
+        ("usr-jobpw", "plan"): "password: the variable or file it names holds a secret the "
+                               "job itself uses for a cluster; a user's password never comes "
+                               "from there",
         ("admin", "plan"): "protected_users: credential admin SCRAM-SHA-512: it is the user "
                            "the job logs in as on this cluster; the job never changes or "
                            "removes it (change it by hand, or take it out of "

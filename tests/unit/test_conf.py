@@ -97,7 +97,8 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, "
         "client_id, sasl_username_file, sasl_password_file, ssl_certfile, ssl_keyfile, "
         "ssl_key_password_env, ssl_key_password_file, ssl_check_hostname, "
-        "sasl_oauthbearer_token_endpoint_url, sasl_oauthbearer_client_id_env, "
+        "sasl_oauthbearer_token_endpoint_url, sasl_oauthbearer_ca_file, "
+        "sasl_oauthbearer_client_id_env, "
         "sasl_oauthbearer_client_id_file, sasl_oauthbearer_client_secret_env, "
         "sasl_oauthbearer_client_secret_file, sasl_oauthbearer_scope, "
         "sasl_oauthbearer_extensions, aws_region, aws_role_arn, aws_profile, principal)",
@@ -165,7 +166,8 @@ def test_credentials_come_from_the_named_variables() -> None:
     with pytest.raises(ConfError) as err:
         resolve_credentials(conf, {"U": "job"})
     assert err.value.problems == [
-        "clusters.prod.sasl_password_env: environment variable 'P' is not set"
+        "clusters.prod.sasl_password_env: the environment variable it names is not set (its "
+        "value is not repeated here, in case it is a secret written in this key)"
     ]
 
 

@@ -73,12 +73,12 @@ def test_oauthbearer_refuses_a_user_and_password_and_aws_keys() -> None:
     ]
 
 
-def test_a_token_endpoint_is_an_http_url_without_credentials_in_it() -> None:
+def test_a_token_endpoint_is_an_https_url_without_credentials_in_it() -> None:
     base = {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
             "sasl_oauthbearer_client_id_env": "ID",
             "sasl_oauthbearer_client_secret_env": "SECRET"}
     assert _problems(**base, sasl_oauthbearer_token_endpoint_url="file:///token") == [
-        "clusters.prod.sasl_oauthbearer_token_endpoint_url: expected an http:// or https:// URL"]
+        "clusters.prod.sasl_oauthbearer_token_endpoint_url: expected an https:// URL"]
     problems = _problems(**base, sasl_oauthbearer_token_endpoint_url="https://id:pw@idp/t")
     assert problems == [
         "clusters.prod.sasl_oauthbearer_token_endpoint_url: a URL with a user or password in "
@@ -142,8 +142,9 @@ def test_an_empty_secret_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfError) as err:
         resolve_credentials(conf, {})
     assert err.value.problems == [
-        "clusters.prod.sasl_oauthbearer_client_id_env: environment variable 'ID' is not set",
-        f"clusters.prod.sasl_oauthbearer_client_secret_file: {empty} is empty"]
+        "clusters.prod.sasl_oauthbearer_client_id_env: the environment variable it names is "
+        "not set (its value is not repeated here, in case it is a secret written in this key)",
+        "clusters.prod.sasl_oauthbearer_client_secret_file: the file it names is empty"]
 
 
 def test_the_oauth_client_is_read_and_travels_pickled_in_memory(tmp_path: Path) -> None:
@@ -230,3 +231,38 @@ def test_a_principal_is_kafkas_type_and_name() -> None:
     assert _problems(principal="CN=job") == [
         "clusters.prod.principal: expected a principal as Kafka names it, TYPE:NAME "
         "(User:CN=job)"]
+
+
+def test_each_weakening_is_said_once_per_cluster(tmp_path: Path, pem: dict[str, str],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """What makes a connection weaker than its conf looks is a warning, once per cluster
+    (kafka-python's own are silenced with its logger)."""
+    import os
+
+    key = tmp_path / "world-readable.key"
+    key.write_text(Path(pem["key"]).read_text())
+    os.chmod(key, 0o644)
+    password = _file(tmp_path, "password", "s3cret\n")
+    os.chmod(password, 0o600)
+    conf = parse_conf({**MINIMAL, "clusters": {
+        "lax": {"bootstrap_servers": "127.0.0.1:9093", "security_protocol": "SSL",
+                "ssl_cafile": pem["cert"], "ssl_certfile": pem["cert"],
+                "ssl_keyfile": str(key), "ssl_check_hostname": False},
+        "clear": {"bootstrap_servers": "127.0.0.1:9094", "security_protocol": "SASL_PLAINTEXT",
+                  "sasl_mechanism": "PLAIN", "sasl_username_env": "U",
+                  "sasl_password_file": password},
+        "tight": {"bootstrap_servers": "127.0.0.1:9095", "security_protocol": "SASL_SSL",
+                  "sasl_mechanism": "SCRAM-SHA-512", "sasl_username_env": "U",
+                  "sasl_password_file": password}}}, "t.yaml")
+    with caplog.at_level("WARNING", logger="provisioning.conf.secrets"):
+        resolve_credentials(conf, {"U": "job"})
+    assert caplog.messages == [
+        "cluster lax: ssl_check_hostname is false: the brokers' certificates are not checked "
+        "against the hosts the job connects to, so any certificate the CAs signed passes for "
+        "this cluster's",
+        "cluster lax: ssl_keyfile names a file every user of this machine may read (mode "
+        "0644); make it readable by the job's user only",
+        "cluster clear: SASL PLAIN over a plaintext listener (security_protocol "
+        "SASL_PLAINTEXT): the password itself and every request after it cross the network "
+        "unencrypted (use SASL_SSL)",
+    ]

@@ -97,19 +97,19 @@ failed 1, planned 1, rejected 2, unknown 1, validated 2 · **5 topic(s) need att
 |---|---|---|---|---|
 | ✅ | `east` | `pinned` | replica assignment 0: 1, 2; 1: 2, 1 | validated by the broker \
 (validateOnly) |
-| ❌ | `local` | `a_b\\|c` | - | rejected: invalid manifest row<br>topic: 'a_b\\|c' has \
-characters outside [a-zA-Z0-9._-] |
+| ❌ | `local` | `a_b\\|c` | - | rejected: invalid manifest row<br>topic: 'a\\_b\\|c' has \
+characters outside \\[a-zA-Z0-9.\\_-\\] |
 | ⛔ | `local` | `huge` | partitions 64, replication factor: broker default | blocked by \
-policy<br>partitions_range: partitions 64 exceeds the maximum of 8 |
+policy<br>partitions\\_range: partitions 64 exceeds the maximum of 8 |
 | ✅ | `local` | `made` | partitions 3, replication factor 1<br>configs: retention.ms=3600000 \
 | created |
 | ❌ | `local` | `odd` | partitions 1, replication factor 1<br>configs: cleanup.policy=x | \
-rejected by the broker's validateOnly pass: INVALID_CONFIG<br>Invalid value x for \
+rejected by the broker's validateOnly pass: INVALID\\_CONFIG<br>Invalid value x for \
 configuration cleanup.policy |
 | ❓ | `local` | `slow` | partitions 1, replication factor: broker default | unknown in phase \
-verify: REQUEST_TIMED_OUT<br>no leader after 60000 ms |
+verify: REQUEST\\_TIMED\\_OUT<br>no leader after 60000 ms |
 | ❌ | `local` | `denied` | partitions 1, replication factor: broker default | failed in phase \
-apply: TOPIC_AUTHORIZATION_FAILED<br>not authorized |
+apply: TOPIC\\_AUTHORIZATION\\_FAILED<br>not authorized |
 
 #### Delete (2)
 
@@ -131,7 +131,7 @@ apply: TOPIC_AUTHORIZATION_FAILED<br>not authorized |
 
 | | cluster | topic | changes | verdict |
 |---|---|---|---|---|
-| ⚠️ | `local` | `moved` | replication_factor: 1 -> 3 (not supported: needs a new topic)<br>\
+| ⚠️ | `local` | `moved` | replication\\_factor: 1 -> 3 (not supported: needs a new topic)<br>\
 config retention.ms: 1000 -> (not set) | drift (reported, never changed by this job) |
 
 #### Invalid rows (no action) (1)
@@ -215,9 +215,56 @@ def test_a_plans_acl_changes_have_their_own_section(spark: SparkSession) -> None
         "",
         "| cluster | change | verdict |",
         "|---|---|---|",
-        "| `local` | GRANT ALLOW User:app READ TOPIC orders (LITERAL) host * | granted |",
-        "| `local` | REVOKE ALLOW User:old READ TOPIC orders (LITERAL) host * | validated: made "
+        "| `local` | GRANT ALLOW User:app READ TOPIC orders (LITERAL) host \\* | granted |",
+        "| `local` | REVOKE ALLOW User:old READ TOPIC orders (LITERAL) host \\* | validated: made "
         "only by apply --allow-acl-removals |",
         "",
         "1 revoke(s) are made only by `apply --allow-acl-removals`.",
     ]
+
+
+# What a manifest row may hold to turn a plan's comment into something else: a link, an
+# image, raw HTML, emphasis, strikethrough, a code span, autolinks, an entity, a cell break.
+HOSTILE = ("x](https://evil.example/a) ![p](https://evil.example/p.png) "
+           "<img src=x onerror=alert(1)> <a href=\"https://evil.example\">y</a> **b** _e_ "
+           "~~s~~ https://evil.example/u www.evil.example me@evil.example &amp; `c` | \\ "
+           "<https://evil.example/auto>")
+
+
+def _html_text(text: str) -> str:
+    """`text` as cmark-gfm writes plain text in HTML (an `@` followed by the empty comment
+    that keeps an address from becoming a link, which a browser does not show)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("@", "@<!-- -->"))
+
+
+def test_a_hostile_manifest_row_renders_as_plain_text_on_github() -> None:
+    """The Markdown of a row whose topic, configs and error text a team wrote, rendered by
+    GitHub's own renderer (cmark-gfm, raw HTML let through as GitHub's sanitizer would
+    judge it): every cell is the text as written, and no link, image, tag or emphasis."""
+    import re
+
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    message = f"topic: '{HOSTILE}' has characters outside [a-zA-Z0-9._-]"
+    result = RunResult(run_id="r1", summaries={"topics": TopicsSummary(
+        counts={"rejected": 1},
+        actions=[{"cluster": "local", "action": "CREATE", "topics": 1}],
+        topics=[topic(HOSTILE, "CREATE", "validate", "rejected",
+                      requested_partitions=1, requested_replication_factor=1,
+                      requested_configs={"retention.ms": HOSTILE},
+                      error_name="INVALID_CONFIG", error_message=message)])})
+    markdown = "\n".join(render_markdown(result, "plan"))
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown,
+                                                     options=Options.CMARK_OPT_UNSAFE)
+    rows = re.findall(r"<tr>\n(.*?)</tr>", html, re.S)
+    cells = [re.findall(r"<td>(.*?)</td>", r, re.S) for r in rows if "<td>" in r]
+    assert cells[-1] == [
+        "❌", "<code>local</code>", _html_text(HOSTILE),
+        _html_text("partitions 1, replication factor 1") + "<br>"
+        + _html_text(f"configs: retention.ms={HOSTILE}"),
+        _html_text("rejected by the broker's validateOnly pass: INVALID_CONFIG") + "<br>"
+        + _html_text(message)]
+    rendered_rows = "".join(re.findall(r"<tbody>(.*?)</tbody>", html, re.S))
+    assert re.findall(r"<(a|img|em|strong|del|script)\b", rendered_rows) == []

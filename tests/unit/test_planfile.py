@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from provisioning.errors import UsageError
 from provisioning.kinds.topics.section import plan_changes
+from provisioning.registry import KINDS
 from provisioning.views.kind import extensions_of
 from provisioning.views.planfile import (
     PlanDocument,
@@ -80,7 +81,8 @@ def test_the_digest_depends_on_content_only_and_not_on_order() -> None:
     assert doc(a, b).digest != doc(a, {**b, "live_topic_id": "id-other"}).digest
     assert doc(a).canonical() == {
         "conf_digest": "c1", "scope": {"clusters": ["local"], "topics": None},
-        "changes": [change("a", partitions=3, configs={"x": "1", "y": "2"})]}
+        "changes": [change("a", partitions=3, configs={"x": "1", "y": "2"})],
+        "needs": [{"kind": "topics", "action": "CREATE", "flags": [], "changes": 1}]}
 
 
 def test_save_then_load_gives_the_same_document(tmp_path: Path) -> None:
@@ -187,3 +189,92 @@ def test_long_differences_are_cut_with_a_count() -> None:
         "... and 3 more topic(s)",
         "5 added, 0 removed, 0 changed",
     ]
+
+
+def binding(action: str, **cols: Any) -> dict[str, Any]:
+    return {"cluster": "local", "principal": "User:app", "host": "*",
+            "resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "LITERAL",
+            "operation": "READ", "permission": "ALLOW", "action": action, "state": "present",
+            "violations": [], "row_errors": [], **cols}
+
+
+def quota(action: str, **cols: Any) -> dict[str, Any]:
+    return {"cluster": "local", "entity_user": None, "entity_client_id": "app",
+            "entity_ip": None, "key": "producer_byte_rate", "action": action,
+            "state": "present", "value": 1024.0, "live_value": None, "violations": [],
+            "row_errors": [], **cols}
+
+
+def credential(action: str, **cols: Any) -> dict[str, Any]:
+    return {"cluster": "local", "user": "app", "mechanism": "SCRAM-SHA-512",
+            "action": action, "state": "present", "iterations": 8192,
+            "live_iterations": 8192, "password_version": "v2", "applied_version": "v1",
+            "password_env": "KAFKA_USER_PASSWORD_APP", "password_file": None,
+            "violations": [], "row_errors": [], **cols}
+
+
+def move(action: str = "REASSIGN") -> dict[str, Any]:
+    return change("moved", action=action, live_topic_id="id-m", reassignment=[
+        {"partition": 0, "before": [1], "after": [2], "in_flight": False}])
+
+
+def test_the_needs_section_says_what_each_kinds_changes_take_of_an_apply() -> None:
+    blocked = [{"policy": "p", "message": "m"}]
+    document = PlanDocument.build(sections(VIEWS), "c1", ["local"], None, {
+        "topics": [change("a"), change("b"), change("gone", action="DELETE"),
+                   change("grown", action="ALTER"), change("odd", action="DRIFT"),
+                   change("big", violations=blocked), change("bad", row_errors=["x"]),
+                   move(), {**move("ALTER"), "topic": "grown-and-moved"}],
+        "acls": [binding("GRANT"), binding("REVOKE", operation="WRITE"),
+                 binding("NOOP", operation="DESCRIBE", violations=blocked)],
+        "quotas": [quota("SET"), quota("REMOVE", key="consumer_byte_rate")],
+        "users": [credential("UPSERT"), credential("DELETE", user="old"),
+                  credential("UPSERT", user="bad", row_errors=["password: no source"])],
+    })
+    assert document.canonical()["needs"] == [
+        {"kind": "topics", "action": "ALTER", "flags": ["--allow-alter"], "changes": 2},
+        {"kind": "topics", "action": "CREATE", "flags": [], "changes": 2},
+        {"kind": "topics", "action": "DELETE", "flags": ["--allow-deletes"], "changes": 1},
+        {"kind": "acls", "action": "GRANT", "flags": [], "changes": 1},
+        {"kind": "acls", "action": "REVOKE", "flags": ["--allow-acl-removals"],
+         "changes": 1},
+        {"kind": "reassign", "action": "REASSIGN",
+         "flags": ["--allow-alter", "--allow-reassign"], "changes": 1},
+        {"kind": "reassign", "action": "REASSIGN", "flags": ["--allow-reassign"],
+         "changes": 1},
+        {"kind": "quotas", "action": "REMOVE", "flags": ["--allow-quota-removals"],
+         "changes": 1},
+        {"kind": "quotas", "action": "SET", "flags": [], "changes": 1},
+        {"kind": "users", "action": "DELETE", "flags": ["--allow-user-removals"],
+         "changes": 1},
+        {"kind": "users", "action": "UPSERT", "flags": [], "changes": 1},
+    ]
+
+
+def test_a_plan_of_nothing_to_apply_still_has_its_needs_section() -> None:
+    assert doc(change("odd", action="DRIFT")).canonical()["needs"] == []
+
+
+def test_every_apply_flag_of_the_command_line_is_a_setting_of_the_airflow_dag() -> None:
+    dag = (Path(__file__).resolve().parents[2] / "jobs" / "airflow"
+           / "provision_topics_dag.py").read_text()
+    options = [f.option for k in KINDS for f in k.cli.apply_flags]
+    assert options == ["--allow-deletes", "--allow-alter", "--allow-acl-removals",
+                       "--allow-reassign", "--allow-quota-removals", "--allow-user-removals"]
+    missing = [o for o in options if "- PROVISIONING_ALLOW_" + o[len("--allow-"):].upper()
+               .replace("-", "_") + f": {o} " not in dag]
+    assert missing == []
+
+
+def test_a_needs_section_edited_alone_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    save_plan(path, doc(change("gone", action="DELETE")), {})
+    data = json.loads(path.read_text())
+    assert data["plan"]["needs"] == [
+        {"kind": "topics", "action": "DELETE", "flags": ["--allow-deletes"], "changes": 1}]
+    data["plan"]["needs"][0]["flags"] = []
+    path.write_text(json.dumps(data))
+    with pytest.raises(UsageError) as err:
+        load_plan(path, sections(VIEWS))
+    assert str(err.value) == (f"the plan file {path} was modified after it was saved (its "
+                              "digest does not match its content); run plan --out again")

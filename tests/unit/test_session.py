@@ -3,6 +3,10 @@ same APIs), the code shipped to a Connect server, and remote addresses kept out 
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
+import stat
 import threading
 import zipfile
 from pathlib import Path
@@ -182,3 +186,91 @@ def test_a_first_signal_asks_for_a_stop_and_a_second_interrupts_the_run(spark: A
     assert err.value.exit_code == 6
     assert signal.getsignal(signal.SIGTERM) == before
     assert spark.range(3).count() == 3  # the session goes on
+
+
+@pytest.fixture
+def own_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temp dir of the test's own as the system's, and no folder of this process's own
+    chosen yet: the zips' folder is looked for afresh."""
+    import tempfile
+
+    from provisioning.session import connect
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(connect, "_own_folder", [], raising=False)
+    monkeypatch.setattr(connect, "_checked", {}, raising=False)
+    return tmp_path
+
+
+def _plant(folder: Path, zip_name: str) -> None:
+    """What another local user leaves where the job would look: a folder of theirs anyone
+    may write to, a zip under the name the job would look for, holding their code."""
+    folder.mkdir(exist_ok=True)
+    with zipfile.ZipFile(folder / zip_name, "w") as z:
+        z.writestr("schemas/__init__.py", "import os  # the other user's code\n")
+    os.chown(folder, 65534, 65534)
+    os.chmod(folder, 0o777)
+
+
+def test_zips_another_user_planted_in_a_shared_folder_are_never_shipped(
+        own_temp: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from provisioning.session import connect
+
+    expected = package_zip("schemas").name
+    getattr(connect, "_own_folder", []).clear()
+    for leftover in own_temp.iterdir():
+        shutil.rmtree(leftover)
+    # The folder every user shared, and this user's own name for it, both made first by
+    # another user.
+    _plant(own_temp / "topic-provisioning-artifacts", expected)
+    planted = own_temp / f"topic-provisioning-artifacts-{os.getuid()}"
+    _plant(planted, expected)
+    with caplog.at_level(logging.WARNING, logger="provisioning.session.connect"):
+        path = package_zip("schemas")
+    with zipfile.ZipFile(path) as z:
+        names = sorted(z.namelist())
+    assert names == sorted(f"schemas/{p.relative_to(REPO / 'schemas').as_posix()}"
+                           for p in (REPO / "schemas").rglob("*")
+                           if p.is_file() and "__pycache__" not in p.parts)
+    assert (path.name, path.parent.parent, path.parent.stat().st_uid,
+            stat.S_IMODE(path.parent.stat().st_mode)) == (expected, own_temp, os.getuid(),
+                                                          0o700)
+    assert path.parent not in (planted, own_temp / "topic-provisioning-artifacts")
+    assert caplog.messages == [
+        f"not using {planted} for the code shipped to Spark: it is owned by uid 65534; this "
+        "process uses a private folder of its own (remove that one to share zips between "
+        "runs again)"]
+
+
+def test_the_users_folder_is_made_private_and_a_zip_that_does_not_hold_its_name_is_made_again(
+        own_temp: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = package_zip("schemas")
+    assert (path.parent, stat.S_IMODE(path.parent.stat().st_mode)) == (
+        own_temp / f"topic-provisioning-artifacts-{os.getuid()}", 0o700)
+    good = path.read_bytes()
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("schemas/__init__.py", "import os  # not what was zipped\n")
+    with caplog.at_level(logging.WARNING, logger="provisioning.session.connect"):
+        again = package_zip("schemas")
+    assert (again, again.read_bytes()) == (path, good)
+    assert caplog.messages == [f"the zip {path} does not hold what its name says: made again"]
+
+
+def test_a_shared_session_id_is_random_kept_by_this_client_and_never_derived(
+        own_temp: Path) -> None:
+    import uuid
+
+    from provisioning.session import shared_session_id
+
+    settings = {"spark.sql.shuffle.partitions": "2"}
+    first = shared_session_id("sc://127.0.0.1:15002", settings)
+    # A warm client's runs share it.
+    assert shared_session_id("sc://127.0.0.1:15002", settings) == first
+    # Nothing another client knows (code, settings, user, day) gives it back: forgotten, the
+    # next run has another.
+    for folder in own_temp.iterdir():
+        shutil.rmtree(folder)
+    assert shared_session_id("sc://127.0.0.1:15002", settings) != first
+    kept = list((own_temp / f"topic-provisioning-artifacts-{os.getuid()}").glob("session-*"))
+    assert [stat.S_IMODE(p.stat().st_mode) for p in kept] == [0o600]
+    assert uuid.UUID(first).version == 4

@@ -73,11 +73,11 @@ def test_a_saved_plan_without_a_kinds_section_passes_when_that_kind_plans_nothin
     hooks, done = stale_check(saved, "d1", ["local"], None)
     hooks["topics"](plan_df(spark, [CREATE]))
     done()
-    assert saved.document.canonical().keys() == {"conf_digest", "scope", "changes"}
+    assert saved.document.canonical().keys() == {"conf_digest", "scope", "changes", "needs"}
 
 
 def test_a_document_reads_back_as_the_sections_it_was_built_from() -> None:
     doc = PlanDocument.build(sections(VIEWS), "d1", ["b", "a"], "o*", {"acls": []})
     assert doc.canonical() == {"conf_digest": "d1",
                                "scope": {"clusters": ["a", "b"], "topics": "o*"},
-                               "changes": []}
+                               "changes": [], "needs": []}

@@ -4,9 +4,13 @@ endpoints named without the secret; and the client settings each mechanism gets.
 
 from __future__ import annotations
 
+import base64
 import json
 import pickle
+import socket
+import ssl
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,35 +27,49 @@ SECRET = "unit-client-secret-42"
 
 
 class Endpoint:
-    """Answers POST /token with the next of `answers` (status, JSON body); records the
-    requests' Authorization headers and forms."""
+    """Answers POST /token with the next of `answers` (status, JSON body or raw bytes, and
+    headers); records the requests' Authorization headers and forms. With `tls`, serves
+    https with its certificate."""
 
-    def __init__(self) -> None:
-        self.answers: list[tuple[int, dict[str, Any]]] = []
+    def __init__(self, tls: Any = None) -> None:
+        self.answers: list[tuple[int, Any] | tuple[int, Any, dict[str, str]]] = []
         self.requests: list[tuple[str | None, str]] = []
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                endpoint.requests.append((self.headers.get("Authorization"),
-                                          self.rfile.read(length).decode()))
-                status, body = endpoint.answers.pop(0)
-                data = json.dumps(body).encode()
+                authorization = self.headers.get("Authorization")
+                endpoint.requests.append((authorization, self.rfile.read(length).decode()))
+                status, body, *more = endpoint.answers.pop(0)
+                if callable(body):
+                    body = body(authorization)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            # A redirected POST may arrive as a GET: recorded alike.
+            do_GET = do_POST
 
             def log_message(self, *args: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(tls.keystore_file)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.scheme = "https"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/token"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}/token"
 
 
 @pytest.fixture
@@ -68,6 +86,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     monkeypatch.setattr(tokens.time, "time", lambda: now[0])
     monkeypatch.setattr(tokens.time, "sleep", lambda _: None)
     monkeypatch.setattr(tokens, "_HELD", {})
+    monkeypatch.setattr(tokens, "_RETRY_AT", {}, raising=False)
     return now
 
 
@@ -118,7 +137,7 @@ def test_a_refused_client_names_the_endpoint_and_its_error_never_the_secret(
         _source(endpoint.url).token()
     assert str(refused.value) == (
         f"cluster idp: the token endpoint {endpoint.url} refused the client credentials "
-        "(HTTP 401: invalid_client: bad secret ***)")
+        "(HTTP 401: invalid_client)")
     assert len(endpoint.requests) == 1  # a refusal is not retried
 
 
@@ -155,3 +174,135 @@ def test_each_mechanism_gets_its_client_settings() -> None:
     assert SECRET not in repr(creds)
     with pytest.raises(ClusterUnreachable, match="no OAUTHBEARER token source"):
         client_settings(oauth, Credentials(), KafkaConf())
+
+
+def test_a_redirect_is_never_followed_and_the_secret_goes_nowhere_else(
+        endpoint: Endpoint, clock: list[float]) -> None:
+    elsewhere = Endpoint()
+    try:
+        endpoint.answers = [(302, b"", {"Location": elsewhere.url})]
+        elsewhere.answers = [(200, {"access_token": "stolen", "expires_in": 100})]
+        with pytest.raises(ClusterUnreachable) as redirected:
+            _source(endpoint.url).token()
+        assert str(redirected.value) == (
+            f"cluster idp: the token endpoint {endpoint.url} answered a redirect (HTTP 302), "
+            "which the job never follows: the client secret would go with it. Name the "
+            "endpoint itself in sasl_oauthbearer_token_endpoint_url")
+        assert (len(endpoint.requests), elsewhere.requests) == (1, [])
+    finally:
+        elsewhere.server.shutdown()
+        elsewhere.server.server_close()
+
+
+def _encodings(secret: str) -> list[str]:
+    """The secret as the request sent it and as an endpoint may echo it back."""
+    pair = f"the-client:{secret}".encode()
+    return [secret, base64.b64encode(pair).decode(), base64.b64encode(secret.encode()).decode(),
+            urllib.parse.quote(secret), secret.encode().hex(), secret[::-1]]
+
+
+@pytest.mark.parametrize(("body", "shown"), [
+    (lambda auth: {"error": "invalid_client", "error_description": f"you sent {auth}"},
+     "HTTP 401: invalid_client"),
+    (lambda auth: {"error": auth, "error_description": "bad"}, "HTTP 401"),
+    (lambda auth: f"<html>denied: {auth} {auth.encode().hex()}</html>".encode(), "HTTP 401"),
+], ids=["description", "error field", "html"])
+def test_an_endpoint_that_echoes_the_request_never_puts_the_secret_in_the_error(
+        endpoint: Endpoint, clock: list[float], body: Any, shown: str) -> None:
+    endpoint.answers = [(401, body)]
+    with pytest.raises(ClusterUnreachable) as refused:
+        _source(endpoint.url).token()
+    message = str(refused.value)
+    assert message == (f"cluster idp: the token endpoint {endpoint.url} refused the client "
+                       f"credentials ({shown})")
+    assert [e for e in _encodings(SECRET) if e in message] == []
+
+
+def test_an_answer_that_is_not_http_is_exit_3_naming_the_cluster(clock: list[float]) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer_garbage() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(f"NOT-HTTP {SECRET}\r\n\r\n".encode())
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    url = f"http://127.0.0.1:{port}/token"
+    try:
+        with pytest.raises(ClusterUnreachable) as garbled:
+            _source(url).token()
+    finally:
+        listener.close()
+    assert str(garbled.value) == (f"cluster idp: the token endpoint {url} answered with "
+                                  "something that is not HTTP (BadStatusLine)")
+    assert garbled.value.exit_code == 3
+
+
+def test_a_failed_renewal_keeps_the_held_token_until_it_expires(
+        endpoint: Endpoint, clock: list[float], caplog: pytest.LogCaptureFixture) -> None:
+    endpoint.answers = [(200, {"access_token": "first", "expires_in": 100}),
+                        (503, {"error": "temporarily_unavailable"}),
+                        (503, {"error": "temporarily_unavailable"}),
+                        (503, {"error": "temporarily_unavailable"}),
+                        (503, {"error": "temporarily_unavailable"}),
+                        (503, {"error": "temporarily_unavailable"}),
+                        (503, {"error": "temporarily_unavailable"})]
+    source = _source(endpoint.url)
+    assert source.token() == "first"
+    clock[0] += 81
+    with caplog.at_level("WARNING", logger="provisioning.kafka.tokens"):
+        assert source.token() == "first"
+        # Asked again only once the pause after a failed renewal is over.
+        clock[0] += 10
+        assert source.token() == "first"
+    assert len(endpoint.requests) == 4
+    assert caplog.messages == [
+        f"cluster idp: the token endpoint {endpoint.url} refused the client credentials "
+        "(HTTP 503: temporarily_unavailable); the token held is used until it expires, in "
+        "19 s"]
+    clock[0] += 10  # expired: no token to fall back on
+    with pytest.raises(ClusterUnreachable, match=r"\(HTTP 503: temporarily_unavailable\)"):
+        source.token()
+
+
+def test_a_renewal_ends_within_its_bound_and_the_held_token_stands_in(
+        clock: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that takes connections and never answers: the renewal gives up within
+    RENEW_TIMEOUT_S (here shortened), whatever the client's own timeout."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/token"
+    source = _source(url, timeout_s=30.0)
+    tokens._HELD[source._key] = tokens._Held(Secret("held"), clock[0] - 90, clock[0] + 10)
+    monkeypatch.setattr(tokens, "RENEW_TIMEOUT_S", 0.3, raising=False)
+    try:
+        assert source.token() == "held"
+    finally:
+        listener.close()
+
+
+def test_an_https_endpoint_is_checked_against_the_given_ca(
+        tmp_path: Any, clock: list[float]) -> None:
+    from tests.support.devkafka import TlsFiles
+
+    tls = TlsFiles.create(tmp_path / "idp")
+    served = Endpoint(tls)
+    try:
+        served.answers = [(200, {"access_token": "over-tls", "expires_in": 100})]
+        client = OAuthClient(Secret("the-client"), Secret(SECRET), tls.ca_file.read_text())
+        assert OidcTokens("idp", served.url, client).token() == "over-tls"
+        # Without the CA, the endpoint's certificate is refused, and nothing is sent.
+        with pytest.raises(ClusterUnreachable) as untrusted:
+            OidcTokens("idp", served.url, OAuthClient(Secret("other"), Secret(SECRET))).token()
+        assert str(untrusted.value).startswith(
+            f"cluster idp: the token endpoint {served.url} is unreachable "
+            "(SSLCertVerificationError: ")
+        assert len(served.requests) == 1
+    finally:
+        served.server.shutdown()
+        served.server.server_close()

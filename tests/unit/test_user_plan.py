@@ -198,7 +198,7 @@ def test_policies_protect_the_jobs_own_and_admin_users_and_judge_iterations_and_
         ("admin-1", ("protected_users",)), ("admin-2", ()),
         ("job", ("protected_users",)), ("orders-app", ()),
         ("sha256", ("user_mechanism",)), ("weak", ("user_iterations_min",)),
-        ("weak-forced", ())]
+        ("weak-forced", ("user_iterations_min",))]
     # A lower floor lets 4096 through; the cap refuses a cluster's changes over it.
     cap = ("max_user_changes_per_cluster",)
     assert judged(spark, iterations_min=4096, max_changes_per_cluster=3) == [
@@ -207,6 +207,29 @@ def test_policies_protect_the_jobs_own_and_admin_users_and_judge_iterations_and_
     with pytest.raises(PolicyError, match="user_mechanism: allowed: MD5 is not"):
         judged(spark, (PolicySpec(name="user_mechanism", params={"allowed": ["MD5"]},
                                   key="policies.user[0]"),))
+
+
+def test_security_policies_are_not_lifted_by_a_rows_force(spark: SparkSession) -> None:
+    """A team's manifest row cannot weaken the credentials the platform allows: `force`
+    lifts neither the iterations floor nor the allowed mechanisms."""
+    plan = plan_df(
+        spark,
+        plan_row(user="weak-forced", action="UPSERT", iterations=4096, force=True),
+        plan_row(user="sha256-forced", mechanism=SHA256, action="UPSERT", iterations=8192,
+                 force=True))
+    specs = (PolicySpec(name="user_mechanism", params={"allowed": [SHA512]},
+                        key="policies.user[0]"),)
+    out = MODEL.judged(plan, specs, UserPolicyContext())
+    assert sorted((r["user"], tuple((v["policy"], v["message"])
+                                    for v in r["policy_violations"]))
+                  for r in out.collect()) == [
+        ("sha256-forced", (("user_mechanism", (
+            "credential sha256-forced SCRAM-SHA-256: policy user_mechanism allows only "
+            "SCRAM-SHA-512; ask for one of them (`force` does not lift this policy)")),)),
+        ("weak-forced", (("user_iterations_min", (
+            "credential weak-forced SCRAM-SHA-512: 4096 iterations are fewer than "
+            "users.iterations_min (8192); ask for at least 8192 (`force` does not lift this "
+            "policy)")),))]
 
 
 def test_the_audit_struct_holds_no_password_source(spark: SparkSession) -> None:

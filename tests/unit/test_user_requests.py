@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from provisioning.conf import Secret
-from provisioning.kinds.users.conf import read_password
+from provisioning.kinds.users.conf import PasswordSources, SourceRules, read_password
 from provisioning.kinds.users.requests import Change, outcome, rounds
 
 PW = Secret("s3cret-value")
@@ -47,18 +47,21 @@ def test_a_change_shows_no_password() -> None:
 def test_a_password_is_read_from_its_variable_or_file_and_problems_name_the_source(
         tmp_path: Path) -> None:
     good, empty, crlf = tmp_path / "pw", tmp_path / "empty", tmp_path / "crlf"
-    good.write_text("from-file\n")
+    good.write_text("from-file-password\n")
     empty.write_text("\n")
-    crlf.write_text("windows\r\n")
-    env = {"PW": "from-env", "BLANK": ""}
-    assert read_password("PW", None, env) == Secret("from-env")
-    assert read_password(None, str(good), env) == Secret("from-file")
-    assert read_password(None, str(crlf), env) == Secret("windows")
-    assert read_password("NOPE", None, env) == \
-        "password_env: environment variable 'NOPE' is not set"
-    assert read_password("BLANK", None, env) == \
-        "password_env: environment variable 'BLANK' is empty"
-    assert read_password(None, str(empty), env) == f"password_file: {empty} is empty"
-    assert read_password(None, str(tmp_path / "missing"), env) == \
-        f"password_file: cannot read {tmp_path / 'missing'}: No such file or directory"
-    assert read_password(None, None, env) == "password: no password_env or password_file"
+    crlf.write_text("windows-password\r\n")
+    env = {"KUP_PW": "from-env-password", "KUP_BLANK": ""}
+    rules = SourceRules(PasswordSources(env_prefix="KUP_", folders=(str(tmp_path),)))
+
+    def read(var: str | None, file: Path | None) -> Secret | str:
+        return read_password(var, None if file is None else str(file), env, rules, 8)
+
+    assert read("KUP_PW", None) == Secret("from-env-password")
+    assert read(None, good) == Secret("from-file-password")
+    assert read(None, crlf) == Secret("windows-password")
+    assert read("KUP_NOPE", None) == read("KUP_BLANK", None) == (
+        "password_env: the variable it names holds no password (not set, or empty)")
+    assert read(None, empty) == read(None, tmp_path / "missing") == (
+        "password_file: the file it names gives no password (missing, unreadable, not a "
+        "regular file, empty or over 4096 bytes)")
+    assert read(None, None) == "password: no password_env or password_file"

@@ -18,7 +18,7 @@ SECRET_STEMS = ("sasl_username", "sasl_password", "ssl_key_password",
 _OAUTH_KEYS = ("sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id_env",
                "sasl_oauthbearer_client_id_file", "sasl_oauthbearer_client_secret_env",
                "sasl_oauthbearer_client_secret_file", "sasl_oauthbearer_scope",
-               "sasl_oauthbearer_extensions")
+               "sasl_oauthbearer_extensions", "sasl_oauthbearer_ca_file")
 _AWS_KEYS = ("aws_region", "aws_role_arn", "aws_profile")
 _PASSWORD_KEYS = ("sasl_username_env", "sasl_username_file", "sasl_password_env",
                   "sasl_password_file")
@@ -69,6 +69,11 @@ def _cluster(key: str, body: Mapping[str, Any]) -> list[str]:
                             "sasl_mechanism is OAUTHBEARER")
         problems += _required(key, body, "OAUTHBEARER", (
             "sasl_oauthbearer_client_id", "sasl_oauthbearer_client_secret"), "sasl_mechanism")
+        endpoint = body.get("sasl_oauthbearer_token_endpoint_url")
+        if _given(body, "sasl_oauthbearer_ca_file") and isinstance(endpoint, str) \
+                and not endpoint.lower().startswith("https://"):
+            problems.append(f"{key}.sasl_oauthbearer_ca_file: only used with an https:// "
+                            "sasl_oauthbearer_token_endpoint_url")
         problems += _refused(key, body, (*_PASSWORD_KEYS, *_AWS_KEYS), mechanism,
                              "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or AWS_MSK_IAM")
     elif mechanism == "AWS_MSK_IAM":

@@ -96,6 +96,8 @@ def describe(error: Any, loc: tuple[str | int, ...]) -> str:
         return str(ctx["error"])
     if kind == "string_pattern_mismatch" and loc[:1] == ("clusters",) and loc[-1] in _PATTERNS:
         return _PATTERNS[str(loc[-1])]
+    if kind == "string_pattern_mismatch" and "sasl_oauthbearer_extensions" in loc:
+        return "an extension's value is printable ASCII, blanks allowed (RFC 7628)"
     if kind == "string_pattern_mismatch" and loc[:1] == ("clusters",):
         return "cluster names use letters, digits, '.', '_', '-'"
     if kind == "string_pattern_mismatch" and loc == ("spark", "remote"):

@@ -9,6 +9,8 @@ A check raises ValueError with the message the problem is reported with.
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -50,14 +52,66 @@ def _readable_file(v: str) -> str:
     return v
 
 
-def _http_url(v: str) -> str:
+# A value of a key that names where a secret is may be the secret itself, written in the
+# wrong key: a problem with it never repeats it.
+NOT_REPEATED = "its value is not repeated here, in case it is a secret written in this key"
+
+
+def _secret_file(v: str) -> str:
+    path = Path(v)
+    if not path.is_file():
+        raise ValueError(f"names no file ({NOT_REPEATED}; relative paths are taken from the "
+                         "directory the job runs in)")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"names a file the job cannot read ({exc.strerror or 'OSError'}; "
+                         f"{NOT_REPEATED})") from None
+    return v
+
+
+def url_host(url: str) -> str:
+    """The host of an http(s) URL, lower case, without brackets or port."""
+    netloc = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+    if netloc.startswith("["):
+        return netloc[1:].split("]", 1)[0].lower()
+    return netloc.rsplit(":", 1)[0].lower() if netloc.count(":") == 1 else netloc.lower()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _token_url(v: str) -> str:
     scheme, _, rest = v.partition("://")
     if scheme.lower() not in ("http", "https") or not rest or any(c.isspace() for c in v):
-        raise ValueError("expected an http:// or https:// URL")
+        raise ValueError("expected an https:// URL")
     if "@" in rest.split("/", 1)[0]:
         raise ValueError("a URL with a user or password in it would put a secret in the "
                          "conf; name the client's *_env or *_file keys instead")
+    if scheme.lower() == "http" and not is_loopback(url_host(v)):
+        raise ValueError("the client secret is sent to it: https:// is required (http:// only "
+                         "for a loopback host: 127.0.0.1, ::1, localhost); an identity "
+                         "provider with a CA of its own: sasl_oauthbearer_ca_file")
     return v
+
+
+def _folder_list(v: Any) -> Any:
+    """Absolute paths of existing folders, never the root (which would allow every file)."""
+    folders = as_string_list(v)
+    for folder in folders:
+        if folder.rstrip("/") == "":
+            raise ValueError("'/' would allow every file of the driver")
+        if not folder.startswith("/") or os.path.normpath(folder) != folder.rstrip("/"):
+            raise ValueError(f"{folder!r}: expected an absolute path without `.` or `..`")
+        if not Path(folder).is_dir():
+            raise ValueError(f"{folder!r}: no such folder")
+    return tuple(f.rstrip("/") for f in folders)
 
 
 def as_string_list(v: Any) -> Any:
@@ -86,6 +140,11 @@ def _spark_value(v: Any) -> Any:
     return v if isinstance(v, str) else str(v) if isinstance(v, int | float) else v
 
 
+FolderList = Annotated[tuple[str, ...], BeforeValidator(_folder_list),
+                       WithJsonSchema({"type": "array", "items": {"type": "string"}})]
+# The start of the names of environment variables (letters, digits, _; at least 3).
+EnvPrefix = Annotated[str, Field(strict=True, min_length=3,
+                                 pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 Count = Annotated[int, Field(strict=True, ge=0)]
 Positive = Annotated[int, Field(strict=True, gt=0)]
 Flag = Annotated[bool, Field(strict=True)]
@@ -93,8 +152,9 @@ Text = Annotated[str, Field(strict=True)]
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 Bootstrap = Annotated[str, Field(strict=True), AfterValidator(_bootstrap)]
 ReadableFile = Annotated[str, Field(strict=True), AfterValidator(_readable_file)]
-HttpUrl = Annotated[str, Field(strict=True, json_schema_extra={"format": "uri"}),
-                    AfterValidator(_http_url)]
+SecretFile = Annotated[str, Field(strict=True), AfterValidator(_secret_file)]
+TokenUrl = Annotated[str, Field(strict=True, json_schema_extra={"format": "uri"}),
+                     AfterValidator(_token_url)]
 ArnText = Annotated[str, Field(strict=True, pattern=r"^arn:[^:\s]+:iam::\d{12}:role/\S+$")]
 # A SASL/OAUTHBEARER extension's value (RFC 7628: printable ASCII, no \x01 separator).
 SaslExtension = Annotated[str, Field(strict=True, pattern=r"^[\x21-\x7E \t\r\n]+$")]

@@ -23,16 +23,17 @@ try:  # the loader's side only: a Spark worker unpickling a conf object never ne
         Bootstrap,
         Count,
         EnvName,
-        HttpUrl,
         PerRequest,
         Positive,
         Principal,
         ReadableFile,
         SaslExtension,
+        SecretFile,
         Severity,
         SparkValue,
         TableList,
         Text,
+        TokenUrl,
     )
 except ImportError:  # pragma: no cover - a worker without pydantic
     if TYPE_CHECKING:
@@ -106,9 +107,9 @@ class ClusterConf:
     # Keys below: issue 51 (mTLS, OAUTHBEARER, MSK IAM, secrets from files). Every `*_file`
     # key names a file holding the secret (a Kubernetes or Vault agent mount; its trailing
     # newline stripped), read on the driver; exactly one of a `*_env` and its `*_file`.
-    sasl_username_file: Annotated[ReadableFile | None, Field(
+    sasl_username_file: Annotated[SecretFile | None, Field(
         description="A file holding the SASL user (instead of sasl_username_env).")] = None
-    sasl_password_file: Annotated[ReadableFile | None, Field(
+    sasl_password_file: Annotated[SecretFile | None, Field(
         description="A file holding the SASL password (instead of sasl_password_env)."
     )] = None
     ssl_certfile: Annotated[ReadableFile | None, Field(
@@ -120,23 +121,28 @@ class ClusterConf:
     ssl_key_password_env: Annotated[EnvName | None, Field(
         description="The NAME of the environment variable holding the password of an "
                     "encrypted ssl_keyfile.")] = None
-    ssl_key_password_file: Annotated[ReadableFile | None, Field(
+    ssl_key_password_file: Annotated[SecretFile | None, Field(
         description="A file holding the password of an encrypted ssl_keyfile.")] = None
     ssl_check_hostname: Annotated[bool, Field(
         strict=True, description="Whether the broker's certificate must name the host the "
         "job connects to (SSL and SASL_SSL).")] = True
-    sasl_oauthbearer_token_endpoint_url: Annotated[HttpUrl | None, Field(
+    sasl_oauthbearer_token_endpoint_url: Annotated[TokenUrl | None, Field(
         description="The OIDC token endpoint the job asks for tokens with its client "
-                    "credentials (OAUTHBEARER only).")] = None
+                    "credentials (OAUTHBEARER only): https:// (http:// only for a loopback "
+                    "host); a redirect it answers is an error, never followed.")] = None
+    sasl_oauthbearer_ca_file: Annotated[ReadableFile | None, Field(
+        description="A readable PEM file of the CAs to trust for the token endpoint "
+                    "(OAUTHBEARER with an https:// endpoint; left out: the system's CAs).")
+                                        ] = None
     sasl_oauthbearer_client_id_env: Annotated[EnvName | None, Field(
         description="The NAME of the environment variable holding the OAuth client id "
                     "(OAUTHBEARER: it or sasl_oauthbearer_client_id_file).")] = None
-    sasl_oauthbearer_client_id_file: Annotated[ReadableFile | None, Field(
+    sasl_oauthbearer_client_id_file: Annotated[SecretFile | None, Field(
         description="A file holding the OAuth client id.")] = None
     sasl_oauthbearer_client_secret_env: Annotated[EnvName | None, Field(
         description="The NAME of the environment variable holding the OAuth client secret "
                     "(OAUTHBEARER: it or sasl_oauthbearer_client_secret_file).")] = None
-    sasl_oauthbearer_client_secret_file: Annotated[ReadableFile | None, Field(
+    sasl_oauthbearer_client_secret_file: Annotated[SecretFile | None, Field(
         description="A file holding the OAuth client secret.")] = None
     sasl_oauthbearer_scope: Annotated[Text | None, Field(
         description="The scope the job asks the token endpoint for (optional).")] = None
@@ -333,10 +339,13 @@ class TlsKeys:
 
 @dataclass(frozen=True)
 class OAuthClient:
-    """An OIDC client's credentials (OAUTHBEARER, KIP-768's client credentials grant)."""
+    """An OIDC client's credentials (OAUTHBEARER, KIP-768's client credentials grant), and
+    the CAs its token endpoint's certificate is checked against (PEM; None: the
+    system's)."""
 
     client_id: Secret
     client_secret: Secret
+    ca: str | None = None
 
 
 class TokenSource(Protocol):

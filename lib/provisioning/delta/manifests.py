@@ -54,6 +54,12 @@ def manifest_commits(spark: SparkSession, tables: Sequence[str], kind: str = "ma
     return found
 
 
+# Columns no manifest table may have: they would hold secrets, which belong to the places
+# the conf names (environment variables, files), never to a table the teams write.
+SECRET_COLUMNS = frozenset(("password", "passwd", "secret", "client_secret", "sasl_password",
+                            "salted_password"))
+
+
 def read_manifests(spark: SparkSession, tables: Sequence[str],
                    manifest: StructType = MANIFEST, desired: StructType = DESIRED,
                    required: Sequence[str] = ("cluster", "topic"), kind: str = "manifest",
@@ -63,13 +69,21 @@ def read_manifests(spark: SparkSession, tables: Sequence[str],
 
     Each table is read at the version it had when the run started (`commits`, from
     `manifest_commits`, when the caller looked them up already), so the audit can name
-    exactly which manifest version asked for a topic. A table that is missing or lacks a
-    `required` column is a usage error naming it.
+    exactly which manifest version asked for a topic. A table that is missing, lacks a
+    `required` column or has a column of SECRET_COLUMNS (a `password` beside a user
+    manifest's password_env) is a usage error naming it, before any row is read.
     """
     frames = []
     for table, commit in (manifest_commits(spark, tables, kind) if commits is None
                           else commits):
         df = read_table(spark, TableRef(table), commit.version)
+        secret = [c for c in df.columns if c.lower() in SECRET_COLUMNS]
+        if secret:
+            raise UsageError(
+                f"{kind} table {table} has a column that holds secrets ({', '.join(secret)}): "
+                "a manifest names where a secret is (a user manifest: password_env or "
+                "password_file), never the secret; drop the column, and rotate what it held "
+                "(the table's history keeps it)")
         missing = [c for c in required if c not in df.columns]
         if missing:
             raise UsageError(

@@ -7,7 +7,20 @@ passed (Kafka's own `sasl.login.refresh.window.factor`); a connection that re-au
 (KIP-368) or opens after that gets the renewed one. What travels to an executor is the
 endpoint and the client's id and secret (`conf.OAuthClient`, in memory with the task), never
 a file. The endpoint is asked with the standard library (urllib), HTTP Basic client
-authentication as Kafka's own client does.
+authentication as Kafka's own client does, and with care for the secret it sends:
+
+- no redirect is followed (the secret would go with it): a 3xx is an error naming the
+  endpoint; the URL is https (http only on loopback: `conf.keys`), its certificate checked
+  against the system's CAs or `sasl_oauthbearer_ca_file`'s;
+- what an endpoint answers never reaches a message beyond its HTTP status and its OAuth
+  `error` code (a registered one): an endpoint that echoes the request would put the
+  secret there, in whatever encoding;
+- a fetch, retries included, ends within its bound: the first of a process within
+  `timeout_s` (min(kafka.request_timeout_ms, 30 s)), a renewal within RENEW_TIMEOUT_S, as
+  it runs on the Kafka client's I/O thread; a renewal that fails leaves the token held in
+  use until it expires, with a warning;
+- every failure, an answer that is not HTTP included, is ClusterUnreachable (exit 3)
+  naming the cluster and the endpoint.
 
 MSK IAM (`MskIamTokens`): the driver signs tokens with `aws-msk-iam-sasl-signer-python`
 and the AWS credentials of the default chain (or `aws_profile`, or `aws_role_arn`
@@ -24,8 +37,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import http.client
 import json
 import logging
+import ssl
 import threading
 import time
 import urllib.error
@@ -66,6 +81,26 @@ RENEW_AFTER = 0.8
 # A token with no expiry of its own (no `exp`, no `expires_in`) is asked again after this.
 UNKNOWN_LIFETIME_S = 300.0
 _ATTEMPTS = 3
+# How long a renewal may take, retries included: it runs on the Kafka client's I/O thread,
+# and a token still held stands in for it when it fails.
+RENEW_TIMEOUT_S = 10.0
+# After a failed renewal, the held token is used this long before the endpoint is asked
+# again (at most: never past the token's expiry).
+RENEW_RETRY_S = 30.0
+# The OAuth error codes an endpoint's refusal may show (RFC 6749 5.2, RFC 6750 3.1): any
+# other text it answered may echo the request, and is dropped.
+OAUTH_ERRORS = frozenset(("invalid_request", "invalid_client", "invalid_grant",
+                          "unauthorized_client", "unsupported_grant_type", "invalid_scope",
+                          "access_denied", "server_error", "temporarily_unavailable",
+                          "invalid_token", "insufficient_scope"))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the request carries the client secret. The 3xx answer is
+    raised as an HTTPError."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -79,8 +114,10 @@ class _Held:
 
 
 # The tokens this process holds, by the digest of what asks for them (endpoint, client,
-# scope): one fetch per process and client, whatever number of connections ask.
+# scope): one fetch per process and client, whatever number of connections ask; and when a
+# failed renewal lets the endpoint be asked again (time.time()).
 _HELD: dict[str, _Held] = {}
+_RETRY_AT: dict[str, float] = {}
 _LOCKS: dict[str, threading.Lock] = {}
 _GUARD = threading.Lock()
 
@@ -118,13 +155,26 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
 
     def token(self) -> str:
         """The token this process holds for the client, asked for when it has none or it is
-        due for renewal."""
+        due for renewal. A renewal that fails while the token held is still valid leaves
+        that token in use (until it expires), with a warning."""
         key = self._key
         with _lock(key):
             held = _HELD.get(key)
-            if held is None or not held.fresh(time.time()):
-                held = self._fetch()
-                _HELD[key] = held
+            now = time.time()
+            if held is not None and (held.fresh(now) or now < _RETRY_AT.get(key, 0.0)):
+                return held.token.reveal()
+            if held is None or now >= held.expires_at:
+                held = self._fetch(self.timeout_s)
+            else:
+                try:
+                    held = self._fetch(min(self.timeout_s, RENEW_TIMEOUT_S))
+                except ClusterUnreachable as exc:
+                    _RETRY_AT[key] = min(now + RENEW_RETRY_S, held.expires_at)
+                    log.warning("%s; the token held is used until it expires, in %.0f s",
+                                exc, held.expires_at - now)
+                    return held.token.reveal()
+            _HELD[key] = held
+            _RETRY_AT.pop(key, None)
         return held.token.reveal()
 
     def subject(self) -> str | None:
@@ -132,7 +182,15 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
         None when the token is not a JWT."""
         return _claims(self.token()).get("sub")
 
-    def _fetch(self) -> _Held:
+    def _opener(self) -> urllib.request.OpenerDirector:
+        context = ssl.create_default_context(cadata=self.client.ca) if self.client.ca \
+            else ssl.create_default_context()
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        return urllib.request.build_opener(_NoRedirect, urllib.request.HTTPSHandler(
+            context=context))
+
+    def _fetch(self, within_s: float) -> _Held:
+        """A new token, asked for up to _ATTEMPTS times within `within_s` seconds."""
         form = {"grant_type": "client_credentials"}
         if self.scope:
             form["scope"] = self.scope
@@ -144,27 +202,45 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
             headers={"Authorization": "Basic " + base64.b64encode(pair.encode()).decode(),
                      "Content-Type": "application/x-www-form-urlencoded",
                      "Accept": "application/json"})
+        opener = self._opener()
+        deadline = time.monotonic() + within_s
+        where = f"cluster {self.cluster}: the token endpoint {self.endpoint}"
         for attempt in range(1, _ATTEMPTS + 1):
+            left = deadline - time.monotonic()
+            last = attempt == _ATTEMPTS or left <= 0
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
+                with opener.open(request, timeout=max(left, 0.001)) as answer:
                     body = answer.read(1 << 20)
                 return self._held(body)
             except urllib.error.HTTPError as exc:
-                detail = self._error_text(exc)
-                if exc.code < 500 or attempt == _ATTEMPTS:
+                if 300 <= exc.code < 400:
                     raise ClusterUnreachable(
-                        f"cluster {self.cluster}: the token endpoint {self.endpoint} refused "
-                        f"the client credentials (HTTP {exc.code}: {detail})") from None
+                        f"{where} answered a redirect (HTTP {exc.code}), which the job never "
+                        "follows: the client secret would go with it. Name the endpoint "
+                        "itself in sasl_oauthbearer_token_endpoint_url") from None
+                if exc.code < 500 or last:
+                    raise ClusterUnreachable(
+                        f"{where} refused the client credentials "
+                        f"({self._error_text(exc)})") from None
+            except http.client.HTTPException as exc:
+                if last:
+                    raise ClusterUnreachable(
+                        f"{where} answered with something that is not HTTP "
+                        f"({type(exc).__name__})") from None
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
-                if attempt == _ATTEMPTS:
+                if last:
                     raise ClusterUnreachable(
-                        f"cluster {self.cluster}: the token endpoint {self.endpoint} is "
-                        f"unreachable ({type(reason).__name__}: {self._clean(str(reason))})"
-                    ) from None
+                        f"{where} is unreachable "
+                        f"({type(reason).__name__}: {self._clean(str(reason))})") from None
+            except ClusterUnreachable:
+                raise
+            except Exception as exc:  # whatever else urllib raises: still exit 3, named
+                raise ClusterUnreachable(
+                    f"{where} could not be asked ({type(exc).__name__})") from None
             log.info("cluster %s: asking %s for a token again (attempt %d of %d)",
                      self.cluster, self.endpoint, attempt + 1, _ATTEMPTS)
-            time.sleep(0.25 * 2 ** (attempt - 1))
+            time.sleep(min(0.25 * 2 ** (attempt - 1), max(deadline - time.monotonic(), 0)))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _held(self, body: bytes) -> _Held:
@@ -187,27 +263,29 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
             ends.append(float(exp))
         return _Held(Secret(token), now, min(ends) if ends else now + UNKNOWN_LIFETIME_S)
 
-    def _error_text(self, exc: urllib.error.HTTPError) -> str:
+    @staticmethod
+    def _error_text(exc: urllib.error.HTTPError) -> str:
+        """The status of a refusal and its OAuth `error` code when it is a registered one;
+        nothing else the endpoint answered (it may echo the request, secret and all)."""
         try:
-            raw = exc.read(4096).decode("utf-8", errors="replace")
-        except OSError:
-            raw = ""
-        try:
-            doc = json.loads(raw)
-        except ValueError:
+            doc = json.loads(exc.read(4096).decode("utf-8", errors="replace"))
+        except (OSError, ValueError):
             doc = None
-        if isinstance(doc, Mapping) and isinstance(doc.get("error"), str):
-            text = doc["error"]
-            if isinstance(doc.get("error_description"), str):
-                text += f": {doc['error_description']}"
-        else:
-            text = " ".join(raw.split())[:300] or str(exc.reason)
-        return self._clean(text)
+        code = doc.get("error") if isinstance(doc, Mapping) else None
+        return f"HTTP {exc.code}" + (f": {code}" if code in OAUTH_ERRORS else "")
 
     def _clean(self, text: str) -> str:
-        """`text` without the client secret, whatever an endpoint chose to echo."""
+        """`text` (a local error's) without the client secret, as it is, or as the request
+        encoded it."""
         secret = self.client.client_secret.reveal()
-        return text.replace(secret, "***") if secret else text
+        if not secret:
+            return text
+        pair = f"{self.client.client_id.reveal()}:{secret}".encode()
+        for form in (secret, base64.b64encode(pair).decode(),
+                     base64.b64encode(secret.encode()).decode(),
+                     urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)):
+            text = text.replace(form, "***")
+        return text
 
 
 def _claims(token: str) -> dict[str, Any]:

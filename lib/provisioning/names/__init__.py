@@ -25,6 +25,17 @@ DRIFT = "DRIFT"     # differs in what cannot be changed in place: reported only
 NOOP = "NOOP"
 ACTIONS = (CREATE, DELETE, ALTER, DRIFT, NOOP)
 
+# -- the changes an apply makes only with their flag (`apply --allow-<change>`): the topics'
+# own; each other kind's are its nouns' (`Nouns.removals`) or its names module's -------------
+ALLOW_DELETES = "deletes"
+ALLOW_ALTER = "alter"
+
+
+def allow_option(change: str) -> str:
+    """The `apply` option that allows `change`: `--allow-<change>`."""
+    return f"--allow-{change}"
+
+
 # -- outcomes ---------------------------------------------------------------------------
 PLANNED = "planned"
 BLOCKED = "blocked"

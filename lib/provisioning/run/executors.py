@@ -7,6 +7,7 @@ which) and their rows become the output DataFrame. Nothing is collected on the d
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -26,7 +27,7 @@ from pyspark.sql.types import (
 )
 
 from provisioning import names
-from provisioning.conf import ClusterConf
+from provisioning.conf import ClusterConf, Credentials
 from provisioning.errors import ExecutorsUnfit, ProvisioningError
 from provisioning.kafka import timing
 from provisioning.kafka.client import ClusterState
@@ -37,6 +38,10 @@ from schemas import CLUSTER_STATE
 log = logging.getLogger(__name__)
 
 PartitionWork = Callable[[Iterable[Mapping[str, Any]]], Iterator[tuple[Any, ...]]]
+# The Kafka room's work on the rows of one cluster in a Spark task, given that cluster and
+# its credentials only, by name (as the Kafka room's task functions take them), and what
+# else the task is given of that cluster alone (`per_cluster`): -> result rows.
+ClusterWork = Callable[..., Iterator[tuple[Any, ...]]]
 
 
 def task_attempt() -> int:
@@ -47,29 +52,59 @@ def task_attempt() -> int:
     return 0 if ctx is None else ctx.attemptNumber()
 
 
-def on_executors(requests: DataFrame, work: PartitionWork, clusters: Sequence[ClusterConf],
-                  schema: StructType, order: Sequence[Any] = ("cluster", "topic")
-                  ) -> DataFrame:
-    """`work` over the request rows, one task per cluster, as a DataFrame of `schema`.
+def on_executors(requests: DataFrame, work: ClusterWork, clusters: Sequence[ClusterConf],
+                 credentials: Mapping[str, Credentials], schema: StructType,
+                 order: Sequence[Any] = ("cluster", "topic"),
+                 per_cluster: Mapping[str, Mapping[str, Any]] | None = None) -> DataFrame:
+    """`work(rows, {name: cluster}, {name: its credentials}, **per_cluster[name])` over the
+    request rows, one task per cluster, as a DataFrame of `schema`.
+
+    Each cluster's task is a function of its own, holding that cluster's credentials and
+    what `per_cluster` gives it (its rows' passwords) and nothing of another cluster's: the
+    Python process that runs one cluster's requests never has another's secrets. A row of
+    a cluster not in `clusters` fails the job (`_no_cluster`), as the Kafka room fails on a
+    cluster it does not know.
 
     Under `--profile` each task also times its Kafka requests and hands them back in
     REQUESTS, a column of its last row (`materialized` takes it off)."""
-    # One partition per cluster of the run, so clusters go to parallel tasks. Sized from
-    # the conf rather than by counting the requests' clusters: that count was one more
-    # Spark job (a shuffle) per phase, and a cluster without requests is an empty task.
-    n = max(1, len(clusters))
     timed = profile.profiled()
     out = StructType([*schema.fields, REQUESTS_FIELD]) if timed else schema
     target = arrow.arrow_schema(out)
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = work(arrow.dict_rows(batches))
-        return arrow.record_batches(_with_requests(rows) if timed else rows, target)
+    def task_of(cluster: ClusterConf | None) -> Callable[[Iterator[pa.RecordBatch]],
+                                                         Iterator[pa.RecordBatch]]:
+        named = {} if cluster is None else {cluster.name: cluster}
+        own = {n: credentials[n] for n in named if n in credentials}
+        extra = dict((per_cluster or {}).get(cluster.name, {})) if cluster else {}
 
-    # One cluster needs no shuffle: its rows are gathered into one task as they are.
-    spread = requests.coalesce(1) if n == 1 else requests.repartition(n, "cluster")
-    # mapInArrow, not an RDD: the same plan runs on classic Spark and on Spark Connect.
-    return spread.sortWithinPartitions(*order).mapInArrow(task, out)
+        def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            given = arrow.dict_rows(batches)
+            rows = work(given, named, own, **extra) if named else _no_cluster(given)
+            return arrow.record_batches(_with_requests(rows) if timed else rows, target)
+
+        return task
+
+    def branch(rows: DataFrame, cluster: ClusterConf | None) -> DataFrame:
+        # Each cluster's rows gathered into one task as they are (no shuffle); mapInArrow,
+        # not an RDD: the same plan runs on classic Spark and on Spark Connect.
+        return rows.coalesce(1).sortWithinPartitions(*order).mapInArrow(task_of(cluster), out)
+
+    if len(clusters) <= 1:
+        return branch(requests, clusters[0] if clusters else None)
+    names_ = [c.name for c in clusters]
+    cluster_col = F.col("cluster")
+    branches = [branch(requests.where(cluster_col == c.name), c) for c in clusters]
+    branches.append(branch(requests.where(cluster_col.isNull() | ~cluster_col.isin(*names_)),
+                           None))
+    return functools.reduce(DataFrame.union, branches)
+
+
+def _no_cluster(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+    """The task of rows whose cluster is not one of the run's: none is expected."""
+    for row in rows:
+        raise ValueError(f"an admin request of cluster {row.get('cluster')!r}, which is not "
+                         "one of the run's clusters")
+    yield from ()
 
 
 # The column an admin task's last row carries its timed Kafka requests in (`--profile`).

@@ -4,13 +4,15 @@ A Connect server owns its static settings: `connect_session` checks that the ser
 what the job cannot run without (Delta, no speculation), sets the job's runtime settings on
 the session (`build.runtime_settings`), warns about what will make the job slow (a runtime
 setting the server did not let the session take, a static one of `SLOW_SERVER_SETTINGS`)
-and ships the job's code to it. Runs of the same code and settings share one server session
+and ships the job's code to it, zipped in the user's private folder (`artifacts_dir`). Runs
+of the same code and settings by one user share one server session, whose id is random
 (`shared_session_id`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import gc
 import hashlib
@@ -18,6 +20,7 @@ import importlib.util
 import logging
 import os
 import re
+import stat
 import tempfile
 import threading
 import uuid
@@ -48,8 +51,8 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
     session; static ones belong to the server (it was started with them or without them),
     and a setting the session does not take is logged as a warning naming it.
 
-    Unless `remote` names a session (`;session_id=...`), runs share one: its id comes from
-    the code shipped, the settings, the user and the UTC day (`shared_session_id`), so
+    Unless `remote` names a session (`;session_id=...`), runs share one: a random id this
+    user's runs of the same code and settings keep for the UTC day (`shared_session_id`), so
     the server's Python workers, already started and holding the job's code, serve the
     next run too (a new session costs each run 1-2 s to start its Python workers, and on
     Spark 4.2 a Python daemon process the server keeps until it stops). A shared session
@@ -154,17 +157,46 @@ def _with_session(remote: str, session_id: str) -> str:
     return f"{base}{_SESSION_PARAM}{session_id}"
 
 
+# A session id this client keeps is forgotten after this long (one is made per UTC day).
+_SESSION_ID_DAYS = 2
+
+
 def shared_session_id(remote: str, settings: Mapping[str, str]) -> str:
-    """The id of the session that runs of this code, with these Spark settings, by this
-    user, on this UTC day, share on the server at `remote` (a UUID of version 4's form)."""
+    """The id of the session that this user's runs on this machine, of this code, with these
+    Spark settings, on this UTC day, share on the server at `remote`: a random UUID (version
+    4), made by the first such run and kept in the user's private folder
+    (`artifacts_dir`). Whoever knows a session's id can join it on the server, so it is
+    never derived from what another client can know."""
     digest = hashlib.sha256()
-    for part in (remote.split(";", 1)[0], os.environ.get("USER", ""),
-                 dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+    for part in (remote.split(";", 1)[0], dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
                  *(package_zip(name).name for name in SHIPPED_PACKAGES),
                  *(f"{k}={v}" for k, v in sorted(settings.items()))):
         digest.update(part.encode())
         digest.update(b"\0")
-    return str(uuid.UUID(bytes=digest.digest()[:16], version=4))
+    folder = artifacts_dir()
+    kept = folder / f"session-{digest.hexdigest()[:32]}"
+    made = str(uuid.uuid4())
+    try:
+        fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        found = kept.read_text(encoding="ascii").strip()
+        with contextlib.suppress(ValueError):
+            if uuid.UUID(found).version == 4:
+                return found
+        kept.unlink()
+        return shared_session_id(remote, settings)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(made)
+    _forget_old_session_ids(folder)
+    return made
+
+
+def _forget_old_session_ids(folder: Path) -> None:
+    oldest = dt.datetime.now(dt.UTC).timestamp() - _SESSION_ID_DAYS * 86400
+    for old in folder.glob("session-*"):
+        with contextlib.suppress(OSError):
+            if old.lstat().st_mtime < oldest:
+                old.unlink()
 
 
 def release_session(spark: SparkSession) -> None:
@@ -272,23 +304,65 @@ def ship_code(spark: SparkSession, have: Mapping[str, str] | None = None) -> Non
         _shipped.add(session_id)
 
 
+# The folder of a user's zips and kept session ids, under the system's temp dir: per user,
+# made 0700, and checked to be so before each use (`artifacts_dir`).
+ARTIFACTS_DIR = "topic-provisioning-artifacts"
+# The folder of this process's own, once the shared one was found not private.
+_own_folder: list[Path] = []
+
+
+def artifacts_dir() -> Path:
+    """This user's private folder for the zips shipped to Spark (`package_zip`) and the
+    session ids it keeps: `<temp dir>/topic-provisioning-artifacts-<uid>`, made with mode
+    0700. The code in it runs on the executors and on a Connect server that holds every
+    secret, so it is used only while it is a directory (not a link) this user owns that
+    nobody else may read, write or enter; otherwise (another local user made it first) a
+    new private folder of this process's own is used, and a warning names the other."""
+    if _own_folder:
+        return _own_folder[0]
+    folder = Path(tempfile.gettempdir()) / f"{ARTIFACTS_DIR}-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    why = _not_private(folder)
+    if why is None:
+        return folder
+    log.warning("not using %s for the code shipped to Spark: %s; this process uses a "
+                "private folder of its own (remove that one to share zips between runs "
+                "again)", folder, why)
+    _own_folder.append(Path(tempfile.mkdtemp(prefix=f"{ARTIFACTS_DIR}-{os.getuid()}-")))
+    return _own_folder[0]
+
+
+def _not_private(folder: Path) -> str | None:
+    """Why `folder` is not this user's private folder, or None."""
+    found = folder.lstat()
+    if not stat.S_ISDIR(found.st_mode):
+        return "it is not a directory"
+    if found.st_uid != os.getuid():
+        return f"it is owned by uid {found.st_uid}"
+    if found.st_mode & 0o077:
+        return f"its mode {stat.S_IMODE(found.st_mode):04o} lets other users in"
+    return None
+
+
 def package_zip(name: str) -> Path:
     """A zip of the installed package `name` (every file but bytecode), named by its content
-    and reused while the content stays the same. Found without importing it: the zip of
-    kafka-python is made here, yet only the kafka package imports it."""
+    and reused while the content stays the same, in this user's private folder
+    (`artifacts_dir`). A zip found there under its name is reused only when its entries are
+    the package's files (their digest checked); else it is made again. Found without
+    importing the package: the zip of kafka-python is made here, yet only the kafka package
+    imports it."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ConnectServerUnfit(f"cannot ship package {name}: it is not installed here")
     files = _package_files(name, Path(next(iter(spec.submodule_search_locations))))
-    digest = hashlib.sha256()
-    for relative, content in files:
-        digest.update(relative.encode())
-        digest.update(content)
-    out_dir = Path(tempfile.gettempdir()) / "topic-provisioning-artifacts"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{name}-{digest.hexdigest()[:16]}.zip"
+    digest = _digest(files)
+    out_dir = artifacts_dir()
+    out = out_dir / f"{name}-{digest[:16]}.zip"
     if out.exists():
-        return out
+        if _verified(out, name) == digest:
+            return out
+        log.warning("the zip %s does not hold what its name says: made again", out)
     tmp = out_dir / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for relative, content in files:
@@ -297,6 +371,41 @@ def package_zip(name: str) -> Path:
             z.writestr(info, content)
     tmp.replace(out)
     return out
+
+
+def _digest(files: list[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256()
+    for relative, content in files:
+        digest.update(relative.encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
+# Zips this process checked: path -> (inode, size, mtime) when checked, and their digest.
+_checked: dict[Path, tuple[tuple[int, int, int], str]] = {}
+
+
+def _verified(path: Path, name: str) -> str | None:
+    """The digest of what the zip at `path` holds of package `name` (as `_digest` of the
+    package's files), or None when it is not a readable zip of regular entries."""
+    try:
+        found = path.lstat()
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        key = (found.st_ino, found.st_size, found.st_mtime_ns)
+        if path in _checked and _checked[path][0] == key:
+            return _checked[path][1]
+        prefix = f"{name}/"
+        with zipfile.ZipFile(path) as z:
+            held = [i for i in z.infolist() if not i.is_dir()]
+            if any(not i.filename.startswith(prefix) for i in held):
+                return None
+            entries = sorted((i.filename[len(prefix):], z.read(i)) for i in held)
+    except (OSError, zipfile.BadZipFile):
+        return None
+    digest = _digest(entries)
+    _checked[path] = (key, digest)
+    return digest
 
 
 def _package_files(name: str, root: Path) -> list[tuple[str, bytes]]:

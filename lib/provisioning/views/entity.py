@@ -29,7 +29,7 @@ from provisioning.errors import UsageError
 from provisioning.results import EntitySummary, RunResult
 from provisioning.transforms.entity import EntityModel
 from provisioning.transforms.scope import of_clusters
-from provisioning.views.kind import PlanSection, ViewKind
+from provisioning.views.kind import Need, PlanSection, ViewKind
 from provisioning.views.plan_markdown import cell, code
 from provisioning.views.report import latest_snapshot, rows_of
 
@@ -67,6 +67,15 @@ class EntitySection(PlanSection):
 
     def identity(self, entry: Mapping[str, Any]) -> tuple[str, ...]:
         return tuple(str(entry.get(k) or "") for k in self.model.key)
+
+    def needs(self, entry: Mapping[str, Any]) -> list[Need]:
+        # Additions are made by every apply; removals only with the kind's flag.
+        action = entry.get("action")
+        if entry.get("violations") or entry.get("row_errors") \
+                or action not in self.model.changes:
+            return []
+        flags = (names.allow_option(self.nouns.removals),) if action == self.model.removes else ()
+        return [Need(self.nouns.name, str(action), flags)]
 
     def label(self, entry: Mapping[str, Any]) -> str:
         return self.view.label(entry)

@@ -33,6 +33,18 @@ class ActionStyle:
     column: str
 
 
+@dataclass(frozen=True)
+class Need:
+    """What one saved change needs of an apply: the kind that makes it, its action, and the
+    `apply` options that must all be given for it to be made (none: every apply makes it).
+    The saved plan's `needs` section counts them (`views.planfile`), which is all a
+    scheduler reads to tell whether an apply would do anything."""
+
+    kind: str
+    action: str
+    flags: tuple[str, ...] = ()
+
+
 class PlanSection(ABC):
     """A kind's section of a saved plan (`views.planfile`): what it holds of the kind's plan
     rows, how two entries are told apart, and how a difference reads."""
@@ -65,6 +77,11 @@ class PlanSection(ABC):
     @abstractmethod
     def label(self, entry: Mapping[str, Any]) -> str:
         """The subject, as a line of a difference names it."""
+
+    @abstractmethod
+    def needs(self, entry: Mapping[str, Any]) -> list[Need]:
+        """What an apply must be allowed to make the entry's changes (none for an entry it
+        never changes anything for: a NOOP, a refused or invalid row, drift)."""
 
     def added_json(self, entry: Mapping[str, Any]) -> dict[str, Any]:
         """An entry in one plan and not the other, as the difference's JSON shows it."""
@@ -143,6 +160,11 @@ class ViewKind(ABC):
         """An extending kind: its fields of a saved entry of the extended kind (left out
         when null)."""
         return {}
+
+    def needs(self, entry: Mapping[str, Any]) -> list[Need]:
+        """An extending kind: what its fields of a saved entry of the extended kind need of
+        an apply (`PlanSection.needs`)."""
+        return []
 
     def owns(self, row: Mapping[str, Any]) -> bool:
         """Whether an AUDIT row (as a dict) is about this kind's subject (`report

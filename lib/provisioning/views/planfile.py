@@ -8,6 +8,12 @@ each other kind's changes. A section with nothing in it is left out of the
 document unless the kind keeps it always, so a plan's digest does not change when a kind
 with nothing to say is added.
 
+Beside the sections, `needs` says what an apply of the plan would make: per kind, action
+and the `apply --allow-*` options it takes, how many changes (each section's
+`PlanSection.needs`). It is derived from the sections and always present, so a scheduler
+(the Airflow DAG) decides whether an apply has anything to do from it alone, and a kind
+added to the registry is in it without the scheduler knowing the kind.
+
 `apply --plan FILE` builds a fresh plan and proceeds only when every kind's section of it
 equals the saved one; a saved section no fresh plan of this run made (its kind was not
 planned: say `--topics` narrowed the run) is a difference too (`stale_check`). Run ids,
@@ -29,7 +35,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from provisioning.errors import UsageError
-from provisioning.views.kind import PlanSection, ViewKind
+from provisioning.views.kind import Need, PlanSection, ViewKind
 
 FORMAT = "topic-provisioning-plan/1"
 
@@ -39,13 +45,39 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-# Kind name -> its saved-plan section, in registry order.
-Sections = Mapping[str, PlanSection]
+class Sections(dict[str, PlanSection]):
+    """Kind name -> its saved-plan section, in registry order; `order`: every kind's name in
+    registry order (a kind with no section of its own, one that extends another's rows, may
+    still have changes in a plan: `needs_of` lists them in that order)."""
+
+    def __init__(self, found: Mapping[str, PlanSection], order: Sequence[str]) -> None:
+        super().__init__(found)
+        self.order = tuple(order)
 
 
-def sections(kinds: Sequence[ViewKind]) -> dict[str, PlanSection]:
+def sections(kinds: Sequence[ViewKind]) -> Sections:
     """The saved-plan section of each of `kinds` that has one, by kind name, in order."""
-    return {k.name: s for k in kinds if (s := k.plan_section(kinds)) is not None}
+    return Sections({k.name: s for k in kinds if (s := k.plan_section(kinds)) is not None},
+                    [k.name for k in kinds])
+
+
+# The document's key of what an apply of the plan needs (`needs_of`).
+NEEDS = "needs"
+
+
+def needs_of(known: Sections, entries: Mapping[str, Sequence[Mapping[str, Any]]]
+             ) -> list[dict[str, Any]]:
+    """What an apply of a plan with these sections' entries would make: one item per kind,
+    action and `apply` options needed, with how many changes, in registry order."""
+    counted: dict[Need, int] = {}
+    for name, section in known.items():
+        for entry in entries.get(name, ()):
+            for need in section.needs(entry):
+                counted[need] = counted.get(need, 0) + 1
+    order = {name: i for i, name in enumerate(known.order)}
+    return [{"kind": n.kind, "action": n.action, "flags": list(n.flags), "changes": c}
+            for n, c in sorted(counted.items(), key=lambda i: (
+                order.get(i[0].kind, len(order)), i[0].action, i[0].flags))]
 
 
 class StalePlan(UsageError):
@@ -75,7 +107,8 @@ class PlanDocument:
     # kind name -> its section's entries, canonical and sorted.
     entries: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     # The sections the entries are of (what reads them; no part of the content).
-    sections: Sections = field(default_factory=dict, compare=False, repr=False)
+    sections: Sections = field(default_factory=lambda: Sections({}, ()), compare=False,
+                               repr=False)
 
     @classmethod
     def build(cls, found: Sections, conf_digest: str, clusters: Sequence[str],
@@ -98,6 +131,7 @@ class PlanDocument:
             kept = self.entries.get(name, ())
             if kept or section.required:
                 doc[section.key] = [dict(e) for e in kept]
+        doc[NEEDS] = needs_of(self.sections, self.entries)
         return doc
 
     @property
@@ -163,7 +197,7 @@ def load_plan(path: str | Path, known: Sections) -> SavedPlan:
     try:
         plan = data["plan"]
         scope = plan["scope"]
-        extra = sorted(k for k in plan if k not in ("conf_digest", "scope")
+        extra = sorted(k for k in plan if k not in ("conf_digest", "scope", NEEDS)
                        and k not in {s.key for s in known.values()})
         if extra:
             raise UsageError(f"the plan file {p} has sections no registered kind reads: "
@@ -182,7 +216,9 @@ def load_plan(path: str | Path, known: Sections) -> SavedPlan:
                                       scope["topics"], entries)
     except (KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"the plan file {p} is malformed: missing or bad {exc}") from None
-    if document.digest != data.get("digest"):
+    # `needs` is what the sections say an apply makes: one edited alone is an edit too.
+    if document.digest != data.get("digest") \
+            or plan.get(NEEDS) != needs_of(known, document.entries):
         raise UsageError(f"the plan file {p} was modified after it was saved (its digest "
                          "does not match its content); run plan --out again")
     return SavedPlan(str(p), document, data.get("meta") or {})
@@ -224,7 +260,8 @@ class PlanDiff:
     scope: tuple[dict[str, Any], dict[str, Any]] | None = None
     sections: tuple[SectionDiff, ...] = ()
     # The sections compared (what reads them; no part of the difference).
-    known: Sections = field(default_factory=dict, compare=False, repr=False)
+    known: Sections = field(default_factory=lambda: Sections({}, ()), compare=False,
+                            repr=False)
 
     @property
     def empty(self) -> bool:

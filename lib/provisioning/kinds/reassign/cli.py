@@ -8,6 +8,7 @@ from typing import Any
 from provisioning.cli.common import Command
 from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
 from provisioning.conf import select_clusters
+from provisioning.kinds.reassign.names import ALLOW
 
 
 def _in_flight(cmd: Command, _on: bool, args: ReportArgs) -> tuple[dict[str, Any], int]:
@@ -30,7 +31,7 @@ def _render(payload: Any) -> list[str]:
 class ReassignCli(CliKind):
     name = "reassign"
     apply_flags = (
-        Flag("reassign", "Also move replicas as the manifests ask (replication factor, "
+        Flag(ALLOW, "Also move replicas as the manifests ask (replication factor, "
                          "replica_assignment), throttled, and finish the moves under way; off "
                          "by default: planned and checked only."),
     )

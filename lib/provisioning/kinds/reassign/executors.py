@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kinds.reassign.tasks import reassign_results, reassign_verify_results
-from provisioning.run.executors import by_name, on_executors
+from provisioning.run.executors import on_executors
 from schemas import TOPIC_RESULT
 
 
@@ -19,10 +19,8 @@ def send_reassigns(requests: DataFrame, clusters: Sequence[ClusterConf],
                    throttle_rate: int | None) -> DataFrame:
     """Start the replica moves of every request row (cluster, topic, live_topic_id,
     reassignment), throttled at `throttle_rate` bytes per second (None: not throttled)."""
-    work = functools.partial(reassign_results, clusters=by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka,
-                             throttle_rate=throttle_rate)
-    return on_executors(requests, work, clusters, TOPIC_RESULT)
+    work = functools.partial(reassign_results, kafka=kafka, throttle_rate=throttle_rate)
+    return on_executors(requests, work, clusters, credentials, TOPIC_RESULT)
 
 
 def verify_reassigns(requests: DataFrame, clusters: Sequence[ClusterConf],
@@ -32,8 +30,6 @@ def verify_reassigns(requests: DataFrame, clusters: Sequence[ClusterConf],
     """Wait up to `wait_seconds` for the moves of every request row (as for
     `send_reassigns`), clear the finished ones' throttles and the broker rates the job set
     (`owned_brokers`: cluster -> {broker: rate}) that no move in flight uses any more."""
-    work = functools.partial(reassign_verify_results, clusters=by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka,
-                             wait_seconds=wait_seconds,
+    work = functools.partial(reassign_verify_results, kafka=kafka, wait_seconds=wait_seconds,
                              owned_brokers={c: dict(b) for c, b in owned_brokers.items()})
-    return on_executors(requests, work, clusters, TOPIC_RESULT)
+    return on_executors(requests, work, clusters, credentials, TOPIC_RESULT)

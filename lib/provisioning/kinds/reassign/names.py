@@ -6,6 +6,8 @@ from __future__ import annotations
 # Move a live topic's replicas: another replication factor or placement. A topic row that
 # also needs an ALTER stays ALTER and carries its moves in `reassignment`.
 REASSIGN = "REASSIGN"
+# The change `apply --allow-reassign` allows: moves are made only with it.
+ALLOW = "reassign"
 # A partition's move is complete (its replicas are the target) / still under way.
 REASSIGNED = "reassigned"
 REASSIGNING = "reassigning"

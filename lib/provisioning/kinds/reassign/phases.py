@@ -33,7 +33,7 @@ from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.kinds.reassign.conf import ReassignConf
 from provisioning.kinds.reassign.executors import send_reassigns, verify_reassigns
 from provisioning.kinds.reassign.in_flight import in_flight
-from provisioning.kinds.reassign.names import REASSIGN, REASSIGNING
+from provisioning.kinds.reassign.names import ALLOW, REASSIGN, REASSIGNING
 from provisioning.kinds.reassign.plan import check_results, moves_planned
 from provisioning.kinds.reassign.state import ReassignState
 from provisioning.kinds.topics.state import TopicState
@@ -47,8 +47,6 @@ from provisioning.transforms.audit import result_audit
 from provisioning.transforms.results import without_answer
 
 NAME = "reassign"
-# The `--allow-*` flag of replica moves (kinds.reassign.cli).
-ALLOW = "reassign"
 _KEYS = ["cluster", "topic"]
 
 

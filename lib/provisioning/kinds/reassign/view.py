@@ -15,7 +15,7 @@ from provisioning.kinds.reassign import names as move_names
 from provisioning.kinds.reassign.results import ReassignSummary
 from provisioning.results import RunResult
 from provisioning.transforms.scope import glob_to_regex
-from provisioning.views.kind import ActionStyle, ViewKind
+from provisioning.views.kind import ActionStyle, Need, ViewKind
 
 
 def _replicas(values: Sequence[int] | None) -> str:
@@ -129,6 +129,15 @@ class ReassignView(ViewKind):
 
     def json(self, summary: Any) -> dict[str, Any]:
         return (summary or ReassignSummary()).as_json()
+
+    def needs(self, entry: Mapping[str, Any]) -> list[Need]:
+        # A move is made only with --allow-reassign; an ALTER's moves start once its alter
+        # is made, which needs --allow-alter too.
+        if not entry.get("reassignment") or entry.get("violations") or entry.get("row_errors"):
+            return []
+        after = (n.allow_option(n.ALLOW_ALTER),) if entry.get("action") == n.ALTER else ()
+        return [Need(self.name, move_names.REASSIGN,
+                     (*after, n.allow_option(move_names.ALLOW)))]
 
     def entry(self, row: Mapping[str, Any]) -> dict[str, Any]:
         # Left out of a change without moves (such a change reads, and digests, as it did

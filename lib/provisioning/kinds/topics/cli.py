@@ -13,6 +13,7 @@ import click
 from provisioning.cli.common import Command, Outcome
 from provisioning.cli.kind import CliKind, Flag, ReportArgs, ReportView, Switch
 from provisioning.cli.manifest_file import read_rows
+from provisioning.names import ALLOW_ALTER, ALLOW_DELETES
 from provisioning.session import job_label
 from schemas import MANIFEST, column_names
 
@@ -99,9 +100,9 @@ def _render(name: str) -> Any:
 class TopicsCli(CliKind):
     name = "topics"
     apply_flags = (
-        Flag("deletes", "Also delete the topics the manifests mark `absent` (off by default)."),
-        Flag("alter", "Also change live topics (configs, more partitions) as the manifests "
-                      "ask (off by default: planned and validated only)."),
+        Flag(ALLOW_DELETES, "Also delete the topics the manifests mark `absent` (off by default)."),
+        Flag(ALLOW_ALTER, "Also change live topics (configs, more partitions) as the "
+                          "manifests ask (off by default: planned and validated only)."),
     )
     import_switches = (
         Switch("--with-assignment", "Also write each topic's replica assignment (default: "

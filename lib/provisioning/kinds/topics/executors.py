@@ -21,7 +21,7 @@ from provisioning.kafka.tasks.alter import alter_results
 from provisioning.kafka.tasks.create import create_results
 from provisioning.kafka.tasks.delete import delete_results
 from provisioning.kafka.tasks.verify import verify_results
-from provisioning.run.executors import by_name, materialized, on_executors, task_attempt
+from provisioning.run.executors import materialized, on_executors, task_attempt
 from schemas import LAST_WRITE, LIVE_READ, TOPIC_RESULT, USAGE_READ
 
 # The columns of a topic's shape, as a work row of a re-read carries them.
@@ -38,24 +38,22 @@ def send_creates(requests: DataFrame, clusters: Sequence[ClusterConf],
     `requests` has cluster, topic, partitions, replication_factor, replica_assignment,
     configs and known_partitions (the count validateOnly returned).
     """
-    named, creds = by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+    def work(rows: Iterable[Mapping[str, Any]], named: Mapping[str, ClusterConf],
+             creds: Mapping[str, Credentials]) -> Iterator[tuple[Any, ...]]:
         return create_results(rows, named, creds, kafka, validate_only,
-                                    attempt=task_attempt())
+                              attempt=task_attempt())
 
-    return on_executors(requests, work, clusters, TOPIC_RESULT)
+    return on_executors(requests, work, clusters, credentials, TOPIC_RESULT)
 
 
 def send_deletes(requests: DataFrame, clusters: Sequence[ClusterConf],
                  credentials: Mapping[str, Credentials], kafka: KafkaConf) -> DataFrame:
     """DeleteTopics (by topic id when known) for every row of (cluster, topic, topic_id)."""
-    named, creds = by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+    def work(rows: Iterable[Mapping[str, Any]], named: Mapping[str, ClusterConf],
+             creds: Mapping[str, Credentials]) -> Iterator[tuple[Any, ...]]:
         return delete_results(rows, named, creds, kafka, attempt=task_attempt())
 
-    return on_executors(requests, work, clusters, TOPIC_RESULT)
+    return on_executors(requests, work, clusters, credentials, TOPIC_RESULT)
 
 
 def send_alters(requests: DataFrame, clusters: Sequence[ClusterConf],
@@ -63,13 +61,12 @@ def send_alters(requests: DataFrame, clusters: Sequence[ClusterConf],
                 validate_only: bool) -> DataFrame:
     """IncrementalAlterConfigs and CreatePartitions (validateOnly or for real) for every
     request row (cluster, topic, config_ops, partitions_to, new_assignment)."""
-    named, creds = by_name(clusters), dict(credentials)
-
-    def work(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+    def work(rows: Iterable[Mapping[str, Any]], named: Mapping[str, ClusterConf],
+             creds: Mapping[str, Credentials]) -> Iterator[tuple[Any, ...]]:
         return alter_results(rows, named, creds, kafka, validate_only,
-                                   attempt=task_attempt())
+                             attempt=task_attempt())
 
-    return on_executors(requests, work, clusters, TOPIC_RESULT)
+    return on_executors(requests, work, clusters, credentials, TOPIC_RESULT)
 
 
 def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
@@ -79,9 +76,8 @@ def verify(requests: DataFrame, clusters: Sequence[ClusterConf],
 
     `requests` has cluster, topic, action, config_ops, partitions_to and before_partitions.
     """
-    work = functools.partial(verify_results, clusters=by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka)
-    return on_executors(requests, work, clusters, TOPIC_RESULT)
+    return on_executors(requests, functools.partial(verify_results, kafka=kafka), clusters,
+                        credentials, TOPIC_RESULT)
 
 
 def read_live(spark: SparkSession, clusters: Sequence[ClusterConf],
@@ -122,14 +118,12 @@ def read_live(spark: SparkSession, clusters: Sequence[ClusterConf],
                                       snapshot.CHANGING).select(*work.columns))
     read = functools.partial(
         snapshot.snapshot_results,
-        clusters=by_name(clusters),
-        credentials=dict(credentials),
         kafka=kafka,
         run_id=run_id,
         cluster_ids=dict(cluster_ids),
         taken_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
     )
-    return on_executors(work, read, clusters, LIVE_READ,
+    return on_executors(work, read, clusters, credentials, LIVE_READ,
                         order=("cluster", F.col("topic").asc_nulls_first()))
 
 
@@ -150,10 +144,10 @@ def read_usage(spark: SparkSession, clusters: Sequence[ClusterConf],
     work = spark.createDataFrame([(c.name, *[None] * 6) for c in clusters], _USAGE_WORK)
     work = work.unionByName(topics.select(*work.columns))
     read = functools.partial(
-        usage.usage_results, clusters=by_name(clusters), credentials=dict(credentials),
-        kafka=kafka, run_id=run_id, brokers={k: tuple(v) for k, v in brokers.items()},
+        usage.usage_results, kafka=kafka, run_id=run_id,
+        brokers={k: tuple(v) for k, v in brokers.items()},
         checked_at=dt.datetime.now(dt.UTC).replace(tzinfo=None))
-    return on_executors(work, read, clusters, USAGE_READ,
+    return on_executors(work, read, clusters, credentials, USAGE_READ,
                         order=("cluster", F.col("topic").asc_nulls_first()))
 
 
@@ -161,7 +155,6 @@ def read_last_writes(clusters: Sequence[ClusterConf], credentials: Mapping[str, 
                      kafka: KafkaConf, topics: DataFrame) -> DataFrame:
     """(cluster, topic, last_write_at, error) of each `topics` row (cluster, topic,
     partitions, online), one Spark task per cluster (`kafka.usage.last_writes`)."""
-    work = functools.partial(usage.last_writes, clusters=by_name(clusters),
-                             credentials=dict(credentials), kafka=kafka)
+    work = functools.partial(usage.last_writes, kafka=kafka)
     return materialized(on_executors(topics.select("cluster", "topic", "partitions", "online"),
-                                     work, clusters, LAST_WRITE))
+                                     work, clusters, credentials, LAST_WRITE))

@@ -53,7 +53,7 @@ NAME = "topics"
 REQUEST_COLUMNS = ("cluster", "topic", "partitions", "replication_factor",
                    "replica_assignment", "configs")
 # The `--allow-*` flags of the topics (kinds.topics.cli).
-DELETES, ALTER = "deletes", "alter"
+DELETES, ALTER = names.ALLOW_DELETES, names.ALLOW_ALTER
 
 
 def apply_actions(ctx: RunContext) -> tuple[str, ...]:

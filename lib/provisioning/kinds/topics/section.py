@@ -13,9 +13,14 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from provisioning import names
 from provisioning.kinds.topics.text import Extensions
 from provisioning.names import NOOP
-from provisioning.views.kind import PlanSection
+from provisioning.views.kind import Need, PlanSection
+
+# The topics' own actions an apply makes, and the change each needs allowed (None: none).
+_ALLOWED_BY = {names.CREATE: None, names.DELETE: names.ALLOW_DELETES,
+               names.ALTER: names.ALLOW_ALTER}
 
 # The fields of one saved change, in the order a difference is reported (then the
 # extending kinds').
@@ -108,6 +113,17 @@ class TopicsSection(PlanSection):
     def label(self, entry: Mapping[str, Any]) -> str:
         return (f"{entry.get('cluster') or '(no cluster)'}/"
                 f"{entry.get('topic') or '(no topic)'}")
+
+    def needs(self, entry: Mapping[str, Any]) -> list[Need]:
+        if entry.get("violations") or entry.get("row_errors"):
+            return []
+        action = entry.get("action")
+        found = []
+        if action in _ALLOWED_BY:
+            change = _ALLOWED_BY[action]
+            found.append(Need("topics", action, () if change is None
+                              else (names.allow_option(change),)))
+        return [*found, *(n for ext in self.exts for n in ext.needs(entry))]
 
     def added_json(self, entry: Mapping[str, Any]) -> dict[str, Any]:
         return {"cluster": entry["cluster"], "topic": entry["topic"], "action": entry["action"]}

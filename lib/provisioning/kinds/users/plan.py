@@ -20,9 +20,19 @@ never sent. An unlisted credential of a user a rejected row names is never remov
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from provisioning.kinds.users.conf import (
+    JOB_SECRET,
+    NO_FILES,
+    NO_VARIABLES,
+    SourceRules,
+    file_not_allowed,
+    variable_not_allowed,
+)
 from provisioning.kinds.users.names import (
     DEFAULT_ITERATIONS,
     DELETE,
@@ -100,6 +110,35 @@ def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
         _when(env.isNotNull() & file.isNotNull(),
               "password: both password_env and password_file are set; keep one"),
     ]
+
+
+def with_source_errors(rules: SourceRules) -> Transform:
+    """USER_DESIRED rows with a reason appended when their password source is one the conf
+    does not allow (`conf.users.source_problem`, as columns): a variable not under
+    `users.password_sources.env_prefix`, a file not in its folders (as written: absolute,
+    no `.` or `..` step), either one of the job's own secrets."""
+    env, file = F.col("password_env"), F.col("password_file")
+    sources = rules.sources
+    job = F.lit(JOB_SECRET)
+    if sources.env_prefix is None:
+        env_reason = F.when(env.isNotNull(), F.lit(NO_VARIABLES))
+    else:
+        env_reason = (F.when(~env.startswith(sources.env_prefix) | (env == sources.env_prefix),
+                             F.lit(variable_not_allowed(sources.env_prefix)))
+                      .when(env.isin(*sorted(rules.job_variables)), job))
+    if not sources.folders:
+        file_reason = F.when(file.isNotNull(), F.lit(NO_FILES))
+    else:
+        under = functools.reduce(Column.__or__, [file.startswith(f.rstrip("/") + "/")
+                                                 for f in sources.folders])
+        inside = file.startswith("/") & ~file.rlike(r"(^|/)\.\.?(/|$)|//|/$") & under
+        file_reason = (F.when(~inside, F.lit(file_not_allowed(sources.folders)))
+                       .when(file.isin(*sorted(rules.job_files)), job))
+
+    def transform(df: DataFrame) -> DataFrame:
+        return with_reasons(df, [F.coalesce(env_reason, file_reason)])
+
+    return transform
 
 
 def with_user_row_errors(known_clusters: tuple[str, ...]) -> Transform:

@@ -7,12 +7,12 @@ Always on, before the configured ones:
   `users.protected_users`, or is the user the job itself logs in as on that cluster (never
   lifted: a protected credential is changed by hand, or the conf changes first);
 - user_iterations_min: no UPSERT with fewer iterations than `users.iterations_min`
-  (default 8192; lifted by the row's `force`).
+  (default 8192; a security policy: never lifted by the row's `force`).
 
 Configurable (conf `policies.user: [{name: ..., <params>}]`), in conf order:
 
-- user_mechanism: allowed ([mechanisms]). An UPSERT of another mechanism is refused
-  (lifted by `force`);
+- user_mechanism: allowed ([mechanisms]). An UPSERT of another mechanism is refused (a
+  security policy: never lifted by `force`);
 - custom: callable ("package.module:function"), any other params passed through. Called as
   `fn(plan, context, params) -> DataFrame` with USER_PLAN rows and the UserPolicyContext.
 
@@ -32,11 +32,10 @@ from pyspark.sql import functions as F
 from provisioning.conf.policies import require_valid
 from provisioning.errors import PolicyError
 from provisioning.kinds.users.conf import USER_POLICY_MODELS
-from provisioning.kinds.users.names import DEFAULT_ITERATIONS, DELETE, MECHANISMS, NOUNS, UPSERT
+from provisioning.kinds.users.names import DEFAULT_ITERATIONS, DELETE, MECHANISMS, UPSERT
 from provisioning.kinds.users.plan import credential_text
-from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject, force_hint
+from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject
 from provisioning.transforms.policies.base import Transform
-from provisioning.transforms.policies.columns import forced
 from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.scope import matching_globs
 from schemas.users import USER_PLAN
@@ -56,7 +55,6 @@ class UserPolicyContext(EntityPolicyContext):
     iterations_min: int = DEFAULT_ITERATIONS
 
 
-_FORCE_HINT = force_hint(NOUNS)
 # How the policies name a plan row's entity, and the plan's columns they keep.
 SUBJECT = Subject("credential", credential_text, USER_PLAN)
 
@@ -91,10 +89,11 @@ def user_iterations_min(params: Mapping[str, Any], context: UserPolicyContext
     least = context.iterations_min
 
     def transform(df: DataFrame) -> DataFrame:
-        refused = (F.col("action") == UPSERT) & (F.col("iterations") < least) & ~forced()
+        # A security floor: a team's manifest row cannot lift it (`force` does not).
+        refused = (F.col("action") == UPSERT) & (F.col("iterations") < least)
         message = SUBJECT.message(
             f"%d iterations are fewer than users.iterations_min ({least}); ask for at least "
-            f"{least}, {_FORCE_HINT}", F.col("iterations"))
+            f"{least} (`force` does not lift this policy)", F.col("iterations"))
         return SUBJECT.violated(df, "user_iterations_min", refused, message)
 
     return transform
@@ -110,11 +109,11 @@ def user_mechanism(params: Mapping[str, Any], context: UserPolicyContext) -> Tra
                           f"{' or '.join(MECHANISMS)}")
 
     def transform(df: DataFrame) -> DataFrame:
-        refused = ((F.col("action") == UPSERT) & ~F.col("mechanism").isin(*allowed)
-                   & ~forced())
+        # A security policy: a team's manifest row cannot lift it (`force` does not).
+        refused = (F.col("action") == UPSERT) & ~F.col("mechanism").isin(*allowed)
         message = SUBJECT.message(
-            f"policy user_mechanism allows only {', '.join(allowed)}; ask for one of them, "
-            f"{_FORCE_HINT}")
+            f"policy user_mechanism allows only {', '.join(allowed)}; ask for one of them "
+            "(`force` does not lift this policy)")
         return SUBJECT.violated(df, "user_mechanism", refused, message)
 
     return transform

@@ -4,11 +4,14 @@ findings in `check`.
 
 AlterUserScramCredentials has no validateOnly: the manifest rows are checked as data at
 plan (`kinds.users.plan`: mechanism, iterations, the user name's shape, a password
-source), and `validate` reads each UPSERT's password on the driver, from the variable or
-file its row names: a missing, empty or unreadable one is `rejected`, naming it, never the
-value. `apply` reads them again and hands them to its tasks in memory; nothing writes them
-anywhere. Rotation: a live credential's `applied_version` is the password_version the audit
-last recorded `upserted` for it (`read_live`), which the plan compares with the row's.
+source, and that source one `users.password_sources` allows: `planned_rows`), and
+`validate` reads each UPSERT's password on the driver, from the variable or file its row
+names (`kinds.users.conf.read_password`): one that cannot be had is `rejected`, one shorter than
+`users.password_min_length` is `rejected` as a POLICY_VIOLATION, never naming the value.
+`apply` reads them again and hands each cluster's task its own rows' in memory; nothing
+writes them anywhere. Rotation: a live credential's `applied_version` is the
+password_version the audit last recorded `upserted` for it (`read_live`), which the plan
+compares with the row's.
 `check` reports each credential no manifest row names (`unmanaged_user`), and, when
 `checks.severity` turns it on, each ACL binding of a `User:` principal without a credential
 (`acl_without_user`: for clusters whose listeners authenticate by SCRAM alone).
@@ -26,9 +29,16 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.kinds.acls.requests import acl_states
-from provisioning.kinds.users.conf import UsersConf, read_password
+from provisioning.kinds.users.conf import (
+    PolicyRefusal,
+    SourceRules,
+    UsersConf,
+    read_password,
+    source_rules,
+)
 from provisioning.kinds.users.model import MODEL
 from provisioning.kinds.users.names import ACL_WITHOUT_USER, UNMANAGED_USER, UPSERT, UPSERTED
+from provisioning.kinds.users.plan import with_source_errors
 from provisioning.kinds.users.policies import UserPolicyContext
 from provisioning.kinds.users.requests import user_states
 from provisioning.kinds.users.tasks import APPLY, VERIFY, Passwords, user_results
@@ -48,12 +58,18 @@ class UserSlice(EntitySlice):
     """The SCRAM credentials' slice of the run's state."""
 
 
-def _passwords(requests: DataFrame) -> Passwords:
+def _rules(ctx: RunContext) -> SourceRules:
+    return source_rules(ctx.conf, ctx.conf.section(UsersConf).password_sources)
+
+
+def _passwords(ctx: RunContext, requests: DataFrame) -> Passwords:
     """Each UPSERT's password (or why it cannot be had), read on the driver."""
     rows = requests.where(F.col("action") == UPSERT).select(
         *KEY, "password_env", "password_file").collect()
+    rules, least = _rules(ctx), ctx.conf.section(UsersConf).password_min_length
     return {tuple(r[c] for c in KEY): read_password(r["password_env"], r["password_file"],
-                                                    os.environ) for r in rows}
+                                                    os.environ, rules, least,
+                                                    ctx.credentials) for r in rows}
 
 
 class _AclWithoutUser(EntityPhase):
@@ -127,25 +143,37 @@ class UsersKind(EntityRunKind):
                  for c, s in found.items()},
                 ctx.spark.createDataFrame(rows, USER_LIVE).localCheckpoint(eager=True))
 
+    def planned_rows(self, ctx: RunContext, state: RunState, desired: DataFrame,
+                     live: DataFrame) -> DataFrame:
+        # A source the conf does not allow is refused with the row's other reasons, before
+        # any request (the manifest cache keeps rows validated without the conf's sources).
+        checked = desired.transform(with_source_errors(_rules(ctx)))
+        return super().planned_rows(ctx, state, checked, live)
+
     def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
         """No validateOnly exists: each UPSERT's password read on the driver now."""
-        passwords = _passwords(requests)
+        passwords = _passwords(ctx, requests)
         rows = []
         for r in requests.select(*KEY, "action").collect():
             problem = passwords.get(tuple(r[c] for c in KEY)) if r["action"] == UPSERT \
                 else None
             bad = isinstance(problem, str)
+            name = names.POLICY_VIOLATION if isinstance(problem, PolicyRefusal) \
+                else names.INVALID_MANIFEST_ROW
             rows.append((*(r[c] for c in KEY), names.VALIDATE,
                          names.REJECTED if bad else names.VALIDATED, -1 if bad else 0,
-                         names.INVALID_MANIFEST_ROW if bad else "NONE",
-                         problem if bad else None, 0, None))
+                         name if bad else "NONE", problem if bad else None, 0, None))
         return ctx.spark.createDataFrame(rows, USER_RESULT)
 
     def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        passwords, kafka = _passwords(requests), ctx.conf.kafka
+        passwords, kafka = _passwords(ctx, requests), ctx.conf.kafka
         size = self.conf(ctx).batch_size
-        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS), lambda rows, named, creds:
-                          user_results(rows, named, creds, kafka, APPLY, passwords, size))
+        # Each cluster's task is given the passwords of its own rows only.
+        own = {c.name: {"passwords": {k: v for k, v in passwords.items() if k[0] == c.name}}
+               for c in ctx.clusters}
+        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS),
+                          lambda rows, named, creds, passwords: user_results(
+                              rows, named, creds, kafka, APPLY, passwords, size), own)
 
     def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
         kafka = ctx.conf.kafka

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -27,7 +27,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning import names
-from provisioning.conf import Credentials
 from provisioning.conf.entity import EntityConf
 from provisioning.delta.manifests import read_validated
 from provisioning.delta.tables import Commit
@@ -44,7 +43,7 @@ from provisioning.run.entity.phases import (
     Validate,
     Verify,
 )
-from provisioning.run.executors import by_name, on_executors
+from provisioning.run.executors import on_executors
 from provisioning.run.kind import (
     APPLY,
     CHECK,
@@ -95,10 +94,9 @@ class ClusterRead:
     problem: tuple[str, str] | None
 
 
-# A kind's work on one cluster's rows inside a Spark task: (rows, clusters by name,
-# credentials by cluster) -> result rows.
-TaskWork = Callable[[Iterable[Mapping[str, Any]], Mapping[str, Any], Mapping[str, Credentials]],
-                    Iterator[tuple[Any, ...]]]
+# A kind's work on one cluster's rows inside a Spark task: (rows, that cluster by name, its
+# credentials by cluster, what the task is given of that cluster alone) -> result rows.
+TaskWork = Callable[..., Iterator[tuple[Any, ...]]]
 
 
 class EntityRunKind(RunKind):
@@ -206,15 +204,13 @@ class EntityRunKind(RunKind):
         """The kind's manifest rows, validated as data (`row_errors`)."""
         return read_validated(ctx.spark, tables, self.model, tuple(ctx.conf.clusters), commits)
 
-    def tasks(self, ctx: RunContext, rows: DataFrame, work: TaskWork) -> DataFrame:
-        """`work` over `rows` as Spark tasks, one per cluster: one result row per row."""
-        named, creds = by_name(ctx.clusters), dict(ctx.credentials)
-
-        def task(batch: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
-            return work(batch, named, creds)
-
-        return on_executors(rows, task, ctx.clusters, self.model.result,
-                            order=self.model.key)
+    def tasks(self, ctx: RunContext, rows: DataFrame, work: TaskWork,
+              per_cluster: Mapping[str, Mapping[str, Any]] | None = None) -> DataFrame:
+        """`work` over `rows` as Spark tasks, one per cluster, each given its own cluster's
+        credentials only, and what `per_cluster` holds of its cluster as keyword arguments
+        (`run.executors.on_executors`): one result row per row."""
+        return on_executors(rows, work, ctx.clusters, ctx.credentials, self.model.result,
+                            order=self.model.key, per_cluster=per_cluster)
 
     def phases(self, step: str, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
         checks = ((Manifests(self), Snapshot(self, always_record=True), Check(self))
