@@ -182,8 +182,10 @@ def _saved_plan(path: Path, exit_code: int, **sections: list[dict[str, Any]]) ->
     """A plan file as `plan --out` writes it (the job's own code), its sections' entries
     given by kind."""
     from provisioning.views.planfile import PlanDocument, plan_meta, save_plan
+    from provisioning.views.planfile import sections as plan_sections
+    from tests.helpers import VIEWS
 
-    document = PlanDocument.build("c", ["local"], None, sections)
+    document = PlanDocument.build(plan_sections(VIEWS), "c", ["local"], None, sections)
     save_plan(path, document, plan_meta("r", "plan", "conf.yaml", {}, exit_code,
                                         dt.datetime(2026, 11, 22, tzinfo=dt.UTC)))
     return str(path)
@@ -237,7 +239,8 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
         ("only an ACL grant", _saved_plan(tmp_path / "acl.json", 0, acls=[GRANT]), []),
         ("only a revoke, revokes off", _saved_plan(tmp_path / "revoke.json", 0,
                                                    acls=[revoke]), []),
-        ("only a revoke, revokes on", str(tmp_path / "revoke.json"), ["--allow-revokes"]),
+        ("only a revoke, revokes on", str(tmp_path / "revoke.json"),
+         ["--allow-acl-removals"]),
         ("only a quota", _saved_plan(tmp_path / "quota.json", 0, quotas=[QUOTA]), []),
         ("only a SCRAM rotation", _saved_plan(tmp_path / "scram.json", 0, users=[ROTATION]),
          []),
@@ -292,7 +295,7 @@ def test_dag_parses_with_real_airflow_and_gates_on_the_plan(airflow_python: str,
             "only an ACL grant": [True, "applying acls: 1 grant (plan digest "
                                         f"{digest('acl.json')})"],
             "only a revoke, revokes off": [False, "nothing to apply (changes that take "
-                                                  "--allow-revokes wait for it)"],
+                                                  "--allow-acl-removals wait for it)"],
             "only a revoke, revokes on": [True, "applying acls: 1 revoke (plan digest "
                                                 f"{digest('revoke.json')})"],
             "only a quota": [True, f"applying quotas: 1 set (plan digest "
@@ -318,7 +321,8 @@ def test_each_allow_setting_is_an_apply_flag_and_opens_the_gate_for_it(
     doc = json.loads(done.stdout.strip().splitlines()[-1])
     plan_file = f"{tmp_path / 'plans'}/provision_topics/{{{{ run_id | replace(':', '-') | " \
                 "replace('+', '-') }}.json"
-    flags = ["--allow-quota-removals", "--allow-revokes", "--allow-user-removals"]
+    # PROVISIONING_ALLOW_REVOKES, the setting's earlier name, is --allow-acl-removals.
+    flags = ["--allow-acl-removals", "--allow-quota-removals", "--allow-user-removals"]
     assert (doc["apply_args"], doc["gate_args"]) == (
         ["apply", "--conf", str(tmp_path / "conf.yaml"), "--plan", plan_file, "--json",
          *flags], [plan_file, flags])

@@ -18,7 +18,7 @@ from provisioning.conf import ClusterConf, Conf, Credentials, KafkaConf, Secret,
 from provisioning.kinds.topics import executors as topic_executors
 from provisioning.kinds.users import run as run_users
 from provisioning.kinds.users.conf import PasswordSources, UsersConf
-from provisioning.kinds.users.run import KIND as USERS
+from provisioning.kinds.users.run import RUN as USERS
 from schemas import TOPIC_RESULT
 from schemas.users import USER_RESULT
 
