@@ -23,7 +23,7 @@ setup: venv jars driver-archive connect-venv airflow-venv bytecode
 # them again at every start (a third of a second of every thin client's start here). A
 # module edited since is compiled again in memory when imported, as without this.
 bytecode: venv
-	$(PY) -m compileall -q lib schemas jobs tests bench
+	$(PY) -m compileall -q lib schemas jobs dev tests bench
 
 venv: $(VENV)/.installed
 
@@ -92,10 +92,10 @@ $(AIRFLOW_VENV)/.installed: $(AIRFLOW_PINS)
 # A local Spark Connect server on loopback (local[2], the Delta jars of the Maven cache),
 # started once and kept warm; prints its sc:// address. `make connect-down` stops it.
 connect-up: setup
-	$(PY) -m tests.support.sparkconnect up --dir $(CONNECT_DIR)/server
+	$(PY) -m dev.sparkconnect up --dir $(CONNECT_DIR)/server
 
 connect-down:
-	@if [ -x $(PY) ]; then $(PY) -m tests.support.sparkconnect down --dir $(CONNECT_DIR)/server; fi
+	@if [ -x $(PY) ]; then $(PY) -m dev.sparkconnect down --dir $(CONNECT_DIR)/server; fi
 
 # The wheel: `pip install dist/topic_provisioning-*.whl` gives the `provision-topics`
 # command (a plain Python process; with --remote or SPARK_REMOTE it needs no local JVM).
@@ -104,14 +104,14 @@ wheel: venv
 	$(PY) -m pip wheel -q --no-deps -w dist .
 
 kafka-up: setup
-	$(PY) -m tests.support.devkafka up --dir $(KAFKA_DIR)
+	$(PY) -m dev.devkafka up --dir $(KAFKA_DIR)
 
 kafka-down:
-	@if [ -x $(PY) ]; then $(PY) -m tests.support.devkafka down --dir $(KAFKA_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) -m dev.devkafka down --dir $(KAFKA_DIR); fi
 
 # The embedded default: a local broker, local Delta tables, the example manifest.
 run: kafka-up
-	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m tests.support.devkafka status --dir $(KAFKA_DIR)) && \
+	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m dev.devkafka status --dir $(KAFKA_DIR)) && \
 	./spark-submit.sh jobs/load_manifest.py --source conf/examples/desired_topics.yaml \
 	  --table warehouse/desired_topics && \
 	./spark-submit.sh jobs/provision_topics.py apply --conf $(CONF)
@@ -158,7 +158,7 @@ docs: venv
 	$(VENV)/bin/mkdocs build --strict --clean
 
 lint: venv
-	$(VENV)/bin/ruff check lib schemas jobs tests bench docs
+	$(VENV)/bin/ruff check lib schemas jobs dev tests bench docs
 	$(VENV)/bin/mypy
 
 clean: kafka-down connect-down

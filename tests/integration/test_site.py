@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from dev.devkafka import KafkaCluster
 from provisioning.views.site.html import size as size_text
 from tests.helpers import REPO, run_cli, write_conf, write_manifest_table
 from tests.support.brokers import reset
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
