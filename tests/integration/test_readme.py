@@ -27,9 +27,9 @@ from tests.helpers import INTERPRETED_DRIVER_OPTS, broker_state
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[2]
-# What the copy links instead of copying: installed once by `make setup`.
-LINKED = (".venv", ".cache/jars", ".cache/driver", ".cache/connect/venv",
-          ".cache/airflow-venv")
+# What the copy links instead of copying: installed once by `make setup-test` (the quick
+# start's `make kafka-up` and `make connect-up` find them up to date).
+LINKED = (".venv", ".cache/jars", ".cache/driver", ".cache/connect/venv")
 
 
 def quick_start(readme: str) -> list[str]:
