@@ -49,6 +49,25 @@ def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> Non
     assert not [n for names in shipped.values() for n in names if _dev_tooling(n)]
 
 
+def test_the_site_renders_from_the_zip_spark_submit_ships() -> None:
+    from provisioning.session import package_zip
+    from provisioning.views.site import render_site
+    from tests.unit.test_site import hostile_data
+
+    # The package imported from its zip, as a driver started with --py-files imports it:
+    # the templates are read from the zip.
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import provisioning; "
+              "assert provisioning.__file__.startswith(sys.argv[1]), provisioning.__file__; "
+              "from provisioning.views.site import render_site; "
+              "from tests.unit.test_site import hostile_data; "
+              "print(json.dumps(render_site(hostile_data())))")
+    done = subprocess.run([sys.executable, "-c", script, str(package_zip("provisioning"))],
+                          cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == render_site(hostile_data())
+
+
 @pytest.mark.parametrize(("user", "expected"), [
     # C1 alone sizes the code cache at 48 MiB, which a run's generated classes can fill
     # ("Out of space in CodeCache for adapters" fails the run): spark-submit.sh keeps 240.

@@ -32,7 +32,8 @@ ALLOWED = {
     "cli": {"conf", "run", "transforms", "kafka", "delta", "views"},
 }
 # Third-party packages only one room may import.
-OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka"}
+OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka",
+         "jinja2": "views", "markupsafe": "views"}
 # Rooms that must not import Spark at all (conf loads without it; kafka runs in tasks).
 NO_SPARK = {"conf", "kafka", "base"}
 
