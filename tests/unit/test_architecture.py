@@ -33,7 +33,7 @@ ALLOWED = {
 }
 # Third-party packages only one room may import.
 OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka",
-         "jinja2": "views", "markupsafe": "views"}
+         "jinja2": "views", "markupsafe": "views", "tabulate": "views"}
 # Rooms that must not import Spark at all (conf loads without it; kafka runs in tasks).
 NO_SPARK = {"conf", "kafka", "base"}
 
