@@ -25,6 +25,7 @@ from provisioning.views.site.data import TableRead
 NAV = (("index.html", "Overview"), ("runs/index.html", "Runs"),
        ("topics/index.html", "Topics"), ("findings.html", "Findings"),
        ("inventory.html", "Inventory"))
+# The folder of the templates, beside this module.
 TEMPLATES = "templates"
 
 
@@ -73,14 +74,15 @@ class _Escaped:
 
 
 def _escaped(value: Any) -> Any:
-    # Markup (a macro's output) is the templates' own; every other value is text.
+    # Markup (a macro's output) is the templates' own; every other value is text, and None
+    # an empty cell, as the pages always had it.
     if hasattr(value, "__html__"):
         return value
     return _Escaped(html.escape("" if value is None else str(value), quote=True))
 
 
 def _read(name: str) -> str:
-    return (importlib.resources.files("provisioning.views.site") / TEMPLATES / name
+    return (importlib.resources.files(__name__.rpartition(".")[0]) / TEMPLATES / name
             ).read_text(encoding="utf-8")
 
 
