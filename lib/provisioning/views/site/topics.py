@@ -33,7 +33,6 @@ ROLES = ("runs", "audit", "snapshots", "violations", "inventory", "manifests")
 SHOWN = 200
 
 
-
 def topic_keys(data: SiteData) -> list[tuple[str, str]]:
     """Every (cluster, topic) the site has a page for: live, in a manifest, or in the
     inventory."""
