@@ -1,4 +1,5 @@
-# One-command entry points. `make run` and `make test` set up whatever they need.
+# One-command entry points. `make run` and `make test` set up whatever they need: `make run`
+# only what the job runs (`setup`), `make test` what the tests use besides (`setup-test`).
 SHELL := /bin/bash
 PYTHON_BIN ?= python3.11
 VENV := .venv
@@ -9,21 +10,30 @@ CONF ?= conf/local.yaml
 MVN ?= mvn
 MVN_FLAGS ?= -q -B
 
-.PHONY: setup venv bytecode jars driver-archive connect-venv airflow-venv connect-up connect-down wheel run test \
+.PHONY: setup setup-test venv dev-venv bytecode jars driver-archive connect-venv airflow-venv connect-up \
+        connect-down wheel run test \
         test-unit test-integration lint bench docs kafka-up kafka-down clean \
         conf-schema
 
 CONNECT_DIR := $(CACHE)/connect
 CONNECT_VENV := $(CONNECT_DIR)/venv
 
-setup: venv jars driver-archive connect-venv airflow-venv bytecode
+# What the job runs: its virtualenv (the project and its dependencies), the broker and Delta
+# jars, the driver's class-data archive, its modules compiled.
+setup: venv jars driver-archive bytecode
+
+# What only the tests (and the linters, the docs and the benchmarks) use besides: the dev
+# dependencies in the same virtualenv, the Connect server's Python, Airflow's virtualenv,
+# and the tests' and benchmarks' modules compiled.
+setup-test: setup dev-venv connect-venv airflow-venv
+	$(PY) -m compileall -q tests bench
 
 # The project's modules compiled once, as pip compiles a package it installs: a Python
 # started where bytecode is never written (PYTHONDONTWRITEBYTECODE) would otherwise compile
 # them again at every start (a third of a second of every thin client's start here). A
 # module edited since is compiled again in memory when imported, as without this.
 bytecode: venv
-	$(PY) -m compileall -q lib schemas jobs tests bench
+	$(PY) -m compileall -q lib schemas jobs dev
 
 venv: $(VENV)/.installed
 
@@ -31,6 +41,14 @@ $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON_BIN) >/dev/null || { echo "need $(PYTHON_BIN) on PATH"; exit 2; }
 	test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# The dev dependencies (pyproject.toml's `dev` extra: pytest, chispa, ruff, mypy, MkDocs,
+# ...) added to the job's virtualenv.
+dev-venv: $(VENV)/.dev-installed
+
+$(VENV)/.dev-installed: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
@@ -91,11 +109,11 @@ $(AIRFLOW_VENV)/.installed: $(AIRFLOW_PINS)
 
 # A local Spark Connect server on loopback (local[2], the Delta jars of the Maven cache),
 # started once and kept warm; prints its sc:// address. `make connect-down` stops it.
-connect-up: setup
-	$(PY) -m tests.support.sparkconnect up --dir $(CONNECT_DIR)/server
+connect-up: setup connect-venv
+	$(PY) -m dev.sparkconnect up --dir $(CONNECT_DIR)/server
 
 connect-down:
-	@if [ -x $(PY) ]; then $(PY) -m tests.support.sparkconnect down --dir $(CONNECT_DIR)/server; fi
+	@if [ -x $(PY) ]; then $(PY) -m dev.sparkconnect down --dir $(CONNECT_DIR)/server; fi
 
 # The wheel: `pip install dist/topic_provisioning-*.whl` gives the `provision-topics`
 # command (a plain Python process; with --remote or SPARK_REMOTE it needs no local JVM).
@@ -104,25 +122,25 @@ wheel: venv
 	$(PY) -m pip wheel -q --no-deps -w dist .
 
 kafka-up: setup
-	$(PY) -m tests.support.devkafka up --dir $(KAFKA_DIR)
+	$(PY) -m dev.devkafka up --dir $(KAFKA_DIR)
 
 kafka-down:
-	@if [ -x $(PY) ]; then $(PY) -m tests.support.devkafka down --dir $(KAFKA_DIR); fi
+	@if [ -x $(PY) ]; then $(PY) -m dev.devkafka down --dir $(KAFKA_DIR); fi
 
 # The embedded default: a local broker, local Delta tables, the example manifest.
 run: kafka-up
-	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m tests.support.devkafka status --dir $(KAFKA_DIR)) && \
+	export KAFKA_BOOTSTRAP_SERVERS=$$($(PY) -m dev.devkafka status --dir $(KAFKA_DIR)) && \
 	./spark-submit.sh jobs/load_manifest.py --source conf/examples/desired_topics.yaml \
 	  --table warehouse/desired_topics && \
 	./spark-submit.sh jobs/provision_topics.py apply --conf $(CONF)
 
-test: setup
+test: setup-test
 	PY=$(PY) tests/support/suites.sh
 
-test-unit: setup
+test-unit: setup-test
 	$(PY) -m pytest tests/unit
 
-test-integration: setup
+test-integration: setup-test
 	$(PY) -m pytest tests/integration
 
 # The job (cold spark-submit and warm Spark Connect) against a plain kafka-python floor, a
@@ -134,7 +152,7 @@ test-integration: setup
 # without Delta's transaction id, and `report --site` over 10,000 topics and 30 days of
 # daily runs; results under bench/results/ (BENCHMARKS.md).
 TOPICCTL ?=
-bench: setup
+bench: setup dev-venv connect-venv
 	$(PY) bench/run.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/check_scale.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
 	$(PY) bench/waits.py $(if $(TOPICCTL),--topicctl $(TOPICCTL))
@@ -154,11 +172,11 @@ conf-schema: venv
 # The docs site (MkDocs, Material theme) into build/site, strictly: a broken link, a missing
 # page or a missing conf/provisioning.schema.json fails it. The reference pages are
 # generated from the code as it builds (docs/gen_ref.py, called by docs/hooks.py).
-docs: venv
+docs: dev-venv
 	$(VENV)/bin/mkdocs build --strict --clean
 
-lint: venv
-	$(VENV)/bin/ruff check lib schemas jobs tests bench docs
+lint: dev-venv
+	$(VENV)/bin/ruff check lib schemas jobs dev tests bench docs
 	$(VENV)/bin/mypy
 
 clean: kafka-down connect-down

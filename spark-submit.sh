@@ -9,7 +9,8 @@
 # PROVISIONING_DELTA_JARS or --delta-jars names local jars (a directory of jars or
 # a comma-separated list), which then travel with --jars: for clusters that cannot
 # reach Maven Central. What the executors import beyond a stock PySpark (this package,
-# its schemas, kafka-python; in cluster deploy mode also the driver's click and PyYAML)
+# its schemas, kafka-python; in cluster deploy mode also the driver's click, PyYAML,
+# tabulate, Jinja2 and MarkupSafe)
 # travels as zips with --py-files, and the conf file with --files.
 #
 # Python: the driver runs $PYSPARK_DRIVER_PYTHON (default: this checkout's venv). In local
@@ -91,9 +92,10 @@ fi
 # usage errors are answered here, from Python alone (provisioning.cli.answers), and the
 # script exits with click's code: no JVM starts to print text. Otherwise it prints the zips
 # of what the executors import (provisioning.session.SHIPPED_PACKAGES, plus the driver's
-# click and PyYAML in cluster deploy mode), each named by its content, and the session
-# settings every run needs, all read from provisioning.session without Spark. Those lines go
-# to fd 4, read back here; what click prints goes to this script's stdout and stderr.
+# click, PyYAML, tabulate, Jinja2 and MarkupSafe in cluster deploy mode), each named by its
+# content, and the session settings every run needs, all read from provisioning.session
+# without Spark. Those lines go to fd 4, read back here; what click prints goes to this
+# script's stdout and stderr.
 exec 3>&1
 prepared=$("$python" - "$here" "$deploy_mode" "$app" "$@" 4>&1 1>&3 3>&- <<'PY'
 import ast
@@ -136,7 +138,8 @@ if entry is not None:
             sys.exit(0)
         known.touch()
 
-names = [*SHIPPED_PACKAGES, *(("click", "yaml") if deploy_mode == "cluster" else ())]
+names = [*SHIPPED_PACKAGES, *(("click", "yaml", "tabulate", "jinja2", "markupsafe")
+                              if deploy_mode == "cluster" else ())]
 print(",".join(str(package_zip(n)) for n in names), file=out)
 print("\n".join(submit_arguments()), file=out)
 PY

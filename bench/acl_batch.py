@@ -3,7 +3,7 @@ binding and against a plain batched kafka-python script, on the same secured bro
 
     .venv/bin/python bench/acl_batch.py [--bindings 1000] [--reps 3] [--methods ...]
 
-One local KRaft broker with SASL/PLAIN and the StandardAuthorizer (tests/support/devkafka,
+One local KRaft broker with SASL/PLAIN and the StandardAuthorizer (dev/devkafka,
 the broker the ACL tests start). Its second SASL listener advertises a loopback proxy
 (tests/support/tcpproxy), and every method reaches the broker through it, so the requests
 counted by API key are what each method really sent.
@@ -48,13 +48,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
 from bench.run import JOB, LOAD, SUBMIT, loadavg, machine  # noqa: E402
-from tests.support.devkafka import (  # noqa: E402
+from dev.devkafka import (  # noqa: E402
     KafkaCluster,
     ListenerSpec,
     SaslUsers,
     free_ports,
 )
-from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
+from dev.sparkconnect import ConnectServer, warm_up  # noqa: E402
 from tests.support.tcpproxy import KafkaProxy  # noqa: E402
 
 PY = sys.executable

@@ -137,7 +137,7 @@ def main() -> int:
             results += measure(spark, mode, args)
             spark.stop()
         elif mode == "connect":
-            from tests.support.sparkconnect import ConnectServer
+            from dev.sparkconnect import ConnectServer
 
             with tempfile.TemporaryDirectory(prefix="admin-shape-") as tmp:
                 server = ConnectServer(Path(tmp))

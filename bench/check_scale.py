@@ -48,8 +48,8 @@ sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 from bench import topicctl_peer  # noqa: E402
 from bench.run import JOB, SUBMIT, load_manifest, machine, write_conf  # noqa: E402
 from bench.waits import checkout_commit  # noqa: E402
-from tests.support.devkafka import KafkaCluster  # noqa: E402
-from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
+from dev.devkafka import KafkaCluster  # noqa: E402
+from dev.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
 PREFIX = "chk."
 RETENTION_MS = "86400000"  # topicctl_peer's retentionMinutes: 1440

@@ -36,8 +36,8 @@ sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
 from bench import waits  # noqa: E402
 from bench.run import machine, versions  # noqa: E402
-from tests.support.devkafka import KafkaCluster  # noqa: E402
-from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
+from dev.devkafka import KafkaCluster  # noqa: E402
+from dev.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
 VARIANTS: dict[str, dict[str, str]] = {
     "generated": {"spark.sql.codegen.wholeStage": "true",

@@ -28,11 +28,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
+from dev.devkafka import KafkaCluster  # noqa: E402
 from provisioning.conf import ClusterConf, KafkaConf  # noqa: E402
 from provisioning.kafka.batching import TopicRequest, batches  # noqa: E402
 from provisioning.kafka.client import ClusterAdmin  # noqa: E402
 from provisioning.kafka.tasks.create import create_batches  # noqa: E402
-from tests.support.devkafka import KafkaCluster  # noqa: E402
 
 
 def send(admin: ClusterAdmin, rows: list[dict[str, Any]], validate_only: bool

@@ -4,7 +4,7 @@ entity and against one request for all, on the same broker.
     .venv/bin/python bench/quota_batch.py [--entities 1000] [--reps 3] [--methods ...]
         [--batch-size 200] [--out bench/results/quota_batch.json]
 
-One local single-node KRaft broker, PLAINTEXT (tests/support/devkafka). Its second listener
+One local single-node KRaft broker, PLAINTEXT (dev/devkafka). Its second listener
 advertises a loopback proxy (tests/support/tcpproxy), and every method reaches the broker
 through it, so the requests counted by API key (DescribeClientQuotas, AlterClientQuotas)
 are what each method really sent.
@@ -54,8 +54,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
 from bench.run import JOB, LOAD, SUBMIT, loadavg, machine  # noqa: E402
-from tests.support.devkafka import KafkaCluster, ListenerSpec, free_ports  # noqa: E402
-from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
+from dev.devkafka import KafkaCluster, ListenerSpec, free_ports  # noqa: E402
+from dev.sparkconnect import ConnectServer, warm_up  # noqa: E402
 from tests.support.tcpproxy import KafkaProxy  # noqa: E402
 
 PY = sys.executable

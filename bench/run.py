@@ -71,8 +71,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "lib"), str(REPO)]
 
 from bench import kafka_direct, topicctl_peer  # noqa: E402
-from tests.support.devkafka import KafkaCluster  # noqa: E402
-from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
+from dev.devkafka import KafkaCluster  # noqa: E402
+from dev.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
 PY = sys.executable
 SUBMIT = REPO / "spark-submit.sh"

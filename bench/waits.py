@@ -49,8 +49,8 @@ import yaml  # noqa: E402
 
 from bench import kafka_direct, topicctl_peer  # noqa: E402
 from bench.run import machine, versions  # noqa: E402
-from tests.support.devkafka import KafkaCluster  # noqa: E402
-from tests.support.sparkconnect import ConnectServer, warm_up  # noqa: E402
+from dev.devkafka import KafkaCluster  # noqa: E402
+from dev.sparkconnect import ConnectServer, warm_up  # noqa: E402
 
 CASES = ("change", "noop", "one", "cold", "clusters")
 TOPICS = 1000

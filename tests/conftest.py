@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from dev.sparkconnect import G1_REGIONS, SMALL_BUFFERS
 from tests.helpers import INTERPRETED
-from tests.support.sparkconnect import G1_REGIONS, SMALL_BUFFERS
 
 REPO = Path(__file__).resolve().parents[1]
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
@@ -167,7 +167,7 @@ def spark(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def _cluster(base: Path, nodes: int, **kwargs: object) -> Iterator[object]:
-    from tests.support.devkafka import KafkaCluster
+    from dev.devkafka import KafkaCluster
 
     _jars(KAFKA_JARS)
     cluster = KafkaCluster(base, nodes=nodes, **kwargs)  # type: ignore[arg-type]
@@ -219,7 +219,7 @@ def kafka_proxy(_plain_kafka: tuple[object, object]) -> object:
 @pytest.fixture(scope="session")
 def sasl_tls(tmp_path_factory: pytest.TempPathFactory) -> object:
     """The session's test CA and the SASL broker's certificate it signed."""
-    from tests.support.devkafka import TlsFiles
+    from dev.devkafka import TlsFiles
 
     return TlsFiles.create(tmp_path_factory.mktemp("tls"))
 
@@ -290,7 +290,7 @@ _CONNECT: dict[str, object] = {}
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One Spark Connect server for the session (local[2], Delta; its Python has only
     pyspark[connect]), warmed once: every CLI flow but the classic launcher's runs on it."""
-    from tests.support.sparkconnect import ConnectServer, warm_up
+    from dev.sparkconnect import ConnectServer, warm_up
 
     _jars(DELTA_JARS)
     server = ConnectServer(tmp_path_factory.mktemp("spark-connect"), extra=INTERPRETED,
@@ -371,7 +371,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if server is not None and {"connect_server", "cli"} & set(getattr(item, "funcargs", {})):
         report.sections.append((f"spark connect server log ({server.log_file})",
                                 server.log_tail(60)))
-    from tests.support.devkafka import KafkaCluster
+    from dev.devkafka import KafkaCluster
 
     seen: set[int] = set()
     for name, value in getattr(item, "funcargs", {}).items():

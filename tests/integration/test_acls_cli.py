@@ -22,6 +22,7 @@ import pytest
 import yaml
 from kafka import KafkaAdminClient
 
+from dev.devkafka import KafkaCluster
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kinds.acls.requests import describe_acls
@@ -37,7 +38,6 @@ from tests.helpers import (
     write_manifest_table,
 )
 from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
-from tests.support.devkafka import KafkaCluster
 from tests.support.tcpproxy import KafkaProxy
 
 pytestmark = pytest.mark.integration

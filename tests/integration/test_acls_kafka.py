@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from dev.devkafka import KafkaCluster
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.tasks.common import Row, Sent, for_each_cluster
@@ -38,7 +39,6 @@ from provisioning.kinds.acls.tasks import (
 from schemas import ACL_RESULT, column_names
 from tests.helpers import grant
 from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 

@@ -84,11 +84,13 @@ def airflow_python() -> str:
 
 
 def build_py_files(target: Path) -> Path:
-    """The zip of lib/provisioning and schemas that a deployment ships (as spark-submit.sh)."""
+    """The zip of lib/provisioning and schemas that a deployment ships (as spark-submit.sh):
+    every file but bytecode (the site's templates too)."""
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for base, package in ((REPO / "lib", "provisioning"), (REPO, "schemas")):
-            for f in sorted((base / package).rglob("*.py")):
-                z.write(f, f.relative_to(base).as_posix())
+            for f in sorted((base / package).rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
+                    z.write(f, f.relative_to(base).as_posix())
     return target
 
 

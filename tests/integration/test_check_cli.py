@@ -13,9 +13,9 @@ from chispa import assert_df_equality
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
+from dev.devkafka import KafkaCluster
 from tests.helpers import run_cli, write_conf, write_manifest_table
 from tests.support.brokers import reset
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

@@ -15,12 +15,12 @@ from chispa import assert_df_equality
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
+from dev.devkafka import KafkaCluster
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.client import ClusterAdmin, PartitionState
 from provisioning.kafka.codes import NON_DEFAULT_SOURCES, topic_id_text
 from provisioning.kafka.snapshot import snapshot_rows
 from tests.helpers import run_cli, wait_until, write_conf, write_manifest_table
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration]
 

@@ -30,6 +30,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from dev.devkafka import KafkaCluster
 from tests.helpers import (
     audit_rows,
     broker_state,
@@ -40,7 +41,6 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

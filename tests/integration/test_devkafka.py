@@ -1,4 +1,4 @@
-"""tests.support.devkafka starts real KRaft clusters that kafka-python can use."""
+"""dev.devkafka starts real KRaft clusters that kafka-python can use."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient
 
-from tests.support.devkafka import KafkaCluster
+from dev.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ def test_cli_up_is_idempotent_and_down_stops_the_nodes(tmp_path: Path) -> None:
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "tests.support.devkafka", *args, "--dir", str(tmp_path)],
+            [sys.executable, "-m", "dev.devkafka", *args, "--dir", str(tmp_path)],
             cwd=Path(__file__).resolve().parents[2],
             capture_output=True,
             text=True,

@@ -21,6 +21,7 @@ import yaml
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from dev.devkafka import TlsFiles
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kinds.acls.requests import describe_acls
@@ -34,7 +35,6 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import TlsFiles
 from tests.support.secured import ClientCertificate, MtlsBroker
 
 pytestmark = pytest.mark.integration

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from dev.devkafka import KafkaCluster
 from tests.helpers import (
     audit_rows,
     broker_state,
@@ -25,7 +26,6 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import KafkaCluster
 from tests.support.tcpproxy import CREATE_TOPICS, KafkaProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from dev.devkafka import free_ports
 from tests.helpers import (
     Completed,
     audit_rows,
@@ -29,7 +30,6 @@ from tests.helpers import (
     write_conf,
     write_manifest_table,
 )
-from tests.support.devkafka import free_ports
 from tests.support.secured import OAUTH_LISTENER, OAuthBroker
 
 pytestmark = pytest.mark.integration

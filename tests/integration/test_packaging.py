@@ -7,9 +7,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,12 @@ from tests.helpers import REPO, broker_state, run_cli, write_conf, write_manifes
 def _files(root: Path, base: Path) -> list[str]:
     return sorted(p.relative_to(base).as_posix() for p in root.rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def _dev_tooling(name: str) -> bool:
+    """A file of the dev tooling (dev/: the local broker and Connect server) or the tests."""
+    return (name.startswith(("dev/", "tests/"))
+            or Path(name).stem in ("devkafka", "sparkconnect"))
 
 
 def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> None:
@@ -38,8 +46,26 @@ def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> Non
         "schemas": _files(REPO / "schemas", REPO),
         "kafka": _files(kafka_root, kafka_root.parent),
     }
-    assert not [n for names in shipped.values() for n in names
-                if "devkafka" in n or n.startswith("tests/")]
+    assert not [n for names in shipped.values() for n in names if _dev_tooling(n)]
+
+
+def test_the_site_renders_from_the_zip_spark_submit_ships() -> None:
+    from provisioning.session import package_zip
+    from provisioning.views.site import render_site
+    from tests.unit.test_site import hostile_data
+
+    # The package imported from its zip, as a driver started with --py-files imports it:
+    # the templates are read from the zip.
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import provisioning; "
+              "assert provisioning.__file__.startswith(sys.argv[1]), provisioning.__file__; "
+              "from provisioning.views.site import render_site; "
+              "from tests.unit.test_site import hostile_data; "
+              "print(json.dumps(render_site(hostile_data())))")
+    done = subprocess.run([sys.executable, "-c", script, str(package_zip("provisioning"))],
+                          cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == render_site(hostile_data())
 
 
 @pytest.mark.parametrize(("user", "expected"), [
@@ -59,22 +85,41 @@ def test_the_quick_driver_jit_keeps_the_tiered_code_cache_and_the_users_options(
         expected, strict=True))
 
 
-def _wheel_venv(work: Path) -> Path:
-    """A venv holding the project's wheel and nothing else of this checkout: its
-    dependencies come from the test venv's site-packages (a path file), the project's own
-    package from the wheel."""
-    dist = work / "dist"
+def _wheel(dist: Path) -> Path:
+    """The project's wheel, built into `dist`."""
     # setuptools builds in the checkout's own build/ directory: the two lanes of make test
     # each build the wheel, one at a time.
     lock_file = REPO / ".cache" / "wheel-build.lock"
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # setuptools copies the package into build/lib and never removes from it: a module
+        # removed or moved since an earlier build would still be in the wheel.
+        shutil.rmtree(REPO / "build" / "lib", ignore_errors=True)
         built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
                                 str(dist), str(REPO)], capture_output=True, text=True,
                                timeout=300)
     assert built.returncode == 0, (built.stdout + built.stderr)[-4000:]
     (wheel,) = dist.glob("topic_provisioning-*.whl")
+    return wheel
+
+
+def test_the_wheel_holds_the_package_and_the_schemas_and_no_dev_tooling(
+        tmp_path: Path) -> None:
+    names = zipfile.ZipFile(_wheel(tmp_path / "dist")).namelist()
+    # schemas/manifest.schema.json is for editors (make conf-schema writes it); the job
+    # never reads it.
+    assert sorted(n for n in names if ".dist-info/" not in n) == sorted([
+        *_files(REPO / "lib" / "provisioning", REPO / "lib"),
+        *(n for n in _files(REPO / "schemas", REPO) if n.endswith(".py"))])
+    assert [n for n in names if _dev_tooling(n)] == []
+
+
+def _wheel_venv(work: Path) -> Path:
+    """A venv holding the project's wheel and nothing else of this checkout: its
+    dependencies come from the test venv's site-packages (a path file), the project's own
+    package from the wheel."""
+    wheel = _wheel(work / "dist")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from kafka.protocol.admin import AlterClientQuotasRequest
 
+from dev.devkafka import KafkaCluster
 from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.kafka.client import ClusterAdmin
@@ -40,7 +41,6 @@ from provisioning.kinds.quotas.requests import (
 )
 from tests.helpers import grant
 from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
-from tests.support.devkafka import KafkaCluster
 from tests.support.tcpproxy import KafkaProxy
 
 pytestmark = pytest.mark.integration

@@ -27,9 +27,9 @@ from tests.helpers import INTERPRETED_DRIVER_OPTS, broker_state
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[2]
-# What the copy links instead of copying: installed once by `make setup`.
-LINKED = (".venv", ".cache/jars", ".cache/driver", ".cache/connect/venv",
-          ".cache/airflow-venv")
+# What the copy links instead of copying: installed once by `make setup-test` (the quick
+# start's `make kafka-up` and `make connect-up` find them up to date).
+LINKED = (".venv", ".cache/jars", ".cache/driver", ".cache/connect/venv")
 
 
 def quick_start(readme: str) -> list[str]:
@@ -120,7 +120,7 @@ def test_the_quick_start_runs_line_by_line(checkout: Path) -> None:
     assert "history of topic orders.created" in output
     assert output.count("outcomes: already_present=5") == 1, output[-4000:]
     bootstrap = subprocess.run(
-        [".venv/bin/python", "-m", "tests.support.devkafka", "status", "--dir",
+        [".venv/bin/python", "-m", "dev.devkafka", "status", "--dir",
          ".cache/kafka/local"], cwd=checkout, capture_output=True, text=True, check=True
     ).stdout.strip()
     state = {name: {k: v for k, v in s.items() if k != "topic_id"}

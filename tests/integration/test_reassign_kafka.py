@@ -12,6 +12,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
+from dev.devkafka import KafkaCluster
 from provisioning import names
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.errors import ClusterUnreachable
@@ -27,7 +28,6 @@ from provisioning.kinds.reassign.tasks import (
 from schemas import TOPIC_RESULT, column_names
 from tests.conftest import RACKS
 from tests.helpers import wait_until
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 

@@ -334,7 +334,7 @@ def test_deletion_disabled_is_recorded_not_retried(spark: Any, connect_server: A
                                                    tmp_path: Path) -> None:
     """On a broker of its own: delete.topic.enable is a static broker setting, and false
     would refuse every other module's deletes."""
-    from tests.support.devkafka import KafkaCluster
+    from dev.devkafka import KafkaCluster
 
     with KafkaCluster(tmp_path / "kafka", nodes=1,
                       broker_properties={"delete.topic.enable": "false"}) as broker:

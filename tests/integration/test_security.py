@@ -34,6 +34,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from dev.devkafka import KafkaCluster, TlsFiles
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.client import ClusterAdmin, ClusterState
@@ -56,7 +57,6 @@ from tests.support.brokers import (
     SCRAM_PASSWORD,
     reset,
 )
-from tests.support.devkafka import KafkaCluster, TlsFiles
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from dev.sparkconnect import ConnectServer
 from provisioning.session import WORKLOAD_SETTINGS
 from tests.helpers import QUICK_JIT, run_cli, write_conf
-from tests.support.sparkconnect import ConnectServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 

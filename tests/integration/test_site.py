@@ -3,7 +3,8 @@ plain broker emptied first (brokers.reset: check judges every topic of a cluster
 other module's topics may be on it), the site written from the tables, then opened from the
 file system in a headless Chromium: what its pages show, that the search finds a topic,
 that no page logs an error or asks for anything outside the site. Regenerated with no new
-commit, the site is the same, byte for byte."""
+commit, the site is the same, byte for byte. And a site made from data whose topic, owner and
+config value carry markup (a script, quotes, ampersands) shows them as text."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from typing import Any
 
 import pytest
 
+from dev.devkafka import KafkaCluster
+from provisioning.views.site import render_site, write_files
 from provisioning.views.site.html import size as size_text
+from provisioning.views.site.html import topic_file
 from tests.helpers import REPO, run_cli, write_conf, write_manifest_table
 from tests.support.brokers import reset
-from tests.support.devkafka import KafkaCluster
+from tests.unit.test_site import HOSTILE, HOSTILE_TOPIC, hostile_data
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
 
@@ -277,3 +281,31 @@ def test_the_site_shows_the_runs_and_is_the_same_when_made_again(
     shutil.copytree(site, keep)
     shutil.copy(screenshot, keep / "overview.png")
     print(f"site kept at {keep.resolve()}")
+
+
+def test_markup_in_a_topic_owner_and_config_shows_as_text(browser: Any,
+                                                           tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    def ran_no_script() -> bool:
+        return browser.execute_script("return typeof window.injected") == "undefined"
+
+    site = tmp_path / "site"
+    write_files(site, render_site(hostile_data()))
+    _open(browser, site / topic_file("local", HOSTILE_TOPIC))
+    assert ran_no_script()
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"Topic {HOSTILE_TOPIC}"
+    manifest = browser.find_elements(By.TAG_NAME, "table")[0]
+    assert [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in manifest.find_elements(By.CSS_SELECTOR, "tbody tr")] == [
+        ["local", HOSTILE_TOPIC, "present", "1", "1", "-", f"x.note={HOSTILE}", HOSTILE, "-"]]
+    _open(browser, site / "findings.html")
+    assert ran_no_script()
+    assert [[r[2], r[5], r[6]] for r in _cells(browser, "table.findings")] == [
+        [HOSTILE_TOPIC, f"config missing: {HOSTILE}", HOSTILE]]
+    # The search writes the index's names into the page as text, too.
+    _open(browser, site / "topics" / "index.html")
+    browser.find_element(By.ID, "search").send_keys("window")
+    assert [r[:2] for r in _cells(browser, "table.search")] == [["local", HOSTILE_TOPIC]]
+    assert ran_no_script()
+    _assert_quiet_and_inside(browser, site.as_uri())

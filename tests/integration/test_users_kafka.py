@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
+from dev.devkafka import KafkaCluster
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.client import ClusterAdmin
@@ -39,7 +40,6 @@ from provisioning.kinds.users.requests import describe_credentials
 from schemas.users import USER_MANIFEST
 from tests.helpers import Completed, grant, table_json, write_conf, write_manifest_table
 from tests.support.brokers import ADMIN_PASSWORD, SCRAM_PASSWORD, reset
-from tests.support.devkafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 

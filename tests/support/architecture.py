@@ -59,7 +59,8 @@ KIND_MODULE_ROOMS = {
 # through the ACL kind's reader of them).
 OFFERS = "OFFERS"
 # Third-party packages only one package may import.
-OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka"}
+OWNED = {"kafka": "kafka", "delta": "delta", "aws_msk_iam_sasl_signer": "kafka",
+         "jinja2": "views", "markupsafe": "views", "tabulate": "views"}
 # Rooms that must not import Spark at all (conf loads without it; kafka runs in tasks).
 NO_SPARK = {"conf", "kafka", "base"}
 # The modules that find code by a string, each with why that string is not the package's

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.support.devkafka import KafkaCluster, ListenerSpec, SaslUsers, TlsFiles, free_ports
+from dev.devkafka import KafkaCluster, ListenerSpec, SaslUsers, TlsFiles, free_ports
 from tests.support.tcpproxy import KafkaProxy
 
 # One password per user for the whole session: known, unguessable values, so a module can

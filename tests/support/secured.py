@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from tests.support.devkafka import HOST, KafkaCluster, ListenerSpec, SaslUsers, TlsFiles
+from dev.devkafka import HOST, KafkaCluster, ListenerSpec, SaslUsers, TlsFiles
 
 ADMIN_PASSWORD = f"admin-{secrets.token_hex(8)}"
 # The SCRAM user of the OAuth broker's first listener (the tests of secrets from files).

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support.devkafka import free_ports
+from dev.devkafka import free_ports
 
 
 def _spark_class() -> Path:

@@ -275,7 +275,11 @@ def test_no_module_is_over_450_lines() -> None:
 
 
 def test_the_package_holds_no_dev_tooling() -> None:
-    assert sorted(p.name for p in arch.PACKAGE.rglob("devkafka*")) == []
+    assert sorted(p.name for p in arch.PACKAGE.rglob("*")
+                  if p.stem in ("devkafka", "sparkconnect") or p.name == "dev") == []
+    # The package never imports it: what ships runs without it.
+    assert [(i.module, i.target) for module in TREE for i in arch.imports(TREE, module)
+            if i.target.split(".")[0] == "dev"] == []
 
 
 # What only classic Spark has: the job's path must run on Spark Connect as well.

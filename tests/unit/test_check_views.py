@@ -53,7 +53,7 @@ def test_the_text_of_a_clean_check() -> None:
     assert render_check([v("local", "t", "unmanaged", "info", "d", False)]) == [
         "check: 1 violation(s): 0 error, 0 warning, 1 info",
         "cluster local: 1 violation(s)",
-        "  info     unmanaged  1",
+        "  info  unmanaged  1",
         "errors: none",
     ]
 

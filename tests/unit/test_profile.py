@@ -209,11 +209,11 @@ def test_the_printed_profile_has_a_line_per_step_and_the_totals() -> None:
     assert lines == [
         "profile (spark: Spark jobs (the driver's event log); a step holds what started in "
         "it; overlapping work adds up to more than the wall time):",
-        "  start        1.00s  spark   0    0.00s  commits -  kafka -",
-        "  snapshot     2.00s  spark   0    0.00s  commits topic_audit 1x 0.80s  "
+        "  start     1.00s  spark  0  0.00s  commits -  kafka -",
+        "  snapshot  2.00s  spark  0  0.00s  commits topic_audit 1x 0.80s  "
         "kafka Metadata 3x 0.10s",
-        "  summary      0.50s  spark   0    0.00s  commits -  kafka -",
-        "  total        3.50s  spark   0    0.00s  commits topic_audit 1x 0.80s  "
+        "  summary   0.50s  spark  0  0.00s  commits -  kafka -",
+        "  total     3.50s  spark  0  0.00s  commits topic_audit 1x 0.80s  "
         "kafka Metadata 3x 0.10s",
     ]
 

@@ -318,9 +318,9 @@ def test_one_run_and_recent_runs() -> None:
               "outcome_counts": {}, "message": "the saved plan p.json is stale: ...\n  more"}
     assert render_recent_runs({"runs": [run, failed]}) == [
         "recent runs (newest first)",
-        "  r1 apply    completed_with_errors  exit 1  2026-11-22 03:00:00 -> "
+        "  r1  apply  completed_with_errors  exit 1  2026-11-22 03:00:00 -> "
         "2026-11-22 03:02:00  created=1, rejected=1",
-        "  r0 plan     failed                 exit 2  2026-11-22 03:00:00 -> "
+        "  r0  plan   failed                 exit 2  2026-11-22 03:00:00 -> "
         "2026-11-22 03:02:00  -",
         "      the saved plan p.json is stale: ...",
     ]

@@ -122,3 +122,41 @@ def test_a_point_that_is_no_finite_number_is_a_gap_in_its_line() -> None:
     assert svg.count("<polyline") == 2
     assert line_chart("c", [("d1", float("nan"))]) == (
         '<p class="muted">c: no data in the window.</p>')
+
+
+# Markup in a topic's name, owner and config value: the pages must show it as text.
+HOSTILE = "<script>window.injected = 1</script> \"quoted\" 'single' & &amp;"
+HOSTILE_TOPIC = f"t{HOSTILE}"
+
+
+def hostile_data() -> SiteData:
+    """A site's data whose topic, owner and config value carry a script, quotes and
+    ampersands (`tests/integration/test_site.py` opens its pages in a browser too)."""
+    data = _data(inventory=True)
+    data.live.append({"cluster": "local", "topic": HOSTILE_TOPIC, "partitions": 1,
+                      "replication_factor": 1, "snapshot_at": T0})
+    data.manifests.append({"cluster": "local", "topic": HOSTILE_TOPIC, "state": "present",
+                           "partitions": 1, "replication_factor": 1,
+                           "replica_assignment": None, "configs": {"x.note": HOSTILE},
+                           "owner": HOSTILE, "force": None})
+    data.findings.append({"cluster": "local", "topic": HOSTILE_TOPIC,
+                          "rule": "required_configs", "severity": "error",
+                          "detail": f"config missing: {HOSTILE}", "managed": True,
+                          "owner": HOSTILE})
+    return data
+
+
+def test_markup_in_a_topic_owner_and_config_is_escaped_on_every_page() -> None:
+    files = render_site(hostile_data())
+    escaped = ("&lt;script&gt;window.injected = 1&lt;/script&gt; &quot;quoted&quot; "
+               "&#x27;single&#x27; &amp; &amp;amp;")
+    page = files[topic_file("local", HOSTILE_TOPIC)]
+    assert f"<title>Topic t{escaped}</title>" in page
+    assert (f"<tr><td>local</td><td>t{escaped}</td><td>present</td><td>1</td><td>1</td>"
+            f"<td>-</td><td>x.note={escaped}</td><td>{escaped}</td><td>-</td></tr>") in page
+    assert (f"<td>config missing: {escaped}</td><td>{escaped}</td></tr>"
+            in files["findings.html"])
+    # topics/index.js holds the name as a JSON string: data, which the search writes into
+    # the page as text (textContent), never as markup.
+    assert [p for p, text in files.items()
+            if p.endswith(".html") and "<script>window" in text] == []

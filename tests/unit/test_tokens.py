@@ -142,7 +142,7 @@ def test_a_refused_client_names_the_endpoint_and_its_error_never_the_secret(
 
 
 def test_an_unreachable_endpoint_is_asked_three_times_then_named(clock: list[float]) -> None:
-    from tests.support.devkafka import free_ports
+    from dev.devkafka import free_ports
 
     (port,) = free_ports(1)
     url = f"http://127.0.0.1:{port}/token"
@@ -288,7 +288,7 @@ def test_a_renewal_ends_within_its_bound_and_the_held_token_stands_in(
 
 def test_an_https_endpoint_is_checked_against_the_given_ca(
         tmp_path: Any, clock: list[float]) -> None:
-    from tests.support.devkafka import TlsFiles
+    from dev.devkafka import TlsFiles
 
     tls = TlsFiles.create(tmp_path / "idp")
     served = Endpoint(tls)

@@ -14,6 +14,7 @@ from typing import Any
 
 from provisioning.names import ERROR, INFO, SEVERITIES, WARNING
 from provisioning.views.plan_markdown import cell, code
+from provisioning.views.text_table import table_lines
 
 # Rows a PR comment holds comfortably (GitHub caps a comment at 65,536 characters).
 MAX_ROWS = 200
@@ -75,10 +76,8 @@ def render_check(rows: Sequence[Row], clusters: Sequence[str] = ()) -> list[str]
             continue
         lines.append(f"cluster {cluster}: {len(found)} violation(s)")
         counts = Counter((r["severity"], r["rule"]) for r in found)
-        width = max(len(rule) for _, rule in counts)
-        for (severity, rule), n in sorted(counts.items(),
-                                          key=lambda i: (_rank(i[0][0]), i[0][1])):
-            lines.append(f"  {severity:<7}  {rule:<{width}}  {n}")
+        lines += table_lines([[severity, rule, str(n)] for (severity, rule), n in sorted(
+            counts.items(), key=lambda i: (_rank(i[0][0]), i[0][1]))])
     errors = [r for r in in_order(rows) if r["severity"] == ERROR]
     lines.append(f"errors ({len(errors)}):" if errors else "errors: none")
     for r in errors:
@@ -139,14 +138,10 @@ def render_trend(days: Sequence[Row], spans: Sequence[Row]) -> list[str]:
             lines.append("  no violation in any counted run")
             continue
         counts = {(d["day"], d["rule"]): d["violations"] for d in found}
-        head = ["day", *rules]
-        table = [[str(day), *(str(counts.get((day, rule), 0)) for rule in rules)]
-                 for day in sorted({d["day"] for d in found})]
-        widths = [max(len(row[i]) for row in [head, *table]) for i in range(len(head))]
-        for row in [head, *table]:
-            lines.append("  " + "  ".join(
-                v.ljust(w) if i == 0 else v.rjust(w)
-                for i, (v, w) in enumerate(zip(row, widths, strict=True))).rstrip())
+        lines += table_lines(
+            [["day", *rules], *([str(day), *(str(counts.get((day, rule), 0)) for rule in rules)]
+                                for day in sorted({d["day"] for d in found}))],
+            align=("left", *("right" for _ in rules)))
     lines.append("when topics started and stopped breaking a rule (newest first)")
     if not spans:
         lines.append("  none")

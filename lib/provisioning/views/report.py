@@ -21,6 +21,7 @@ from provisioning.errors import UsageError
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.scope import topics_matching
 from provisioning.views.kind import ViewKind, owner_of
+from provisioning.views.text_table import table_lines
 
 # Rows of one run `report --run-id` shows per `--limit` (the run's subjects, each with its
 # phases).
@@ -163,11 +164,14 @@ def render_run_view(kinds: Sequence[ViewKind], payload: Mapping[str, Any]) -> li
 
 
 def render_recent_runs(payload: Mapping[str, Any]) -> list[str]:
+    """A line per run in columns, each followed by the first line of its message."""
     lines = ["recent runs (newest first)"]
-    for r in payload["runs"]:
-        lines.append(f"  {r['run_id']} {r['command']:<8} {r['status']:<22} exit "
-                     f"{r['exit_code']}  {r['started_at']} -> {r['finished_at']}  "
-                     f"{counts_text(r['outcome_counts'])}")
+    runs = payload["runs"]
+    rows = table_lines([[r["run_id"], r["command"], r["status"], f"exit {r['exit_code']}",
+                         f"{r['started_at']} -> {r['finished_at']}",
+                         counts_text(r["outcome_counts"])] for r in runs])
+    for r, row in zip(runs, rows, strict=True):
+        lines.append(row)
         if r.get("message"):
             lines.append(f"      {r['message'].splitlines()[0]}")
     return lines

@@ -16,6 +16,7 @@ from provisioning.kinds.reassign.results import ReassignSummary
 from provisioning.results import RunResult
 from provisioning.transforms.scope import glob_to_regex
 from provisioning.views.kind import ActionStyle, Need, ViewKind
+from provisioning.views.text_table import table_lines
 
 
 def _replicas(values: Sequence[int] | None) -> str:
@@ -83,9 +84,7 @@ def render_reassignments(payload: Mapping[str, Any]) -> list[str]:
              _brokers(r["removing"]), _brokers(r["target"]),
              "unknown" if r["bytes_left"] is None else str(r["bytes_left"]))
             for r in moving]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(_IN_FLIGHT_HEADER))]
-        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-                  .rstrip() for row in cells]
+        lines += table_lines(cells)
     return lines
 
 

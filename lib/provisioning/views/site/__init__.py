@@ -5,6 +5,9 @@ searchable list and a page per topic), the open findings and the inventory. Char
 inline SVG; the topic search's index is a `.js` file loaded with `<script src>`: the site
 works opened from the file system and served by any static server, and fetches nothing.
 The same table versions give the same files, byte for byte.
+
+What each page shows is gathered here, in Python; its markup is a Jinja2 template of
+`templates/` (shipped with the package), which escapes every value it writes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pyspark.sql import SparkSession
 from provisioning.conf import Conf
 from provisioning.views.kind import ViewKind
 from provisioning.views.site.data import SiteData, read_site
-from provisioning.views.site.html import CSS
+from provisioning.views.site.html import static
 from provisioning.views.site.pages import findings, inventory, overview
 from provisioning.views.site.runs import run_pages, runs_index
 from provisioning.views.site.topics import index_js, topic_pages, topics_index
@@ -31,8 +34,9 @@ MARKER = "site.css"
 
 def render_site(data: SiteData) -> dict[str, str]:
     """Every file of the site, by path under its root."""
-    files = {"site.css": CSS, "index.html": overview(data), "findings.html": findings(data),
-             "inventory.html": inventory(data), "runs/index.html": runs_index(data),
+    files = {"site.css": static("site.css"), "index.html": overview(data),
+             "findings.html": findings(data), "inventory.html": inventory(data),
+             "runs/index.html": runs_index(data),
              "topics/index.html": topics_index(data), "topics/index.js": index_js(data)}
     files.update(run_pages(data))
     files.update(topic_pages(data))

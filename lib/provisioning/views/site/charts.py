@@ -1,4 +1,5 @@
-"""Charts as inline SVG, made here: nothing for a browser to fetch.
+"""Charts as inline SVG: nothing for a browser to fetch. Here the data of a chart (its
+points placed, its labels written); its markup is templates/charts.html.
 
 Each point is a `<circle class="point">` (each bar a `<rect class="bar">`) carrying its
 label and value as `data-x` and `data-y`, with a `<title>` a pointer shows.
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from provisioning.views.site.html import esc
+from provisioning.views.site.html import macro
 
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 70, 16, 14, 30
+# Where a bar chart's bars start (its labels to their left), and each bar's row.
+BAR_LEFT, BAR_ROW = 200, 26
 
 
 def nice_top(value: float) -> float:
@@ -38,14 +42,18 @@ def _ticks(top: float) -> list[float]:
     return [top * n / 4 for n in range(5)]
 
 
-def line_chart(name: str, points: Sequence[tuple[str, float | None]],
-               label: Callable[[float], str] = lambda v: f"{v:,.0f}") -> str:
+def line_data(name: str, points: Sequence[tuple[str, float | None]],
+              label: Callable[[float], str] = lambda v: f"{v:,.0f}") -> dict[str, Any]:
     """A line over `points` (x label, value; a None value, or one that is no finite number,
-    is a gap: no point)."""
+    is a gap: no point), for templates/charts.html's `line_chart` (no point: no data)."""
     points = [(x, v if _known(v) else None) for x, v in points]
     known = [v for _, v in points if v is not None]
+    chart: dict[str, Any] = {"name": name, "width": WIDTH, "height": HEIGHT, "left": LEFT,
+                             "right": WIDTH - RIGHT, "tick_x": LEFT - 6,
+                             "axis_y": HEIGHT - 8, "ticks": [], "segments": [],
+                             "points": [], "axis": []}
     if not known:
-        return f'<p class="muted">{esc(name)}: no data in the window.</p>'
+        return chart
     top = nice_top(max(known))
     inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     step = inner_w / max(len(points) - 1, 1)
@@ -53,61 +61,56 @@ def line_chart(name: str, points: Sequence[tuple[str, float | None]],
     def xy(i: int, v: float) -> tuple[float, float]:
         return LEFT + i * step, TOP + inner_h - inner_h * v / top
 
-    parts = [f'<svg class="chart" role="img" aria-label="{esc(name)}" '
-             f'data-chart="{esc(name)}" width="{WIDTH}" height="{HEIGHT}" '
-             f'viewBox="0 0 {WIDTH} {HEIGHT}" xmlns="http://www.w3.org/2000/svg">']
     for t in _ticks(top):
         _, y = xy(0, t)
-        parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
-                     'stroke="#eef1f5"/>')
-        parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-                     f"{esc(label(t))}</text>")
+        chart["ticks"].append({"y": f"{y:.1f}", "text_y": f"{y + 4:.1f}", "label": label(t)})
     segment: list[str] = []
-    segments = []
     for i, (_, v) in enumerate(points):
         if v is None:
-            segments.append(segment)
+            chart["segments"].append(" ".join(segment))
             segment = []
             continue
         x, y = xy(i, v)
         segment.append(f"{x:.1f},{y:.1f}")
-    segments.append(segment)
-    parts += [f'<polyline class="line" points="{" ".join(s)}"/>' for s in segments if s]
+    chart["segments"].append(" ".join(segment))
+    chart["segments"] = [s for s in chart["segments"] if s]
     for i, (x_label, v) in enumerate(points):
         if v is None:
             continue
         x, y = xy(i, v)
-        parts.append(f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3" '
-                     f'data-x="{esc(x_label)}" data-y="{v}"><title>{esc(x_label)}: '
-                     f"{esc(label(v))}</title></circle>")
+        chart["points"].append({"x": f"{x:.1f}", "y": f"{y:.1f}", "label_x": x_label,
+                                "value": v, "label": label(v)})
     for i, anchor in sorted({0: "start", len(points) - 1: "end"}.items()):
         x, _ = xy(i, 0)
-        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">'
-                     f"{esc(points[i][0])}</text>")
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+        chart["axis"].append({"x": f"{x:.1f}", "anchor": anchor, "text": points[i][0]})
+    return chart
+
+
+def bar_data(name: str, bars: Sequence[tuple[str, int, int]],
+             label: Callable[[float], str] = lambda v: f"{v:,.0f}") -> dict[str, Any]:
+    """Horizontal bars of used against capacity: (label, used, capacity); a bar over 85%
+    of its capacity is marked `full`. For templates/charts.html's `bar_chart`."""
+    inner_w = WIDTH - BAR_LEFT - RIGHT
+    chart: dict[str, Any] = {"name": name, "width": WIDTH, "height": TOP + BAR_ROW * len(bars)
+                             + 6, "left": BAR_LEFT, "inner_width": inner_w, "bars": []}
+    for i, (text, used, capacity) in enumerate(bars):
+        y = TOP + i * BAR_ROW
+        share = used / capacity if capacity else 0.0
+        chart["bars"].append({
+            "text": text, "y": y, "text_y": y + 14, "used": used,
+            "css": "bar full" if share > 0.85 else "bar",
+            "width": f"{inner_w * min(share, 1.0):.1f}", "used_label": label(used),
+            "capacity_label": label(capacity), "share": f"{share:.0%}"})
+    return chart
+
+
+def line_chart(name: str, points: Sequence[tuple[str, float | None]],
+               label: Callable[[float], str] = lambda v: f"{v:,.0f}") -> str:
+    """The line chart of `line_data`, as SVG (or a note that there is no data)."""
+    return str(macro("charts.html", "line_chart")(line_data(name, points, label)))
 
 
 def bar_chart(name: str, bars: Sequence[tuple[str, int, int]],
               label: Callable[[float], str] = lambda v: f"{v:,.0f}") -> str:
-    """Horizontal bars of used against capacity: (label, used, capacity); a bar over 85%
-    of its capacity is marked `full`."""
-    if not bars:
-        return f'<p class="muted">{esc(name)}: no data.</p>'
-    row, inner_w = 26, WIDTH - 200 - RIGHT
-    height = TOP + row * len(bars) + 6
-    parts = [f'<svg class="chart" role="img" aria-label="{esc(name)}" '
-             f'data-chart="{esc(name)}" width="{WIDTH}" height="{height}" '
-             f'viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">']
-    for i, (text, used, capacity) in enumerate(bars):
-        y = TOP + i * row
-        share = used / capacity if capacity else 0.0
-        full = " full" if share > 0.85 else ""
-        parts.append(f'<text x="4" y="{y + 14}">{esc(text)}</text>')
-        parts.append(f'<rect class="cap" x="200" y="{y}" width="{inner_w}" height="18"/>')
-        parts.append(f'<rect class="bar{full}" x="200" y="{y}" '
-                     f'width="{inner_w * min(share, 1.0):.1f}" height="18" '
-                     f'data-x="{esc(text)}" data-y="{used}"><title>{esc(text)}: '
-                     f"{esc(label(used))} of {esc(label(capacity))} ({share:.0%})</title></rect>")
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    """The bar chart of `bar_data`, as SVG (or a note that there is no data)."""
+    return str(macro("charts.html", "bar_chart")(bar_data(name, bars, label)))

@@ -1,5 +1,6 @@
-"""The site's page frame and small HTML pieces: escaping, tables, numbers, times, stable file
-names, and the footer naming the table versions a page was made from.
+"""The site's templates and the plain values they show: the Jinja2 environment that renders
+the pages (markup in `templates/`, every value escaped as it is written), the pieces a table
+cell is made of, stable file names, numbers, times, and which tables a page was made from.
 
 Everything here is a pure function of its arguments: the same data gives the same bytes.
 """
@@ -7,11 +8,16 @@ Everything here is a pure function of its arguments: the same data gives the sam
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import html
+import importlib.resources
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import jinja2
 
 from provisioning.views.report import byte_size
 from provisioning.views.site.data import TableRead
@@ -19,32 +25,94 @@ from provisioning.views.site.data import TableRead
 NAV = (("index.html", "Overview"), ("runs/index.html", "Runs"),
        ("topics/index.html", "Topics"), ("findings.html", "Findings"),
        ("inventory.html", "Inventory"))
-
-CSS = """\
-body{font-family:system-ui,sans-serif;margin:0;color:#1d2430;background:#fafbfc}
-header{background:#1d2430;padding:.6em 1.2em}
-header a{color:#e8edf3;margin-right:1.4em;text-decoration:none}
-header a.here{font-weight:bold;text-decoration:underline}
-main{padding:1em 1.6em;max-width:78em}
-table{border-collapse:collapse;margin:.6em 0 1.2em}
-th,td{border-bottom:1px solid #d9dee5;padding:.25em .7em;text-align:left;vertical-align:top}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-.error{color:#b3261e}.warning{color:#8a5300}.info{color:#44576d}
-.failed,.unknown,.rejected,.blocked{color:#b3261e;font-weight:bold}
-.muted,footer{color:#66717f;font-size:.9em}
-footer{padding:1em 1.6em;border-top:1px solid #d9dee5}
-svg.chart{background:#fff;border:1px solid #d9dee5}
-svg.chart .line{fill:none;stroke:#2f6fb3;stroke-width:2}
-svg.chart .point{fill:#2f6fb3}
-svg.chart .bar{fill:#2f6fb3}svg.chart .bar.full{fill:#b3261e}
-svg.chart .cap{fill:#e8edf3}
-svg.chart text{font-size:11px;fill:#44576d}
-input#search{font-size:1.1em;padding:.3em;width:30em}
-"""
+# The folder of the templates, beside this module.
+TEMPLATES = "templates"
 
 
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+@dataclass(frozen=True)
+class Link:
+    """A cell's link."""
+
+    href: str
+    text: Any
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A cell's value styled by a class of the site's CSS (an outcome, a severity, a
+    status): the value is its own class."""
+
+    text: Any
+
+
+# A table cell: a value, a Link, a Mark, or a list of them shown one after the other.
+Cell = Any
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table's headers and rows of cells; `numeric`: the columns aligned right; `css`:
+    the table's class."""
+
+    headers: Sequence[str]
+    rows: Sequence[Sequence[Cell]]
+    numeric: Sequence[int] = ()
+    css: str = ""
+
+
+class _Escaped:
+    """A value escaped as `html.escape` escapes it (`&#x27;`, `&quot;`: the entities the
+    pages always had), for Jinja2's autoescaping to write as it is."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __html__(self) -> str:
+        return self._text
+
+
+def _escaped(value: Any) -> Any:
+    # Markup (a macro's output) is the templates' own; every other value is text, and None
+    # an empty cell, as the pages always had it.
+    if hasattr(value, "__html__"):
+        return value
+    return _Escaped(html.escape("" if value is None else str(value), quote=True))
+
+
+def _read(name: str) -> str:
+    return (importlib.resources.files(__name__.rpartition(".")[0]) / TEMPLATES / name
+            ).read_text(encoding="utf-8")
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The site's templates, read from the package's data (a directory, or the zip
+    spark-submit.sh ships) and autoescaped; a value a template names that is missing is an
+    error, never an empty cell."""
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (_read(name), None, lambda: True)),
+        autoescape=True, finalize=_escaped, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.tests.update(link=lambda v: isinstance(v, Link), mark=lambda v: isinstance(v, Mark),
+                     pieces=lambda v: isinstance(v, list))
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    """The template `template` of the site's, rendered with `context`."""
+    return environment().get_template(template).render(**context)
+
+
+def macro(template: str, name: str) -> Callable[..., Any]:
+    """The macro `name` of the site's template `template`, as a function (its markup out)."""
+    return cast(Callable[..., Any], getattr(environment().get_template(template).module, name))
+
+
+def static(name: str) -> str:
+    """A file of the site's templates folder as it is (the style sheet)."""
+    return _read(name)
 
 
 def slug(text: str, width: int = 80) -> str:
@@ -84,60 +152,27 @@ def count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def table(headers: Sequence[str], body: Iterable[Sequence[str]], numeric: Sequence[int] = (),
-          css: str = "") -> str:
-    """A table of cells already escaped; `numeric`: the columns aligned right."""
-    head = "".join(f'<th{" class=n" if i in numeric else ""}>{esc(h)}</th>'
-                   for i, h in enumerate(headers))
-    lines = ["".join(f'<td{" class=n" if i in numeric else ""}>{c}</td>'
-                     for i, c in enumerate(cells)) for cells in body]
-    if not lines:
-        return '<p class="muted">none</p>'
-    rows = "".join(f"<tr>{line}</tr>\n" for line in lines)
-    attr = f' class="{css}"' if css else ""
-    return f"<table{attr}>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}</tbody></table>\n"
+def read_from(tables: Sequence[TableRead], roles: Sequence[str]) -> list[dict[str, Any]]:
+    """The tables of `roles` a page was made from, for its footer: each one's role, name,
+    and the version read and when it was committed (None: it does not exist)."""
+    return [{"role": t.role, "table": t.table, "version": t.version,
+             "committed": when(t.committed_at)}
+            for t in tables
+            if any(t.role == r or (r == "manifests" and t.role.startswith("manifest"))
+                   for r in roles)]
 
 
-def link(href: str, text: str) -> str:
-    return f'<a href="{esc(href)}">{esc(text)}</a>'
-
-
-def tables_footer(tables: Sequence[TableRead], roles: Sequence[str]) -> str:
-    """What the page was made from: each table's version and when it was committed."""
-    items = []
-    for t in tables:
-        if not any(t.role == r or (r == "manifests" and t.role.startswith("manifest"))
-                   for r in roles):
-            continue
-        if t.version is None:
-            items.append(f"<li>{esc(t.role)}: <code>{esc(t.table)}</code> does not exist"
-                         "</li>")
-        else:
-            items.append(f"<li>{esc(t.role)}: <code>{esc(t.table)}</code> version "
-                         f"{t.version}, committed {esc(when(t.committed_at))}</li>")
-    return "<p>Read from these Delta tables:</p><ul>" + "".join(items) + "</ul>"
-
-
-def missing(tables: Sequence[TableRead], role: str) -> str | None:
-    """A note when the table of `role` does not exist (None: it does)."""
+def missing(tables: Sequence[TableRead], role: str) -> TableRead | None:
+    """The table of `role` when it does not exist (None: it does, or the site does not read
+    it), for the note the pages that read it show."""
     t = next((t for t in tables if t.role == role), None)
-    if t is None or t.version is not None:
-        return None
-    return (f'<p class="muted">The {esc(role)} table <code>{esc(t.table)}</code> does not '
-            "exist yet: nothing to show here.</p>")
+    return t if t is not None and t.version is None else None
 
 
-def page(path: str, title: str, body: str, footer: str, head: str = "") -> str:
-    """A whole page at `path` (relative to the site's root; links are made relative)."""
-    up = "../" * path.count("/")
-    nav = "".join(
-        f'<a href="{up}{href}"{" class=here" if href == path else ""}>{esc(text)}</a>'
-        for href, text in NAV)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{esc(title)}</title>\n"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<link rel="icon" href="data:,">\n'
-        f'<link rel="stylesheet" href="{up}site.css">\n{head}</head>\n<body>\n'
-        f"<header>{nav}</header>\n<main>\n<h1>{esc(title)}</h1>\n{body}</main>\n"
-        f"<footer>{footer}</footer>\n</body>\n</html>\n")
+def page(path: str, template: str, title: str, tables: Sequence[TableRead],
+         roles: Sequence[str], **context: Any) -> str:
+    """The whole page at `path` (relative to the site's root; links are made relative):
+    `template` (which extends page.html) with `context`, and a footer naming the tables of
+    `roles`."""
+    return render(template, path=path, up="../" * path.count("/"), nav=NAV, title=title,
+                  read_from=read_from(tables, roles), **context)

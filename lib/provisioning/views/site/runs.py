@@ -1,5 +1,6 @@
 """The site's run pages: the recent runs, and each run's changes grouped by kind (its
-subjects' chains of phases, failures first).
+subjects' chains of phases, failures first); their markup is templates/runs.html and
+run.html.
 
 A row's kind is the kind that owns it (`views.kind.owner_of`), or the kind extending that
 one whose actions it carries (`views.kind.extensions_of`), among the kinds the site was
@@ -15,7 +16,7 @@ from provisioning import names
 from provisioning.views.kind import ViewKind, extensions_of, owner_of
 from provisioning.views.report import counts_text, phase_chains
 from provisioning.views.site.data import SiteData
-from provisioning.views.site.html import esc, link, page, run_file, table, tables_footer, when
+from provisioning.views.site.html import Link, Mark, Table, page, run_file, when
 
 # The outcomes a subject's chain is listed first for.
 TROUBLE = (names.FAILED, names.UNKNOWN, names.REJECTED, names.BLOCKED)
@@ -41,16 +42,15 @@ def duration(run: Mapping[str, Any]) -> str:
 
 def runs_index(data: SiteData) -> str:
     """runs/index.html: every run of the window, newest first."""
-    body = [f"<p>{len(data.runs)} run(s) from {esc(data.days[0] if data.days else '-')} "
-            f"to {esc(data.days[-1] if data.days else '-')}.</p>"]
-    body.append(table(
-        ("run", "command", "status", "exit", "started", "duration", "clusters", "outcomes"),
-        ([link(run_file(r["run_id"]).removeprefix("runs/"), r["run_id"]), esc(r["command"]),
-          f'<span class="{esc(r["status"])}">{esc(r["status"])}</span>',
-          esc(r["exit_code"]), esc(when(r["started_at"])), esc(duration(r)),
-          esc(", ".join(r["clusters"] or [])), esc(counts_text(_counts(r)))]
-         for r in data.runs), numeric=(3,)))
-    return page("runs/index.html", "Runs", "".join(body), tables_footer(data.tables, ROLES))
+    return page("runs/index.html", "runs.html", "Runs", data.tables, ROLES,
+                runs=len(data.runs), first=data.days[0] if data.days else "-",
+                last=data.days[-1] if data.days else "-", table=Table(
+                    ("run", "command", "status", "exit", "started", "duration", "clusters",
+                     "outcomes"),
+                    [[Link(run_file(r["run_id"]).removeprefix("runs/"), r["run_id"]),
+                      r["command"], Mark(r["status"]), r["exit_code"], when(r["started_at"]),
+                      duration(r), ", ".join(r["clusters"] or []), counts_text(_counts(r))]
+                     for r in data.runs], numeric=(3,)))
 
 
 def _counts(run: Mapping[str, Any]) -> dict[str, int]:
@@ -89,38 +89,31 @@ def row_order(r: Mapping[str, Any]) -> tuple[Any, ...]:
     return (r.get("recorded_at") is None, r.get("recorded_at"), phase, r["phase"])
 
 
+def _kind_part(kind: ViewKind, every: Sequence[tuple[list[Mapping[str, Any]], str]]
+               ) -> dict[str, Any]:
+    """A kind's part of a run page: its changed subjects (failures first), and how many are
+    unchanged and how many not listed."""
+    chains = [c for c in every if any(s["action"] != names.NOOP for s in c[0])]
+    return {"name": kind.name, "title": kind.title or kind.name, "changed": len(chains),
+            "failing": sum(1 for steps, _ in chains if _chain_rank(steps) == 0),
+            "unchanged": len(every) - len(chains), "more": max(len(chains) - LISTED, 0),
+            "table": Table(("subject", "action", "outcome", "phases"), [
+                [kind.subject_text(steps[-1]), steps[-1]["action"],
+                 Mark(steps[-1]["outcome"]), chain]
+                for steps, chain in chains[:LISTED]], css="changes")}
+
+
 def run_page(data: SiteData, run: Mapping[str, Any],
              rows: Sequence[Mapping[str, Any]]) -> str:
     """One run: its row, then its changes grouped by kind."""
-    body = [table(("command", "status", "exit", "started", "finished", "duration",
-                   "clusters", "outcomes"),
-                  [[esc(run["command"]), f'<span class="{esc(run["status"])}">'
-                    f'{esc(run["status"])}</span>', esc(run["exit_code"]),
-                    esc(when(run["started_at"])), esc(when(run["finished_at"])),
-                    esc(duration(run)), esc(", ".join(run["clusters"] or [])),
-                    esc(counts_text(_counts(run)))]])]
-    if run.get("message"):
-        body.append(f"<p>{esc(run['message'])}</p>")
-    groups = run_groups(data.kinds, rows)
-    if not groups:
-        body.append('<p class="muted">This run recorded no audit row.</p>')
-    for kind, every in groups:
-        chains = [c for c in every if any(s["action"] != names.NOOP for s in c[0])]
-        failing = sum(1 for steps, _ in chains if _chain_rank(steps) == 0)
-        body.append(f'<h2 data-kind="{esc(kind.name)}">{esc(kind.title or kind.name)} '
-                    f"({len(chains)}{f', {failing} failing' if failing else ''})</h2>")
-        if len(every) > len(chains):
-            body.append(f'<p class="unchanged">{len(every) - len(chains)} unchanged.</p>')
-        body.append(table(("subject", "action", "outcome", "phases"), (
-            [esc(kind.subject_text(steps[-1])), esc(steps[-1]["action"]),
-             f'<span class="{esc(steps[-1]["outcome"])}">{esc(steps[-1]["outcome"])}</span>',
-             esc(chain)]
-            for steps, chain in chains[:LISTED]), css="changes"))
-        if len(chains) > LISTED:
-            body.append(f'<p class="more">{len(chains) - LISTED} more not listed: '
-                        f"<code>report --run-id {esc(run['run_id'])}</code> lists them.</p>")
-    return page(run_file(run["run_id"]), f"Run {run['run_id']}", "".join(body),
-                tables_footer(data.tables, ROLES))
+    return page(run_file(run["run_id"]), "run.html", f"Run {run['run_id']}", data.tables,
+                ROLES, run_id=run["run_id"], message=run.get("message"), table=Table(
+                    ("command", "status", "exit", "started", "finished", "duration",
+                     "clusters", "outcomes"),
+                    [[run["command"], Mark(run["status"]), run["exit_code"],
+                      when(run["started_at"]), when(run["finished_at"]), duration(run),
+                      ", ".join(run["clusters"] or []), counts_text(_counts(run))]]),
+                kinds=[_kind_part(kind, every) for kind, every in run_groups(data.kinds, rows)])
 
 
 def run_pages(data: SiteData) -> dict[str, str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from provisioning.processes import process_exists
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JARS_DIR = REPO_ROOT / ".cache" / "jars" / "kafka"
 JARS_ENV = "PROVISIONING_KAFKA_JARS"
 HOST = "127.0.0.1"
@@ -54,7 +54,7 @@ _RESERVED_KEYS = frozenset(
 _LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _LOG4J2_XML = """\
 <?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by tests.support.devkafka. Shared by every node: each logs under its own
+<!-- Written by dev.devkafka. Shared by every node: each logs under its own
      -Dkafka.logs.dir. Log4j's shutdown hook is off so Kafka's own shutdown is still logged. -->
 <Configuration status="WARN" shutdownHook="disable">
   <Appenders>
@@ -818,7 +818,7 @@ class KafkaCluster:
         for node_id in ids:
             lines = [f"{k}={_escape(v)}" for k, v in self.server_properties(node_id).items()]
             self._nodes[node_id].properties_file.write_text(
-                "# Written by tests.support.devkafka\n" + "\n".join(lines) + "\n"
+                "# Written by dev.devkafka\n" + "\n".join(lines) + "\n"
             )
 
     # -- processes --------------------------------------------------------------------
@@ -1054,8 +1054,8 @@ def _cmd_status(directory: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `python -m tests.support.devkafka up|down|status --dir DIR`."""
-    parser = argparse.ArgumentParser(prog="python -m tests.support.devkafka", description=__doc__)
+    """Entry point of `python -m dev.devkafka up|down|status --dir DIR`."""
+    parser = argparse.ArgumentParser(prog="python -m dev.devkafka", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (
         ("up", "start a detached cluster (or reuse a live one) and print its bootstrap address"),

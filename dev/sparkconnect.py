@@ -10,10 +10,10 @@ the small local settings of `server_settings`), and a stock one (`stock=True`, `
 --stock`): Spark's defaults but Delta and loopback, as a team's server started without
 anything of this project's would be (`stock_settings`).
 
-    python -m tests.support.sparkconnect up --dir .cache/connect/server    # prints sc://...
-    python -m tests.support.sparkconnect up --stock --dir .cache/connect/stock
-    python -m tests.support.sparkconnect status --dir .cache/connect/server
-    python -m tests.support.sparkconnect down --dir .cache/connect/server
+    python -m dev.sparkconnect up --dir .cache/connect/server    # prints sc://...
+    python -m dev.sparkconnect up --stock --dir .cache/connect/stock
+    python -m dev.sparkconnect status --dir .cache/connect/server
+    python -m dev.sparkconnect down --dir .cache/connect/server
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.support.devkafka import (
+from dev.devkafka import (
     HOST,
     _parent_death_signal_hook,
     _port_open,
@@ -39,7 +39,7 @@ from tests.support.devkafka import (
     free_ports,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SERVER_VENV = REPO / ".cache" / "connect" / "venv"
 DELTA_JARS = REPO / ".cache" / "jars" / "delta"
 STATE_FILE = "connect.json"
@@ -193,7 +193,7 @@ def warm_up(address: str) -> float:
     """One small Delta round trip and one Python task on the server, from a process of its
     own (a process with a classic session cannot open a Connect one); seconds it took."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "tests.support.sparkconnect", "warm",
+    done = subprocess.run([sys.executable, "-m", "dev.sparkconnect", "warm",
                            "--remote", address], cwd=REPO, capture_output=True, text=True,
                           timeout=600)
     if done.returncode != 0:
@@ -279,8 +279,8 @@ def _cmd_status(directory: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `python -m tests.support.sparkconnect up|down|status --dir DIR`."""
-    parser = argparse.ArgumentParser(prog="python -m tests.support.sparkconnect",
+    """Entry point of `python -m dev.sparkconnect up|down|status --dir DIR`."""
+    parser = argparse.ArgumentParser(prog="python -m dev.sparkconnect",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
