@@ -50,7 +50,7 @@ KIND_MODULE_ROOMS = {
     "planning": "run", "relock": "run", "changes": "run", "adopt": "run", "check": "run",
     "summary": "run",
     "view": "views", "text": "views", "markdown": "views", "section": "views",
-    "report": "views", "inventory": "views",
+    "report": "views", "inventory": "views", "site": "views",
     "cli": "cli",
     "kind": "kind",
 }

@@ -15,11 +15,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import DataFrame
 
 from provisioning.results import RunResult
+
+if TYPE_CHECKING:
+    from provisioning.views.site.data import SiteData
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,11 @@ class ViewKind(ABC):
         """An extending kind: what its fields of a saved entry of the extended kind need of
         an apply (`PlanSection.needs`)."""
         return []
+
+    def site_pages(self, data: SiteData) -> dict[str, str]:
+        """The kind's own files of the static site (`report --site`), by path under its
+        root (`data`: what the site read)."""
+        return {}
 
     def owns(self, row: Mapping[str, Any]) -> bool:
         """Whether an AUDIT row (as a dict) is about this kind's subject (`report

@@ -10,9 +10,11 @@ from typing import Any
 
 from provisioning.kinds.topics.markdown import topics_markdown
 from provisioning.kinds.topics.section import TopicsSection
+from provisioning.kinds.topics.site import site_pages
 from provisioning.kinds.topics.text import ACTIONS, NAME, topics_text
 from provisioning.results import RunResult
 from provisioning.views.kind import PlanSection, ViewKind, extensions_of
+from provisioning.views.site.data import SiteData
 
 
 class TopicsView(ViewKind):
@@ -36,6 +38,9 @@ class TopicsView(ViewKind):
     def markdown(self, result: RunResult, command: str, kinds: Sequence[ViewKind]
                  ) -> list[str]:
         return topics_markdown(result, command, extensions_of(kinds, NAME))
+
+    def site_pages(self, data: SiteData) -> dict[str, str]:
+        return site_pages(data)
 
     def subject(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         return (row.get("cluster"), row.get("topic"))

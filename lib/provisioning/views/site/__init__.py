@@ -1,7 +1,8 @@
 """`report --site DIR`: the audit as a static site, made from the Delta tables alone.
 
-Pages: the overview (per cluster), the runs and each run's changes by kind, the topics (a
-searchable list and a page per topic), the open findings and the inventory. Charts are
+Pages: the overview (per cluster), the runs and each run's changes by kind, each kind's own
+pages (`ViewKind.site_pages`: the topics' searchable list and a page per topic), the open
+findings and the inventory. Charts are
 inline SVG; the topic search's index is a `.js` file loaded with `<script src>`: the site
 works opened from the file system and served by any static server, and fetches nothing.
 The same table versions give the same files, byte for byte.
@@ -24,7 +25,6 @@ from provisioning.views.site.data import SiteData, read_site
 from provisioning.views.site.html import static
 from provisioning.views.site.pages import findings, inventory, overview
 from provisioning.views.site.runs import run_pages, runs_index
-from provisioning.views.site.topics import index_js, topic_pages, topics_index
 
 # The folders whose pages the site owns: a page there that a new site does not write is
 # removed (a topic or run gone from the window).
@@ -36,10 +36,10 @@ def render_site(data: SiteData) -> dict[str, str]:
     """Every file of the site, by path under its root."""
     files = {"site.css": static("site.css"), "index.html": overview(data),
              "findings.html": findings(data), "inventory.html": inventory(data),
-             "runs/index.html": runs_index(data),
-             "topics/index.html": topics_index(data), "topics/index.js": index_js(data)}
+             "runs/index.html": runs_index(data)}
     files.update(run_pages(data))
-    files.update(topic_pages(data))
+    for kind in data.kinds:
+        files.update(kind.site_pages(data))
     return dict(sorted(files.items()))
 
 

@@ -1,8 +1,8 @@
-"""The site's topic pages: the searchable list (its index a `.js` file that assigns a global,
-loaded with `<script src>`, since a page opened from the file system may not fetch() a local
-file), and one page per topic: its manifest row, its changes, its findings, its size and
-records over time. Their markup (and the search's script) is templates/topics.html and
-topic.html."""
+"""The topics' pages of the static site (`report --site`, `views.site`): the searchable
+list (its index a `.js` file that assigns a global, loaded with `<script src>`, since a page
+opened from the file system may not fetch() a local file), and one page per topic: its
+manifest row, its changes, its findings, its size and records over time. Their markup (and
+the search's script) is the site's templates topics.html and topic.html."""
 
 from __future__ import annotations
 
@@ -131,3 +131,10 @@ def topic_pages(data: SiteData) -> dict[str, str]:
         data, key, sorted(manifests.get(key, []), key=lambda r: str(r.get("state"))),
         history.get(key, []), spans.get(key, []), series.get(key), inventory.get(key))
         for key in topic_keys(data)}
+
+
+def site_pages(data: SiteData) -> dict[str, str]:
+    """The topics' files of the site, by path: the list, its search index, a page per
+    topic."""
+    return {"topics/index.html": topics_index(data), "topics/index.js": index_js(data),
+            **topic_pages(data)}
