@@ -34,7 +34,10 @@ VOCABULARY = {
     "acls": re.compile(r"\bacls?\b|\bacl_\w*|\w*_acls?\b|\bbindings?\b", re.IGNORECASE),
     "reassign": re.compile(r"reassign|replica moves?\b", re.IGNORECASE),
     "quotas": re.compile(r"\bquotas?\b|\bquota_\w*|\w*_quotas?\b"),
-    "users": re.compile(r"\busers\b|\buser_(?!metadata)\w*|\w*_users\b"),
+    # As code and the conf spell the kind (`users.`, `"users"`, `--users`, `user_*`), not
+    # the word: "other users of the machine".
+    "users": re.compile(r"\busers\.\w|\"users\"|--users\b|\buser_(?!metadata)\w*|\w*_users\b"
+                        r"|\bSCRAM credentials?\b"),
 }
 # Words of the conf's API that name no kind: topics' owner_partition_quota policy (a
 # partition allowance per owner, its "quotas" parameter and its message) predates
