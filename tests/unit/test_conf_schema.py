@@ -128,6 +128,12 @@ def test_the_schema_accepts_every_conf_the_loader_accepts(
                 stand_in = tmp_path / key
                 stand_in.write_text("stand-in\n")
                 cluster[key] = str(stand_in)
+    # And the folders of user passwords: folders that exist.
+    sources = (data.get("users") or {}).get("password_sources") or {}
+    for i, folder in enumerate(sources.get("folders") or ()):
+        if not Path(folder).is_dir():
+            (tmp_path / f"folder{i}").mkdir()
+            sources["folders"][i] = str(tmp_path / f"folder{i}")
     parse_conf(data, name, environ={"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092"})
     assert _schema_errors(data) == []
 
