@@ -255,7 +255,7 @@ def test_a_hostile_manifest_row_renders_as_plain_text_on_github() -> None:
                       requested_partitions=1, requested_replication_factor=1,
                       requested_configs={"retention.ms": HOSTILE},
                       error_name="INVALID_CONFIG", error_message=message)])})
-    markdown = "\n".join(render_markdown(result, "plan"))
+    markdown = "\n".join(render_markdown(VIEWS, result, "plan"))
     html = cmarkgfm.github_flavored_markdown_to_html(markdown,
                                                      options=Options.CMARK_OPT_UNSAFE)
     rows = re.findall(r"<tr>\n(.*?)</tr>", html, re.S)
