@@ -2,8 +2,8 @@
 `report`, its manifest files (`load_manifest --kind`).
 
 The commands (`cli.runs`, `cli.importing`, `cli.report`, `cli.load_manifest`) build their
-options from every registered kind (`provisioning.kinds`) through this interface and name
-none of them.
+options from every registered kind (`provisioning.registry`) through this interface and
+name none of them.
 """
 
 from __future__ import annotations

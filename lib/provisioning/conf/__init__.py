@@ -2,8 +2,8 @@
 
 A base package: every other package may read it, it reads none of them (and never
 imports Spark). Every problem of a file is reported at once, naming its key. What is
-shared by every run is here (`model`); each kind's section is its own module
-(`conf.<kind>`, found through `provisioning.kinds`). The data classes are the models
+shared by every run is here (`model`); each kind's section is its kind's own
+(`kinds/<kind>/conf.py`), handed to the loader by the command line. The data classes are the models
 pydantic reads the file against (`validate`, only when a conf loads: the objects travel
 to Spark workers that have no pydantic) and the JSON Schema is made from (`schema`).
 """
