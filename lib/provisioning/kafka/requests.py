@@ -200,7 +200,8 @@ def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T],
         pending = [item for item in pending if key(item) in throttled]
         return throttled_in(response, len(pending)) if pending else None
 
-    wait_out_throttle(admin, send_pending, "topic(s)")
+    if pending:
+        wait_out_throttle(admin, send_pending, "topic(s)")
     return results
 
 
@@ -253,9 +254,9 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
         if isinstance(exc, Errors.NodeNotReadyError) and throttled(admin):
             return retry.Resend(throttle_deadline)
         if isinstance(exc, Errors.NodeNotReadyError):
-            return lost_controller(admin, exc, at)
+            return _lost_controller(admin, exc, at)
         if isinstance(exc, Errors.KafkaConnectionError) and resent is not None:
-            return lost_controller(admin, exc, at, resent)
+            return _lost_controller(admin, exc, at, resent)
         return None
 
     return retry.resend(send, verdict)
@@ -265,7 +266,7 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
 to_controller = _to_controller
 
 
-def lost_controller(admin: ClusterAdmin, exc: BaseException, at: float,
+def _lost_controller(admin: ClusterAdmin, exc: BaseException, at: float,
                     resent: list[BaseException] | None = None) -> retry.Resend:
     """The controller went away (at `at`): resend until the admin's lost deadline, set at
     its first loss, after forgetting the controller so the next send asks the cluster
