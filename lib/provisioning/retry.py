@@ -116,6 +116,12 @@ def _error(state: RetryCallState) -> BaseException | None:
     return None if outcome is None else outcome.exception()
 
 
+def _failure(state: RetryCallState) -> BaseException:
+    error = _error(state)
+    assert error is not None, "called after a try that raised"
+    return error
+
+
 # -- wait out a throttle -----------------------------------------------------------------
 
 THROTTLE_MIN_WAIT_MS = 100
@@ -313,12 +319,13 @@ def tries(policy: Tries, call: Callable[[], R], retry_if: Callable[[BaseExceptio
         started[0] = read()
 
     def after(state: RetryCallState) -> None:
+        # Called only after an error `retry_if` accepted.
         if failed is not None:
-            failed(state.attempt_number, _error(state) or RuntimeError())
+            failed(state.attempt_number, _failure(state))
 
     def before_sleep(state: RetryCallState) -> None:
         if again is not None:
-            again(state.attempt_number, _error(state) or RuntimeError())
+            again(state.attempt_number, _failure(state))
 
     return Retrying(
         sleep=sleep or pause, retry=retry_if_exception(retry_if), stop=last, wait=wait,
