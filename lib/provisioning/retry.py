@@ -90,7 +90,8 @@ def resend(send: Callable[[], R], verdict: Callable[[BaseException, float], Rese
     measured from the same instant it is compared at.
     """
     read = clock or now
-    given: list[Resend] = []
+    # The verdict on the last error, and when it came.
+    given: list[tuple[float, Resend]] = []
 
     def retried(state: RetryCallState) -> bool:
         error = _error(state)
@@ -98,15 +99,19 @@ def resend(send: Callable[[], R], verdict: Callable[[BaseException, float], Rese
             return False
         at = read()
         answer = verdict(error, at)
-        given[:] = [] if answer is None else [answer]
-        return answer is not None and at <= answer.deadline
+        given[:] = [] if answer is None else [(at, answer)]
+        return answer is not None
+
+    def past_deadline(_state: RetryCallState) -> bool:
+        at, answer = given[0]
+        return at > answer.deadline
 
     def before(_state: RetryCallState) -> None:
-        if given and given[0].before is not None:
-            given[0].before()
+        if given[0][1].before is not None:
+            given[0][1].before()
 
     return Retrying(
-        sleep=sleep or pause, retry=retried, stop=lambda _s: False,
+        sleep=sleep or pause, retry=retried, stop=past_deadline,
         wait=wait_exponential(multiplier=RESEND_FIRST_WAIT_S, max=RESEND_MAX_WAIT_S),
         before_sleep=before, reraise=True)(send)
 
