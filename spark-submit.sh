@@ -9,7 +9,7 @@
 # PROVISIONING_DELTA_JARS or --delta-jars names local jars (a directory of jars or
 # a comma-separated list), which then travel with --jars: for clusters that cannot
 # reach Maven Central. What the executors import beyond a stock PySpark (this package,
-# its schemas, kafka-python; in cluster deploy mode also the driver's click, PyYAML,
+# its schemas, kafka-python, tenacity; in cluster deploy mode also the driver's click, PyYAML,
 # tabulate, Jinja2 and MarkupSafe)
 # travels as zips with --py-files, and the conf file with --files.
 #

@@ -1,6 +1,7 @@
-"""What the project ships: spark-submit.sh's zips (the package, the schemas and kafka-python,
-which executors on a stock PySpark lack; nothing of the dev tooling), and the wheel, whose
-`provision-topics` runs the job from a plain Python process as a Spark Connect client."""
+"""What the project ships: spark-submit.sh's zips (the package, the schemas, kafka-python and
+tenacity, which executors on a stock PySpark lack; nothing of the dev tooling), and the
+wheel, whose `provision-topics` runs the job from a plain Python process as a Spark Connect
+client."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def _dev_tooling(name: str) -> bool:
             or Path(name).stem in ("devkafka", "sparkconnect"))
 
 
-def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> None:
+def test_the_shipped_zips_hold_the_package_the_schemas_kafka_python_and_tenacity() -> None:
     import kafka
+    import tenacity
 
     done = run_cli([], job="tests/support/list_package.py")
     assert done.returncode == 0, done.output[-3000:]
@@ -41,10 +43,12 @@ def test_the_shipped_zips_hold_the_package_the_schemas_and_kafka_python() -> Non
     shipped = {Path(path).name.split("-")[0]: names for path, names in zips.items()
                if Path(path).parent.name.startswith("topic-provisioning-artifacts-")}
     kafka_root = Path(kafka.__file__).parent
+    tenacity_root = Path(tenacity.__file__).parent
     assert shipped == {
         "provisioning": _files(REPO / "lib" / "provisioning", REPO / "lib"),
         "schemas": _files(REPO / "schemas", REPO),
         "kafka": _files(kafka_root, kafka_root.parent),
+        "tenacity": _files(tenacity_root, tenacity_root.parent),
     }
     assert not [n for names in shipped.values() for n in names if _dev_tooling(n)]
 

@@ -142,6 +142,8 @@ def test_apply_over_a_plain_and_an_mtls_cluster_with_executors_on_a_bare_python(
 
     assert subprocess.run([str(BARE_PYTHON), "-c", "import kafka"],
                           capture_output=True).returncode != 0  # it really lacks kafka-python
+    assert subprocess.run([str(BARE_PYTHON), "-c", "import tenacity"],
+                          capture_output=True).returncode != 0  # and the retry layer's tenacity
     tls = tmp_path / "tls"
     cert = ClientCertificate.create(mtls_kafka.tls, tls, "job", MTLS_SUBJECT,
                                     key_password=MTLS_KEY_PASSWORD)

@@ -70,6 +70,9 @@ NO_SPARK = {"conf", "kafka", "base"}
 FINDS_BY_NAME = {"provisioning.conf.policies", "provisioning.run.executors",
                  "provisioning.session.connect"}
 
+# The one retry layer: the only module that imports tenacity or sleeps between two tries.
+RETRY_LAYER = "provisioning.retry"
+
 Tree = Mapping[str, str]
 
 
@@ -276,6 +279,26 @@ def finds_by_name(tree: Tree) -> list[str]:
                 isinstance(node, ast.Name) and node.id == "__import__")
             if named:
                 wrong.append(f"{module}:{node.lineno} finds code by a name string")
+    return wrong
+
+
+def waits_outside_the_retry_layer(tree: Tree) -> list[str]:
+    """Modules but the retry layer that sleep (`time.sleep`, or `sleep` imported from time)
+    or import tenacity: every wait between two tries is one of its named policies."""
+    wrong = []
+    for module, source in tree.items():
+        if module == RETRY_LAYER:
+            continue
+        for node in _nodes(ast.parse(source)):
+            sleeps = (isinstance(node, ast.Attribute) and node.attr == "sleep"
+                      and isinstance(node.value, ast.Name) and node.value.id == "time") or (
+                isinstance(node, ast.ImportFrom) and node.module == "time"
+                and any(alias.name == "sleep" for alias in node.names))
+            if sleeps:
+                wrong.append(f"{module}:{node.lineno} sleeps: waits between tries are the "
+                             f"retry layer's ({RETRY_LAYER})")
+        wrong += [f"{module}:{imp.line} imports {imp.target}: only {RETRY_LAYER} may"
+                  for imp in imports(tree, module) if imp.target.split(".")[0] == "tenacity"]
     return wrong
 
 

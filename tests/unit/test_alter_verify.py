@@ -8,6 +8,7 @@ import time
 import kafka.errors as Errors
 import pytest
 
+from provisioning import retry
 from provisioning.kafka.client import LiveTopic
 from provisioning.kafka.tasks import verify as tasks
 from provisioning.kafka.tasks.verify import alter_shown
@@ -70,7 +71,7 @@ class FlakyAdmin:
 
 def test_a_broker_gone_during_verify_is_left_behind_until_the_deadline(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
+    monkeypatch.setattr(retry, "pause", lambda s: None)
     rows = [{"cluster": "local", "topic": t, "action": "CREATE"} for t in ("a", "b")]
     done = list(tasks.verify_rows(FlakyAdmin(2), rows, time.monotonic() + 60))  # type: ignore[arg-type]
     assert [(r[1], r[3], r[12]) for r in done] == [("a", "created", 3), ("b", "created", 3)]

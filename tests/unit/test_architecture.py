@@ -133,6 +133,24 @@ def test_a_planted_import_of_kafka_python_outside_the_kafka_room_fails() -> None
         "package may"]
 
 
+def test_only_the_retry_layer_waits_between_tries() -> None:
+    assert arch.waits_outside_the_retry_layer(TREE) == []
+
+
+def test_a_planted_sleep_or_tenacity_outside_the_retry_layer_fails() -> None:
+    tree = planted(provisioning__delta__planted="import time\n\n"
+                                                "def f():\n"
+                                                "    time.sleep(1)\n",
+                   provisioning__kafka__planted="from time import sleep\n"
+                                                "import tenacity\n")
+    assert sorted(arch.waits_outside_the_retry_layer(tree)) == [
+        "provisioning.delta.planted:4 sleeps: waits between tries are the retry layer's "
+        "(provisioning.retry)",
+        "provisioning.kafka.planted:1 sleeps: waits between tries are the retry layer's "
+        "(provisioning.retry)",
+        "provisioning.kafka.planted:2 imports tenacity: only provisioning.retry may"]
+
+
 def test_no_import_cycle() -> None:
     assert arch.cycles(TREE) == []
 

@@ -8,6 +8,7 @@ from typing import Any
 import kafka.errors as Errors
 import pytest
 
+from provisioning import retry
 from provisioning.conf.model import KafkaConf
 from provisioning.kafka import requests
 
@@ -38,7 +39,7 @@ def _sender(answers: list[Any], seen: list[Any]) -> Any:
 
 @pytest.fixture(autouse=True)
 def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(requests.time, "sleep", lambda s: None)
+    monkeypatch.setattr(retry, "pause", lambda s: None)
 
 
 def test_a_cut_connection_is_resent_to_a_fresh_controller(
@@ -76,8 +77,8 @@ def test_a_request_never_sent_is_resent_whatever_the_caller(
 def test_a_controller_that_stays_lost_fails_every_later_request_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [100.0]
-    monkeypatch.setattr(requests.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(requests.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(retry, "now", lambda: clock[0])
+    monkeypatch.setattr(retry, "pause", lambda s: clock.__setitem__(0, clock[0] + s))
     seen: list[Any] = []
     monkeypatch.setattr(requests, "send_to_controller", _sender(
         [Errors.NodeNotReadyError(2)] * 100, seen))
@@ -102,7 +103,6 @@ def test_topics_the_controller_created_are_described_once_metadata_shows_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from provisioning.kafka.tasks import create as tasks
 
-    monkeypatch.setattr(tasks.time, "sleep", lambda s: None)
     answers = [
         # right after a controller change the broker does not know `a` yet
         {"a": "UNKNOWN_TOPIC_OR_PARTITION", "b": None, "c": "TOPIC_AUTHORIZATION_FAILED"},

@@ -6,16 +6,15 @@ failed."""
 from __future__ import annotations
 
 import datetime as dt
-from types import SimpleNamespace
 from typing import Any
 
 import kafka.errors as Errors
 import pytest
 
+from provisioning import retry
 from provisioning.conf import ClusterConf
 from provisioning.conf.model import KafkaConf
-from provisioning.kafka import client as client_module
-from provisioning.kafka import settle, snapshot
+from provisioning.kafka import snapshot
 from provisioning.kafka.client import ClusterAdmin
 
 
@@ -93,11 +92,10 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    # The modules' own `time`, so no other thread's sleep moves this clock.
+    # The retry layer's clock and pause, so no other thread's sleep moves this clock.
     c = Clock()
-    fake = SimpleNamespace(monotonic=c.monotonic, sleep=c.sleep, time=c.monotonic)
-    for module in (client_module, settle):
-        monkeypatch.setattr(module, "time", fake)
+    monkeypatch.setattr(retry, "now", c.monotonic)
+    monkeypatch.setattr(retry, "pause", c.sleep)
     return c
 
 

@@ -18,6 +18,7 @@ from kafka.protocol.admin import (
     DescribeClientQuotasResponse,
 )
 
+from provisioning import retry
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.compat import KafkaPythonIncompatible, send_to_node
 from provisioning.kinds.quotas import requests as quotas
@@ -238,7 +239,7 @@ class _Broker:
 def broker(monkeypatch: pytest.MonkeyPatch) -> _Broker:
     scripted = _Broker()
     monkeypatch.setattr(quotas, "send_to_node", scripted.send)
-    monkeypatch.setattr(quotas.time, "sleep", lambda s: None)
+    monkeypatch.setattr(retry, "pause", lambda s: None)
     return scripted
 
 
@@ -316,7 +317,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """A second passes at each look at the clock: past KAFKA's 0.3 s lost deadline at the
     second loss."""
     ticks = itertools.count()
-    monkeypatch.setattr(quotas.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(retry, "now", lambda: float(next(ticks)))
 
 
 @pytest.mark.parametrize(("losses", "error"), [

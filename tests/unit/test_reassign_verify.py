@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.kinds.reassign import names as move_names
 from provisioning.kinds.reassign import tasks
 from schemas import TOPIC_RESULT, column_names
@@ -34,7 +34,7 @@ def _verified(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(tasks, "reassign_progress", progress)
     monkeypatch.setattr(tasks, "CONFIRM_PAUSE_S", 0.0)
-    monkeypatch.setattr(tasks.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(retry, "pause", lambda _s: None)
     monkeypatch.setattr(tasks.reassign, "throttle_topics", lambda *_a, **_k: {})
     admin: Any = SimpleNamespace(cluster=SimpleNamespace(name="c"))
     results: Iterator[Any] = tasks.verify_batches(admin, [ROW], deadline=float("inf"))

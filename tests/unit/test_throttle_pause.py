@@ -6,6 +6,7 @@ the controller, the ACL requests and the client-quota requests to any broker."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,8 +39,9 @@ class FakeAdmin:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     now = [100.0]
-    monkeypatch.setattr(requests.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(requests.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
+    # The process's clock: kafka.compat reads a connection's throttle on it too.
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
     return now
 
 

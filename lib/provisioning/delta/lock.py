@@ -45,6 +45,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from provisioning import retry
 from provisioning.delta.tables import (
     TableRef,
     append,
@@ -61,9 +62,6 @@ from schemas import LOCKS
 log = logging.getLogger(__name__)
 
 CLAIM, RENEW, RELEASE = "claim", "renew", "release"
-# Seconds between the attempts to give a claim back (five attempts in about 7.5 s).
-GIVE_BACK_PAUSES = (0.5, 1.0, 2.0, 4.0)
-_pause = time.sleep
 # Columns added since the MERGE-based lock: a table of an earlier release lacks them until
 # its next append.
 _EVENT_COLUMNS = ("event", "written_epoch", "takes_over", "boot_id", "pid_namespace",
@@ -378,22 +376,23 @@ class RunLock:
         self._give_back()
 
     def _give_back(self) -> None:
-        """Append the release, retried with a growing pause (GIVE_BACK_PAUSES); when every
-        attempt fails the lease expires by itself."""
+        """Append the release, tried again with a growing pause (`retry.GIVE_BACK`); when
+        every attempt fails the lease expires by itself."""
         if not self._claimed:
             return
-        for attempt, pause in enumerate((*GIVE_BACK_PAUSES, None), start=1):
-            try:
-                self._append(RELEASE)
-                self._claimed = False
-                return
-            except Exception as exc:
-                log.warning("releasing the lock failed (attempt %d: %s: %s)", attempt,
-                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc)
-                            else "")
-            if pause is not None:
-                _pause(pause)
-        log.error("could not release the lock; it expires by itself after %ss", self.ttl)
+
+        def failed(attempt: int, exc: BaseException) -> None:
+            log.warning("releasing the lock failed (attempt %d: %s: %s)", attempt,
+                        type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc)
+                        else "")
+
+        try:
+            retry.tries(retry.GIVE_BACK, lambda: self._append(RELEASE),
+                        lambda exc: isinstance(exc, Exception), failed=failed)
+        except Exception:
+            log.error("could not release the lock; it expires by itself after %ss", self.ttl)
+            return
+        self._claimed = False
 
 
 def _why_lost(now: Standing, run_id: str, table: str) -> str | None:

@@ -44,6 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from provisioning import retry
 from provisioning.errors import UsageError
 from provisioning.session import helper, is_connect, profile
 
@@ -342,21 +343,20 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 def retry_conflicts(action: Callable[[], object], ref: TableRef, attempts: int = 5) -> None:
-    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict.
+    """Run `action` (one Delta commit to `ref`), again on an optimistic-concurrency conflict,
+    up to `attempts` tries (`retry.COMMIT`).
 
     On classic Spark, PySpark raises Delta's conflicts (`io.delta.exceptions.*`, which it
     does not convert) as py4j's Py4JJavaError, not as a PySparkException: any exception
     that names a conflict is retried."""
-    for attempt in range(1, attempts + 1):
-        try:
-            action()
-            return
-        except Exception as exc:
-            if attempt == attempts or not is_conflict(exc):
-                raise
-            log.warning("Delta commit conflict on %s (attempt %d/%d), retrying",
-                        ref.text, attempt, attempts)
-            time.sleep(0.2 * attempt)
+
+    def again(attempt: int, _exc: BaseException) -> None:
+        log.warning("Delta commit conflict on %s (attempt %d/%d), retrying",
+                    ref.text, attempt, attempts)
+
+    retry.tries(retry.COMMIT, action,
+                lambda exc: isinstance(exc, Exception) and is_conflict(exc),
+                attempts=attempts, again=again)
 
 
 def write(df: DataFrame, ref: TableRef, mode: str,

@@ -20,13 +20,13 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResourceType
 from kafka.protocol.admin import DescribeConfigsRequest
 
+from provisioning import retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka import timing
-from provisioning.kafka.codes import config_rows, error_name, topic_id_text
+from provisioning.kafka.codes import config_rows, error_name, retriable, topic_id_text
 from provisioning.kafka.compat import send_to_node
 from provisioning.kafka.sasl import sasl_login_error
-from provisioning.kafka.settle import settled
 from provisioning.kafka.tls import ssl_context
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class ClusterAdmin:
         self._credentials = credentials
         self._client: KafkaAdminClient | None = None
         # While the controller is lost: when the requests of this admin stop resending it
-        # (time.monotonic()); None while requests are answered. Shared by the requests of
+        # (`retry.now()`); None while requests are answered. Shared by the requests of
         # one task, so a cluster that stays down costs `kafka.request_timeout_ms` once.
         self.lost_deadline: float | None = None
 
@@ -390,7 +390,7 @@ class ClusterAdmin:
         The broker lists all groups to a principal with Describe on the cluster and
         otherwise only the groups it may describe; describing a random group name
         tells whether that is any group (Describe on Group `*`). Asked until `deadline`
-        (time.monotonic()) while the broker answers with a retriable error.
+        (`retry.now()`) while the broker answers with a retriable error (`retry.settle`).
         """
         if "DESCRIBE" in (self.client.describe_cluster().get("authorized_operations") or []):
             return True
@@ -398,7 +398,7 @@ class ClusterAdmin:
         try:
             # The first FindCoordinator of a cluster creates __consumer_offsets and
             # answers COORDINATOR_NOT_AVAILABLE until it has a leader.
-            settled(lambda: self.client.describe_groups([probe]), deadline)
+            retry.settle(lambda: self.client.describe_groups([probe]), deadline, retriable)
             return True
         except Errors.GroupAuthorizationFailedError:
             return False
@@ -415,21 +415,22 @@ class ClusterAdmin:
         broker's retriable answers are asked again within one `kafka.request_timeout_ms`
         for the whole read; then the error is raised.
         """
-        deadline = time.monotonic() + self.kafka.request_timeout_ms / 1000
+        deadline = retry.deadline_in(self.kafka.request_timeout_ms / 1000)
         if not self.sees_every_group(deadline):
             log.info("cluster %s: not every consumer group is visible; the groups' "
                      "committed offsets are unknown", self.cluster.name)
             return None
         # A broker whose group coordinator has just started answers ListGroups with
         # COORDINATOR_LOAD_IN_PROGRESS while it reads __consumer_offsets.
-        groups = [g["group_id"] for g in settled(self.client.list_groups, deadline)]
+        groups = [g["group_id"] for g in retry.settle(self.client.list_groups, deadline,
+                                                          retriable)]
         if not groups:
             return {}
         # OffsetFetch goes to each group's coordinator, which kafka-python keeps once
         # found: only a coordinator still loading is asked again (one that moved would be
         # asked again at the same broker).
-        answers = settled(lambda: self.client.list_group_offsets(groups), deadline,
-                          only=(Errors.CoordinatorLoadInProgressError,))
+        answers = retry.settle(lambda: self.client.list_group_offsets(groups), deadline,
+                               lambda exc: isinstance(exc, Errors.CoordinatorLoadInProgressError))
         return {group: {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()
                         if meta.offset is not None and meta.offset >= 0}
                 for group, offsets in answers.items()}

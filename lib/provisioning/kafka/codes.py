@@ -95,3 +95,8 @@ def config_rows(configs: Iterable[Any], only_non_default: bool) -> list[dict[str
         rows.append(config_entry(c.name, c.value, source, c.read_only, c.is_sensitive))
     return rows
 
+
+def retriable(exc: BaseException) -> bool:
+    """A broker's answer worth asking again for (a group coordinator still loading its
+    offsets, a leader being elected): kafka-python's retriable errors."""
+    return isinstance(exc, Errors.KafkaError) and exc.retriable

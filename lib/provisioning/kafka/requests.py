@@ -6,7 +6,6 @@ CreatePartitions (KIP-195); built, sent to the controller, retried when throttle
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -18,7 +17,7 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
 )
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.kafka.batching import TopicRequest
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import config_rows, error_name, topic_id_text, topic_id_uuid
@@ -176,29 +175,33 @@ def _retry_throttled(admin: ClusterAdmin, items: Sequence[T], key: Callable[[T],
                      send: Callable[[list[T]], Any], answers: Callable[[Any], Answers]
                      ) -> dict[str, dict[str, Any]]:
     """Send `items`, then again the ones the broker throttled (THROTTLING_QUOTA_EXCEEDED)
-    after its throttle time, up to `kafka.throttle_retries` times; a result per key.
+    after its throttle time, up to `kafka.throttle_retries` times (`retry.wait_out_throttle`);
+    a result per key.
 
     A key the broker did not answer for gets a result saying so: it never vanishes.
     """
     pending = list(items)
     results: dict[str, dict[str, Any]] = {}
-    attempts = 0
-    while pending:
-        attempts += 1
+
+    def send_pending(attempts: int) -> retry.Throttled | None:
+        nonlocal pending
         response = send(pending)
         throttled = set()
+        answered = set()
         for name, row in answers(response):
             row["attempts"] = attempts
-            if row["error_code"] == _THROTTLED and attempts <= admin.kafka.throttle_retries:
-                throttled.add(name)
-                continue
             results[name] = row
-        if not throttled:
-            for item in pending:
-                results.setdefault(key(item), _missing_result(key(item), attempts))
-            break
+            answered.add(name)
+            if row["error_code"] == _THROTTLED:
+                throttled.add(name)
+        for item in pending:
+            if key(item) not in answered:
+                results[key(item)] = _missing_result(key(item), attempts)
         pending = [item for item in pending if key(item) in throttled]
-        pause_for_throttle(admin, response, len(throttled), "topic(s)")
+        return throttled_in(response, len(pending)) if pending else None
+
+    if pending:
+        wait_out_throttle(admin, send_pending, "topic(s)")
     return results
 
 
@@ -209,19 +212,29 @@ def throttled(admin: ClusterAdmin) -> bool:
     return throttle_delay_ms(admin.client) > 0
 
 
-def pause_for_throttle(admin: ClusterAdmin, response: Any, throttled: int, what: str) -> None:
-    """Wait the throttle time of `response` (KIP-599; at least 100 ms) before `throttled`
-    items (`what`: "topic(s)", ...) the broker throttled are sent again."""
-    delay = max(int(getattr(response, "throttle_time_ms", 0) or 0), 100)
-    log.info("cluster %s: %d %s throttled, retrying in %d ms", admin.cluster.name,
-             throttled, what, delay)
-    time.sleep(delay / 1000)
+def throttled_in(response: Any, items: int) -> retry.Throttled:
+    """What the broker throttled of one answer: `items`, and the throttle time it asked for
+    (KIP-599)."""
+    return retry.Throttled(items, int(getattr(response, "throttle_time_ms", 0) or 0))
+
+
+def wait_out_throttle(admin: ClusterAdmin, send: Callable[[int], retry.Throttled | None],
+                      what: str) -> None:
+    """`send(attempt)` again while the broker throttles some of its items (`what`:
+    "topic(s)", ...), after the throttle time it asked for, up to `kafka.throttle_retries`
+    times (`retry.wait_out_throttle`)."""
+
+    def announce(throttled: retry.Throttled) -> None:
+        log.info("cluster %s: %d %s throttled, retrying in %d ms", admin.cluster.name,
+                 throttled.items, what, throttled.wait_ms)
+
+    retry.wait_out_throttle(send, admin.kafka.throttle_retries, announce)
 
 
 def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Iterable[int]],
                    resent: list[BaseException] | None = None) -> Any:
     """Send `request` to the controller; on a lost controller, ask the cluster again and
-    resend, for up to `kafka.request_timeout_ms` from the first loss.
+    resend, for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`).
 
     A request never sent (the node was not ready) is always resent. One that may have
     reached the broker (the connection broke before its answer) is resent only when
@@ -230,43 +243,45 @@ def _to_controller(admin: ClusterAdmin, request: Any, codes: Callable[[Any], Ite
     """
     # After a response carrying a throttle time, kafka-python pauses the connection and
     # refuses sends with NodeNotReadyError until the throttle ends (KIP-219): `throttled`.
-    throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
-    delay = 0.1
-    while True:
-        try:
-            response = send_to_controller(admin.client, request, codes)
-            admin.lost_deadline = None
-            return response
-        except Errors.NodeNotReadyError as exc:
-            if throttled(admin):
-                if time.monotonic() > throttle_deadline:
-                    raise
-            else:
-                _lost(admin, exc)
-        except Errors.KafkaConnectionError as exc:
-            if resent is None:
-                raise
-            _lost(admin, exc)
-            resent.append(exc)
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
+    throttle_deadline = retry.deadline_in(THROTTLE_PAUSE_LIMIT_S)
+
+    def send() -> Any:
+        response = send_to_controller(admin.client, request, codes)
+        admin.lost_deadline = None
+        return response
+
+    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
+        if isinstance(exc, Errors.NodeNotReadyError) and throttled(admin):
+            return retry.Resend(throttle_deadline)
+        if isinstance(exc, Errors.NodeNotReadyError):
+            return _lost_controller(admin, exc, at)
+        if isinstance(exc, Errors.KafkaConnectionError) and resent is not None:
+            return _lost_controller(admin, exc, at, resent)
+        return None
+
+    return retry.resend(send, verdict)
 
 
 # The controller routing with its resends, for the other request modules of this package.
 to_controller = _to_controller
 
 
-def _lost(admin: ClusterAdmin, exc: BaseException) -> None:
-    """The controller went away: forget it so the next send asks the cluster again, or
-    raise `exc` once the admin's lost deadline has passed."""
-    now = time.monotonic()
+def _lost_controller(admin: ClusterAdmin, exc: BaseException, at: float,
+                    resent: list[BaseException] | None = None) -> retry.Resend:
+    """The controller went away (at `at`): resend until the admin's lost deadline, set at
+    its first loss, after forgetting the controller so the next send asks the cluster
+    again; `exc` is appended to `resent` when given."""
     if admin.lost_deadline is None:
-        admin.lost_deadline = now + admin.kafka.request_timeout_ms / 1000
-    if now > admin.lost_deadline:
-        raise exc
-    log.warning("cluster %s: the controller connection was lost (%s); asking the cluster "
-                "for its controller and resending", admin.cluster.name, exc)
-    forget_controller(admin.client)
+        admin.lost_deadline = at + admin.kafka.request_timeout_ms / 1000
+
+    def before() -> None:
+        log.warning("cluster %s: the controller connection was lost (%s); asking the cluster "
+                    "for its controller and resending", admin.cluster.name, exc)
+        forget_controller(admin.client)
+        if resent is not None:
+            resent.append(exc)
+
+    return retry.Resend(admin.lost_deadline, before)
 
 
 def _create_result(topic: Any) -> dict[str, Any]:

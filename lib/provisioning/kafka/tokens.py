@@ -52,6 +52,7 @@ from typing import Any
 
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from provisioning import retry
 from provisioning.conf import ClusterConf, Credentials, OAuthClient, Secret
 from provisioning.errors import ClusterUnreachable
 
@@ -80,7 +81,6 @@ for _name in _SIGNER_LOGGERS:
 RENEW_AFTER = 0.8
 # A token with no expiry of its own (no `exp`, no `expires_in`) is asked again after this.
 UNKNOWN_LIFETIME_S = 300.0
-_ATTEMPTS = 3
 # How long a renewal may take, retries included: it runs on the Kafka client's I/O thread,
 # and a token still held stands in for it when it fails.
 RENEW_TIMEOUT_S = 10.0
@@ -93,6 +93,14 @@ OAUTH_ERRORS = frozenset(("invalid_request", "invalid_client", "invalid_grant",
                           "unauthorized_client", "unsupported_grant_type", "invalid_scope",
                           "access_denied", "server_error", "temporarily_unavailable",
                           "invalid_token", "insufficient_scope"))
+
+
+def _transient(exc: BaseException) -> bool:
+    """An endpoint's failure worth asking it again for: a server error (5xx), an answer that
+    is not HTTP, an endpoint not reached; never a refusal or a redirect."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code >= 500
+    return isinstance(exc, http.client.HTTPException | urllib.error.URLError | OSError)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -190,7 +198,7 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
             context=context))
 
     def _fetch(self, within_s: float) -> _Held:
-        """A new token, asked for up to _ATTEMPTS times within `within_s` seconds."""
+        """A new token, asked for up to `retry.TOKEN`'s attempts within `within_s` seconds."""
         form = {"grant_type": "client_credentials"}
         if self.scope:
             form["scope"] = self.scope
@@ -203,45 +211,44 @@ class OidcTokens(AbstractTokenProvider):  # type: ignore[misc]
                      "Content-Type": "application/x-www-form-urlencoded",
                      "Accept": "application/json"})
         opener = self._opener()
-        deadline = time.monotonic() + within_s
+        deadline = retry.deadline_in(within_s)
         where = f"cluster {self.cluster}: the token endpoint {self.endpoint}"
-        for attempt in range(1, _ATTEMPTS + 1):
-            left = deadline - time.monotonic()
-            last = attempt == _ATTEMPTS or left <= 0
-            try:
-                with opener.open(request, timeout=max(left, 0.001)) as answer:
-                    body = answer.read(1 << 20)
-                return self._held(body)
-            except urllib.error.HTTPError as exc:
-                if 300 <= exc.code < 400:
-                    raise ClusterUnreachable(
-                        f"{where} answered a redirect (HTTP {exc.code}), which the job never "
-                        "follows: the client secret would go with it. Name the endpoint "
-                        "itself in sasl_oauthbearer_token_endpoint_url") from None
-                if exc.code < 500 or last:
-                    raise ClusterUnreachable(
-                        f"{where} refused the client credentials "
-                        f"({self._error_text(exc)})") from None
-            except http.client.HTTPException as exc:
-                if last:
-                    raise ClusterUnreachable(
-                        f"{where} answered with something that is not HTTP "
-                        f"({type(exc).__name__})") from None
-            except (urllib.error.URLError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                if last:
-                    raise ClusterUnreachable(
-                        f"{where} is unreachable "
-                        f"({type(reason).__name__}: {self._clean(str(reason))})") from None
-            except ClusterUnreachable:
-                raise
-            except Exception as exc:  # whatever else urllib raises: still exit 3, named
-                raise ClusterUnreachable(
-                    f"{where} could not be asked ({type(exc).__name__})") from None
+
+        def ask() -> _Held:
+            left = deadline - retry.now()
+            with opener.open(request, timeout=max(left, 0.001)) as answer:
+                body = answer.read(1 << 20)
+            return self._held(body)
+
+        def again(attempt: int, _exc: BaseException) -> None:
             log.info("cluster %s: asking %s for a token again (attempt %d of %d)",
-                     self.cluster, self.endpoint, attempt + 1, _ATTEMPTS)
-            time.sleep(min(0.25 * 2 ** (attempt - 1), max(deadline - time.monotonic(), 0)))
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+                     self.cluster, self.endpoint, attempt + 1, retry.TOKEN.attempts)
+
+        try:
+            return retry.tries(retry.TOKEN, ask, _transient, deadline=deadline, again=again)
+        except ClusterUnreachable:
+            raise
+        except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                raise ClusterUnreachable(
+                    f"{where} answered a redirect (HTTP {exc.code}), which the job never "
+                    "follows: the client secret would go with it. Name the endpoint "
+                    "itself in sasl_oauthbearer_token_endpoint_url") from None
+            raise ClusterUnreachable(
+                f"{where} refused the client credentials "
+                f"({self._error_text(exc)})") from None
+        except http.client.HTTPException as exc:
+            raise ClusterUnreachable(
+                f"{where} answered with something that is not HTTP "
+                f"({type(exc).__name__})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ClusterUnreachable(
+                f"{where} is unreachable "
+                f"({type(reason).__name__}: {self._clean(str(reason))})") from None
+        except Exception as exc:  # whatever else urllib raises: still exit 3, named
+            raise ClusterUnreachable(
+                f"{where} could not be asked ({type(exc).__name__})") from None
 
     def _held(self, body: bytes) -> _Held:
         try:

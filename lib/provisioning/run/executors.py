@@ -154,7 +154,7 @@ def materialized(results: DataFrame) -> DataFrame:
 
 # What the admin tasks import that a stock PySpark lacks (they are shipped with the job) or
 # may lack (pyarrow carries their rows: mapInArrow).
-EXECUTOR_MODULES = ("pyarrow", "kafka", "provisioning.kafka.tasks.common")
+EXECUTOR_MODULES = ("pyarrow", "kafka", "tenacity", "provisioning.kafka.tasks.common")
 
 
 def _executor_probe(modules: Sequence[str]) -> Callable[[int], str]:

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # What the Python workers of a Connect server import besides pyspark: this package, its
-# schemas and kafka-python (the admin tasks run there). Shipped with addArtifacts.
-SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka")
+# schemas, kafka-python and tenacity (the admin tasks run there, and resend, wait out
+# throttles and poll through the retry layer). Shipped with addArtifacts.
+SHIPPED_PACKAGES = ("provisioning", "schemas", "kafka", "tenacity")
 
 def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
                     profile: Profile | None = None) -> SparkSession:

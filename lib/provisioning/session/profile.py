@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from provisioning import retry
 from provisioning.session.tags import APPEND_TAG, RUN_TAG
 
 log = logging.getLogger(__name__)
@@ -263,9 +264,9 @@ def labelled(kind: str, tags: Iterable[str]) -> str:
 def event_log_jobs(where: Path, wait: float = 3.0) -> list[Span]:
     """The Spark jobs of the event logs in `where`, but the profile's own; waits up to
     `wait` seconds for the jobs already started to be logged as ended (the listener bus
-    logs them a moment after they end)."""
-    deadline = time.monotonic() + wait
-    while True:
+    logs them a moment after they end; `retry.STEADY`)."""
+
+    def read() -> tuple[dict[int, tuple[float, bool, str]], dict[int, float]]:
         started: dict[int, tuple[float, bool, str]] = {}
         ended: dict[int, float] = {}
         # One file, or a directory of rolled files (Spark's rolling event logs).
@@ -281,9 +282,14 @@ def event_log_jobs(where: Path, wait: float = 3.0) -> list[Span]:
                     elif line.startswith(_JOB_END):
                         event = json.loads(line)
                         ended[int(event["Job ID"])] = event["Completion Time"] / 1000
-        if set(started) <= set(ended) or time.monotonic() >= deadline:
+        return started, ended
+
+    started: dict[int, tuple[float, bool, str]] = {}
+    ended: dict[int, float] = {}
+    for logged in retry.poll(retry.STEADY, read, retry.deadline_in(wait)):
+        started, ended = logged.value
+        if set(started) <= set(ended):
             break
-        time.sleep(0.2)
     return [Span(SPARK, name, start, max(0.0, ended.get(job, start) - start))
             for job, (start, own, name) in sorted(started.items()) if not own]
 

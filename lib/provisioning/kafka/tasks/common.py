@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Any, TypeVar
 
 import kafka.errors as Errors
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.client import ClusterAdmin
@@ -135,7 +134,7 @@ class KeyedResults:
 
         def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
             deadline = deadlines.setdefault(
-                admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
+                admin.cluster.name, retry.deadline_in(kafka.verify_timeout_ms / 1000))
             return verify(admin, part, deadline)
 
         return work

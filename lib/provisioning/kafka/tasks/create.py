@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka import requests
 from provisioning.kafka.batching import TopicRequest, batches
@@ -145,19 +144,20 @@ def _describe_existing(admin: ClusterAdmin, names_: Sequence[str], attempt: int,
 
 def described_until_seen(admin: ClusterAdmin, names_: Sequence[str]) -> dict[str, LiveTopic]:
     """Describe topics the controller says exist, for up to `kafka.request_timeout_ms`
-    until each shows: right after a controller change, the broker answering metadata may
-    not know a topic the controller has just created."""
-    deadline = time.monotonic() + admin.kafka.request_timeout_ms / 1000
+    until each shows (`retry.READ_BACK`): right after a controller change, the broker
+    answering metadata may not know a topic the controller has just created."""
+    deadline = retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
     found: dict[str, LiveTopic] = {}
     ask = list(dict.fromkeys(names_))
-    delay = 0.2
-    while True:
-        for t in admin.describe_topics(ask):
+
+    def read() -> list[LiveTopic]:
+        return admin.describe_topics(ask)
+
+    for described in retry.poll(retry.READ_BACK, read, deadline):
+        for t in described.value:
             found[t.name] = t
         ask = [n for n in ask if n in found
                and found[n].error_name == "UNKNOWN_TOPIC_OR_PARTITION"]
-        if not ask or time.monotonic() > deadline:
-            return found
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
-
+        if not ask:
+            break
+    return found

@@ -3,11 +3,10 @@ ones show their change; the `unknown` outcomes a timeout left are settled here."
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.tasks.common import IO_ERRORS, Result, Row, Sent, for_each_cluster, result
@@ -29,7 +28,7 @@ def verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
 
     def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
         deadline = deadlines.setdefault(
-            admin.cluster.name, time.monotonic() + kafka.verify_timeout_ms / 1000)
+            admin.cluster.name, retry.deadline_in(kafka.verify_timeout_ms / 1000))
         return verify_rows(admin, part, deadline)
 
     return for_each_cluster(rows, clusters, credentials, kafka, work, names.VERIFY, False,
@@ -66,28 +65,29 @@ def alter_shown(row: Row, topic: Any, configs: Sequence[Mapping[str, Any]] | Non
 
 
 def verify_rows(admin: ClusterAdmin, rows: list[Row], deadline: float) -> Iterator[Result]:
-    """Describe the rows' topics until each is settled or `deadline` (time.monotonic())
-    passes; each topic is described at least once, even past the deadline."""
+    """Describe the rows' topics until each is settled or `deadline` (`retry.now()`)
+    passes (`retry.DESCRIBE`); each topic is described at least once, even past the
+    deadline."""
     cluster = admin.cluster.name
     pending = {r["topic"]: r for r in rows}
     attempts = 0
     last: dict[str, Any] = {}
     last_configs: dict[str, list[dict[str, Any]]] = {}
-    while pending:
-        attempts += 1
-        try:
-            described = admin.describe_topics(sorted(pending))
-            altered = [t.name for t in described if t.error_name is None
-                       and pending.get(t.name, {}).get("action") == names.ALTER]
-            if altered:
-                last_configs = admin.topic_configs(altered)
-        except IO_ERRORS:
-            # Only reads: a broker that went away (a controller killed mid-run) is left
-            # behind by the next attempt, which asks another; until the deadline.
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.5)
-            continue
+
+    def read() -> tuple[list[Any], dict[str, list[dict[str, Any]]] | None]:
+        described = admin.describe_topics(sorted(pending))
+        altered = [t.name for t in described if t.error_name is None
+                   and pending.get(t.name, {}).get("action") == names.ALTER]
+        return described, admin.topic_configs(altered) if altered else None
+
+    # Only reads: a broker that went away (a controller killed mid-run) is left behind by
+    # the next attempt, which asks another; until the deadline.
+    rounds = retry.poll(retry.DESCRIBE, read, deadline, retry_on=IO_ERRORS) if pending else ()
+    for done in rounds:
+        attempts = done.attempt
+        described, configs = done.value
+        if configs is not None:
+            last_configs = configs
         for t in described:
             last[t.name] = t
             row = pending.get(t.name)
@@ -111,9 +111,8 @@ def verify_rows(admin: ClusterAdmin, rows: list[Row], deadline: float) -> Iterat
                              result_replication_factor=t.replication_factor,
                              result_configs=last_configs.get(t.name), attempts=attempts,
                              error_code=0, error_name="NONE")
-        if not pending or time.monotonic() >= deadline:
+        if not pending:
             break
-        time.sleep(0.25)
     for name, row in sorted(pending.items()):
         action = row["action"]
         seen = last.get(name)

@@ -13,7 +13,6 @@ operation and permission, by Kafka's names (schemas.acls.ACL_BINDING without the
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,12 +26,17 @@ from kafka.protocol.admin import (
     DescribeClusterRequest,
 )
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
-from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, pause_for_throttle, throttled
+from provisioning.kafka.requests import (
+    THROTTLE_PAUSE_LIMIT_S,
+    throttled,
+    throttled_in,
+    wait_out_throttle,
+)
 from provisioning.kinds.acls import names as acl_names
 
 log = logging.getLogger(__name__)
@@ -99,42 +103,38 @@ def _binding(resource: Any, acl: Any) -> dict[str, Any]:
 def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, bool]:
     """Send a request made by `build` (afresh each time: a request keeps the version of its
     first send) to any broker, resending while it could not be sent or its answer was lost,
-    for up to `kafka.request_timeout_ms` from the first loss; (the response, whether it was
-    resent after a lost answer).
+    for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`); (the
+    response, whether it was resent after a lost answer).
 
     ACL requests are safe to resend: a binding created twice is created once, and a delete
     finds nothing the second time (the caller reads that knowing it was resent).
     """
-    throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
+    throttle_deadline = retry.deadline_in(THROTTLE_PAUSE_LIMIT_S)
     lost_deadline: float | None = None
-    delay = 0.1
     resent = False
-    while True:
-        try:
-            return send_to_node(admin.client, None, build()), resent
-        except Errors.NodeNotReadyError as exc:
-            # Never sent. A connection paused by a throttle (KIP-219) refuses sends until
-            # the throttle ends; any other node is backing off after a lost connection.
-            if not throttled(admin):
-                lost_deadline = _lost(admin, exc, lost_deadline)
-            elif time.monotonic() > throttle_deadline:
-                raise
-        except (Errors.KafkaConnectionError, Errors.KafkaTimeoutError) as exc:
-            lost_deadline = _lost(admin, exc, lost_deadline)
-            resent = True
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
 
+    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
+        nonlocal lost_deadline
+        # Never sent. A connection paused by a throttle (KIP-219) refuses sends until the
+        # throttle ends; any other node is backing off after a lost connection.
+        if isinstance(exc, Errors.NodeNotReadyError) and throttled(admin):
+            return retry.Resend(throttle_deadline)
+        if not isinstance(exc, (Errors.NodeNotReadyError, Errors.KafkaConnectionError,
+                                Errors.KafkaTimeoutError)):
+            return None
+        if lost_deadline is None:
+            lost_deadline = at + admin.kafka.request_timeout_ms / 1000
 
-def _lost(admin: ClusterAdmin, exc: BaseException, deadline: float | None) -> float:
-    now = time.monotonic()
-    if deadline is None:
-        deadline = now + admin.kafka.request_timeout_ms / 1000
-    if now > deadline:
-        raise exc
-    log.warning("cluster %s: an ACL request was not answered (%s); resending",
-                admin.cluster.name, type(exc).__name__)
-    return deadline
+        def before() -> None:
+            nonlocal resent
+            log.warning("cluster %s: an ACL request was not answered (%s); resending",
+                        admin.cluster.name, type(exc).__name__)
+            resent = resent or not isinstance(exc, Errors.NodeNotReadyError)
+
+        return retry.Resend(lost_deadline, before)
+
+    response = retry.resend(lambda: send_to_node(admin.client, None, build()), verdict)
+    return response, resent
 
 
 def describe_acls(admin: ClusterAdmin) -> list[dict[str, Any]] | None:
@@ -191,26 +191,28 @@ def _throttled_batches(admin: ClusterAdmin, bindings: Sequence[Binding], batch_s
       result saying so.
     """
     results: list[dict[str, Any] | None] = [None] * len(bindings)
-    for batch in _batches(bindings, batch_size):
+
+    def send_batch(batch: list[int]) -> None:
         pending = batch
-        attempts = 0
-        while pending:
-            attempts += 1
+
+        def send_pending(attempts: int) -> retry.Throttled | None:
+            nonlocal pending
             response, resent, items = send([bindings[i] for i in pending])
             throttled = []
             for position, index in enumerate(pending):
                 if position >= len(items):
                     results[index] = _unanswered(attempts)
                     continue
-                result = answer(items[position], attempts, resent)
-                if result["error_code"] == _THROTTLED and \
-                        attempts <= admin.kafka.throttle_retries:
+                result = results[index] = answer(items[position], attempts, resent)
+                if result["error_code"] == _THROTTLED:
                     throttled.append(index)
-                    continue
-                results[index] = result
-            if throttled:
-                pause_for_throttle(admin, response, len(throttled), "ACL binding(s)")
             pending = throttled
+            return throttled_in(response, len(throttled)) if throttled else None
+
+        wait_out_throttle(admin, send_pending, "ACL binding(s)")
+
+    for batch in _batches(bindings, batch_size):
+        send_batch(batch)
     return [r if r is not None else _unanswered(0) for r in results]
 
 

@@ -10,12 +10,11 @@ DeleteAcls may have been sent is `unknown` on an error of this side, never `fail
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import kafka.errors as Errors
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.tasks.common import KeyedResults, Result, Row, Sent
@@ -170,8 +169,8 @@ def revoke_part(admin: ClusterAdmin, part: list[Row], sent: Sent, batch_size: in
 
 def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterator[Result]:
     """Read the cluster's bindings back (DescribeAcls) until each GRANT row's binding shows
-    and each REVOKE row's is gone, or `deadline` (time.monotonic()) passes: `granted` /
-    `revoked`, else `failed` VERIFY_TIMEOUT."""
+    and each REVOKE row's is gone, or `deadline` (`retry.now()`) passes (`retry.READ_BACK`):
+    `granted` / `revoked`, else `failed` VERIFY_TIMEOUT."""
     cluster = admin.cluster.name
     pending: list[Row] = []
     for row in part:
@@ -182,11 +181,11 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
                              error_name="INVALID_REQUEST", attempts=0,
                              error_message=f"verify reads back GRANT and REVOKE rows, not "
                                            f"{row.get('action')!r}")
+    reads = retry.poll(retry.READ_BACK, lambda: describe_acls(admin), deadline) if pending \
+        else ()
     attempts = 0
-    delay = 0.2
-    while pending:
-        attempts += 1
-        live = describe_acls(admin)
+    for read in reads:
+        attempts, live = read.attempt, read.value
         if live is None:
             for row in pending:
                 yield acl_result(row, names.VERIFY, names.FAILED, error_code=54,
@@ -204,15 +203,12 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
             else:
                 waiting.append(row)
         pending = waiting
-        if pending and time.monotonic() >= deadline:
-            for row in pending:
-                yield acl_result(
-                    row, names.VERIFY, names.FAILED, error_code=-1,
-                    error_name=names.VERIFY_TIMEOUT, attempts=attempts,
-                    error_message=("the binding is still missing after its grant"
-                                   if row["action"] == acl_names.GRANT else
-                                   "the binding is still present after its revoke"))
-            return
-        if pending:
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+        if not pending:
+            break
+    for row in pending:
+        yield acl_result(
+            row, names.VERIFY, names.FAILED, error_code=-1,
+            error_name=names.VERIFY_TIMEOUT, attempts=attempts,
+            error_message=("the binding is still missing after its grant"
+                           if row["action"] == acl_names.GRANT else
+                           "the binding is still present after its revoke"))

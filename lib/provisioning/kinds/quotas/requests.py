@@ -25,7 +25,6 @@ tests/integration/test_quotas_kafka.py; the facts this module relies on:
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -33,13 +32,18 @@ from typing import Any
 
 import kafka.errors as Errors
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
-from provisioning.kafka.requests import THROTTLE_PAUSE_LIMIT_S, pause_for_throttle, throttled
+from provisioning.kafka.requests import (
+    THROTTLE_PAUSE_LIMIT_S,
+    throttled,
+    throttled_in,
+    wait_out_throttle,
+)
 from provisioning.kinds.quotas.entities import (
     Entity,
     QuotaEntry,
@@ -153,45 +157,45 @@ def _send(admin: ClusterAdmin, build: Callable[[], Any]) -> tuple[Any, int]:
     Both requests are safe to resend: DescribeClientQuotas reads, and AlterClientQuotas sets
     each key to a value or removes it (a removal finds nothing the second time, answered NONE).
     """
-    throttle_deadline = time.monotonic() + THROTTLE_PAUSE_LIMIT_S
+    throttle_deadline = retry.deadline_in(THROTTLE_PAUSE_LIMIT_S)
     sends = 0
     # The first loss after a send: what the caller reports, whatever failed after it (a
     # node backing off is no less uncertain about the request already sent).
     lost: BaseException | None = None
-    delay = 0.1
-    while True:
+
+    def send() -> Any:
+        nonlocal sends, lost
         try:
             response = send_to_node(admin.client, None, build(), use=_USE)
-            admin.lost_deadline = None
-            return response, sends + 1
-        except Errors.NodeNotReadyError as exc:
-            # Never sent. A connection paused by a throttle (KIP-219) refuses sends until
-            # the throttle ends; any other node is backing off after a lost connection.
-            if throttled(admin):
-                if time.monotonic() > throttle_deadline:
-                    raise _Unanswered(lost or exc, sends) from exc
-            else:
-                _lost(admin, lost or exc, sends)
         except _LOST_AFTER_SEND as exc:
             sends += 1
             lost = lost or exc
-            _lost(admin, lost, sends)
-        except (Errors.KafkaError, OSError) as exc:
-            # Refused before the send (IncompatibleBrokerVersion: the broker lacks the API;
-            # UnknownBrokerIdError: no broker known).
-            raise _Unanswered(lost or exc, sends) from exc
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
+            raise
+        admin.lost_deadline = None
+        return response
 
+    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
+        # Never sent. A connection paused by a throttle (KIP-219) refuses sends until the
+        # throttle ends; any other node is backing off after a lost connection.
+        if isinstance(exc, Errors.NodeNotReadyError) and throttled(admin):
+            return retry.Resend(throttle_deadline)
+        if not isinstance(exc, _UNREACHABLE):
+            return None
+        if admin.lost_deadline is None:
+            admin.lost_deadline = at + admin.kafka.request_timeout_ms / 1000
+        cause = lost or exc
+        return retry.Resend(admin.lost_deadline, lambda: log.warning(
+            "cluster %s: a client-quota request was not answered (%s); resending",
+            admin.cluster.name, type(cause).__name__))
 
-def _lost(admin: ClusterAdmin, exc: BaseException, sends: int) -> None:
-    now = time.monotonic()
-    if admin.lost_deadline is None:
-        admin.lost_deadline = now + admin.kafka.request_timeout_ms / 1000
-    if now > admin.lost_deadline:
-        raise _Unanswered(exc, sends)
-    log.warning("cluster %s: a client-quota request was not answered (%s); resending",
-                admin.cluster.name, type(exc).__name__)
+    try:
+        response = retry.resend(send, verdict)
+    except (Errors.KafkaError, OSError) as exc:
+        # Unanswered until the deadline, or refused before the send
+        # (IncompatibleBrokerVersion: the broker lacks the API; UnknownBrokerIdError: no
+        # broker known).
+        raise _Unanswered(lost or exc, sends) from exc
+    return response, sends + 1
 
 
 def _code_of(exc: BaseException) -> tuple[int, str]:
@@ -315,9 +319,9 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
     results: list[dict[str, Any] | None] = [None] * len(batch)
     attempts = [0] * len(batch)
     pending = list(range(len(batch)))
-    rounds = 0
-    while pending:
-        rounds += 1
+
+    def send_pending(_rounds: int) -> retry.Throttled | None:
+        nonlocal gone, pending
         sending = [batch[i] for i in pending]
         try:
             response, sends = _send(admin, partial(alter_request, sending, validate_only))
@@ -328,7 +332,7 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
                 results[i] = _exception_result(lost.cause, attempts[i] + lost.sends)
             if isinstance(lost.cause, _UNREACHABLE):
                 gone = lost.cause
-            break
+            return None
         answers = {entity_of(item.entity): item for item in response.entries}
         throttled = []
         for i in pending:
@@ -338,13 +342,13 @@ def _alter_batch(admin: ClusterAdmin, batch: list[QuotaEntry], validate_only: bo
                 results[i] = _unanswered(attempts[i])
                 continue
             code = int(item.error_code)
-            if code == _THROTTLED and rounds <= admin.kafka.throttle_retries:
-                throttled.append(i)
-                continue
             results[i] = _result(code, item.error_message, attempts[i])
-        if throttled:
-            pause_for_throttle(admin, response, len(throttled), "client-quota entit(ies)")
+            if code == _THROTTLED:
+                throttled.append(i)
         pending = throttled
+        return throttled_in(response, len(throttled)) if throttled else None
+
+    wait_out_throttle(admin, send_pending, "client-quota entit(ies)")
     return [r if r is not None else _unanswered(0) for r in results], gone
 
 

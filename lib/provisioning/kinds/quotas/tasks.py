@@ -13,10 +13,9 @@ error of this side, never `failed`.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterable, Iterator, Mapping
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.tasks.common import KeyedResults, Result, Row, Sent
@@ -113,15 +112,18 @@ def _held(row: Row, value: float | None) -> bool:
 
 def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterator[Result]:
     """Each quota read back (DescribeClientQuotas of its entities) until it holds the value
-    asked for (`set`) or its removed key is gone (`removed`), or `deadline`
-    (time.monotonic()) passes: `failed` VERIFY_TIMEOUT with what was found. A broker
-    answers from its copy of the cluster's metadata, which may trail the controller's."""
+    asked for (`set`) or its removed key is gone (`removed`), or `deadline` (`retry.now()`)
+    passes (`retry.READ_BACK`): `failed` VERIFY_TIMEOUT with what was found. A broker answers
+    from its copy of the cluster's metadata, which may trail the controller's."""
     pending = _entities(part)
     attempts = 0
-    delay = 0.2
-    while pending:
-        attempts += 1
-        found = describe_client_quotas(admin, [entity for entity, _ in pending])
+    found: dict[Entity, dict[str, float]] = {}
+
+    def read() -> dict[Entity, dict[str, float]]:
+        return describe_client_quotas(admin, [entity for entity, _ in pending])
+
+    for done in retry.poll(retry.READ_BACK, read, deadline) if pending else ():
+        attempts, found = done.attempt, done.value
         waiting: list[tuple[Entity, list[Row]]] = []
         for entity, rows in pending:
             held = found.get(entity, {})
@@ -135,19 +137,16 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
             if late:
                 waiting.append((entity, late))
         pending = waiting
-        if pending and time.monotonic() >= deadline:
-            for entity, rows in pending:
-                held = found.get(entity, {})
-                for row in rows:
-                    value = held.get(row["key"])
-                    yield quota_result(
-                        row, names.VERIFY, names.FAILED, result_value=value, error_code=-1,
-                        error_name=names.VERIFY_TIMEOUT, attempts=attempts,
-                        error_message=(f"the key is still set, to {value:g}"
-                                       if row["action"] == quota_names.REMOVE else
-                                       f"read back {'no value' if value is None else f'{value:g}'}"
-                                       f", asked {float(row['value']):g}"))
-            return
-        if pending:
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+        if not pending:
+            break
+    for entity, rows in pending:
+        held = found.get(entity, {})
+        for row in rows:
+            value = held.get(row["key"])
+            yield quota_result(
+                row, names.VERIFY, names.FAILED, result_value=value, error_code=-1,
+                error_name=names.VERIFY_TIMEOUT, attempts=attempts,
+                error_message=(f"the key is still set, to {value:g}"
+                               if row["action"] == quota_names.REMOVE else
+                               f"read back {'no value' if value is None else f'{value:g}'}"
+                               f", asked {float(row['value']):g}"))

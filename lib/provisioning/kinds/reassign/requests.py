@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,7 @@ from kafka.protocol.admin import (
     ListPartitionReassignmentsRequest,
 )
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.kafka import requests
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import config_rows, error_name
@@ -250,26 +249,26 @@ def _drop_emptied(admin: ClusterAdmin, subtracted: Mapping[str, Throttle]
     moment later) until none of the subtracted entries shows, for up to
     `kafka.request_timeout_ms`; a topic whose read never shows the SUBTRACT is left as it is.
     """
-    deadline = time.monotonic() + admin.kafka.request_timeout_ms / 1000
     pending = dict(subtracted)
     deletes: list[tuple[str, list[dict[str, Any]]]] = []
-    while pending:
-        configs = admin.topic_configs(sorted(pending))
-        for topic, throttle in list(pending.items()):
-            values = {c["name"]: c["value"] for c in configs.get(topic, [])
-                      if c["name"] in names.THROTTLED_REPLICAS_CONFIGS}
-            ours = {names.LEADER_THROTTLED_REPLICAS: set(throttle.leader),
-                    names.FOLLOWER_THROTTLED_REPLICAS: set(throttle.follower)}
-            if any(_entries(values.get(n)) & ours[n] for n in ours):
-                continue
-            del pending[topic]
-            emptied = sorted(n for n, v in values.items() if not _entries(v))
-            if emptied:
-                deletes.append((topic, [{"name": n, "op": names.DELETE_CONFIG, "value": None}
-                                        for n in emptied]))
-        if not pending or time.monotonic() >= deadline:
-            break
-        time.sleep(0.2)
+    if pending:
+        deadline = retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
+        for read in retry.poll(retry.STEADY, lambda: admin.topic_configs(sorted(pending)),
+                               deadline):
+            for topic, throttle in list(pending.items()):
+                values = {c["name"]: c["value"] for c in read.value.get(topic, [])
+                          if c["name"] in names.THROTTLED_REPLICAS_CONFIGS}
+                ours = {names.LEADER_THROTTLED_REPLICAS: set(throttle.leader),
+                        names.FOLLOWER_THROTTLED_REPLICAS: set(throttle.follower)}
+                if any(_entries(values.get(n)) & ours[n] for n in ours):
+                    continue
+                del pending[topic]
+                emptied = sorted(n for n, v in values.items() if not _entries(v))
+                if emptied:
+                    deletes.append((topic, [{"name": n, "op": names.DELETE_CONFIG,
+                                             "value": None} for n in emptied]))
+            if not pending:
+                break
     if pending:
         log.warning("cluster %s: the throttle SUBTRACT of %d topic(s) was not visible in time; "
                     "an empty throttle override may be left on them", admin.cluster.name,
@@ -279,20 +278,18 @@ def _drop_emptied(admin: ClusterAdmin, subtracted: Mapping[str, Throttle]
 
 def _to_node(admin: ClusterAdmin, node_id: int, build: Callable[[], Any]) -> Any:
     """Send a fresh `build()` to broker `node_id`, again while its connection is not ready
-    or was lost, for up to `kafka.request_timeout_ms`. Only for requests that may be sent
-    twice (reads, and config changes that set the same value again)."""
-    deadline = time.monotonic() + admin.kafka.request_timeout_ms / 1000
-    delay = 0.1
-    while True:
-        try:
-            return send_to_node(admin.client, node_id, build())
-        except (Errors.NodeNotReadyError, Errors.KafkaConnectionError) as exc:
-            if time.monotonic() >= deadline:
-                raise
-            log.info("cluster %s: broker %d not reachable (%s); sending again",
-                     admin.cluster.name, node_id, type(exc).__name__)
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
+    or was lost, for up to `kafka.request_timeout_ms` (`retry.resend`). Only for requests
+    that may be sent twice (reads, and config changes that set the same value again)."""
+    deadline = retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
+
+    def verdict(exc: BaseException, _at: float) -> retry.Resend | None:
+        if not isinstance(exc, (Errors.NodeNotReadyError, Errors.KafkaConnectionError)):
+            return None
+        return retry.Resend(deadline, lambda: log.info(
+            "cluster %s: broker %d not reachable (%s); sending again", admin.cluster.name,
+            node_id, type(exc).__name__))
+
+    return retry.resend(lambda: send_to_node(admin.client, node_id, build()), verdict)
 
 
 def _rates_request(broker: int) -> Any:

@@ -20,11 +20,10 @@ before, after, in_flight). Each yields one TOPIC_RESULT row, with every partitio
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.outcomes import REJECTIONS, UNCERTAIN
@@ -223,7 +222,7 @@ def reassign_verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterC
     deadlines: dict[str, float] = {}
 
     def work(admin: ClusterAdmin, part: list[Row], _sent: Sent) -> Iterator[Result]:
-        deadline = deadlines.setdefault(admin.cluster.name, time.monotonic() + wait_seconds)
+        deadline = deadlines.setdefault(admin.cluster.name, retry.deadline_in(wait_seconds))
         return verify_batches(admin, part, deadline,
                               owned_brokers.get(admin.cluster.name, {}))
 
@@ -234,7 +233,8 @@ def reassign_verify_results(rows: Iterable[Row], clusters: Mapping[str, ClusterC
 def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
                    owned_brokers: Mapping[int, int] | None = None) -> Iterator[Result]:
     """One cluster's rows: read their moves until all are settled or `deadline`
-    (time.monotonic()) passes, at least once; then clear the finished ones' throttles.
+    (`retry.now()`) passes, at least once (`retry.MOVES`); then clear the finished ones'
+    throttles.
 
     A move is failed only when a second read, CONFIRM_PAUSE_S later, still finds it neither
     moving nor at its target: the controller answers ListPartitionReassignments, but a
@@ -245,21 +245,17 @@ def verify_batches(admin: ClusterAdmin, rows: list[Row], deadline: float,
     targets = {key: list(m["after"] or []) for key, (_, m) in moves.items()}
     attempts = 0
     failed_before: set[Partition] = set()
-    while True:
-        attempts += 1
-        try:
-            states, live = reassign_progress(admin, targets)
-        except IO_ERRORS:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.5)
-            continue
+    states: dict[Partition, str] = {}
+    for read in retry.poll(retry.MOVES, lambda: reassign_progress(admin, targets), deadline,
+                           retry_on=IO_ERRORS):
+        attempts, (states, live) = read.attempt, read.value
         failed = {key for key, state in states.items() if state == names.FAILED}
         unconfirmed, failed_before = failed - failed_before, failed
         moving = move_names.REASSIGNING in states.values()
-        if time.monotonic() >= deadline or not (moving or unconfirmed):
+        if not (moving or unconfirmed):
             break
-        time.sleep(1.0 if moving else CONFIRM_PAUSE_S)
+        if not moving:
+            read.wait_s = CONFIRM_PAUSE_S
     done = [(t, int(m["partition"]), m["before"] or [], m["after"] or [])
             for key, (t, m) in moves.items() if states[key] == move_names.REASSIGNED]
     # Idempotent: entries never appended, or removed by an earlier run, are no-ops.

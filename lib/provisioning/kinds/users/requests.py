@@ -17,7 +17,6 @@ deleting a credential that does not exist is RESOURCE_NOT_FOUND.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from kafka.protocol.admin import (
     DescribeUserScramCredentialsRequest,
 )
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
@@ -71,27 +70,44 @@ class Change:
     password: Secret | None = None
 
 
+# What kafka-python raises for a request it could not send (NodeNotReadyError) or whose answer
+# did not come (the others): sent again until the deadline.
+_RESENT: tuple[type[BaseException], ...] = (
+    Errors.NodeNotReadyError, Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
+    Errors.RequestTimedOutError)
+
+
 def _send(admin: ClusterAdmin, request: Any) -> tuple[Any, int]:
     """Send `request` to any broker, again while it could not be sent or its answer was lost,
-    for up to `kafka.request_timeout_ms` from the first loss; (the response, the sends that
-    may have reached a broker). Resending is safe: the same salted password set again is
-    the same credential, and a deletion found done is answered RESOURCE_NOT_FOUND."""
+    for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`); (the response,
+    the sends that may have reached a broker). Resending is safe: the same salted password
+    set again is the same credential, and a deletion found done is answered
+    RESOURCE_NOT_FOUND."""
     deadline: float | None = None
-    sends, delay = 0, 0.1
-    while True:
+    sends = 0
+
+    def send() -> Any:
+        nonlocal sends
         try:
-            return send_to_node(admin.client, None, request, use=_USE), sends + 1
-        except (Errors.NodeNotReadyError, Errors.KafkaConnectionError,
-                Errors.KafkaTimeoutError, Errors.RequestTimedOutError) as exc:
+            return send_to_node(admin.client, None, request, use=_USE)
+        except _RESENT as exc:
             sends += 0 if isinstance(exc, Errors.NodeNotReadyError) else 1
-            now = time.monotonic()
-            deadline = deadline or now + admin.kafka.request_timeout_ms / 1000
-            if now > deadline:
-                raise _Lost(exc, sends) from exc
-            log.warning("cluster %s: a SCRAM credential request was not answered (%s); "
-                        "resending", admin.cluster.name, type(exc).__name__)
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
+            raise
+
+    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
+        nonlocal deadline
+        if not isinstance(exc, _RESENT):
+            return None
+        deadline = deadline or at + admin.kafka.request_timeout_ms / 1000
+        return retry.Resend(deadline, lambda: log.warning(
+            "cluster %s: a SCRAM credential request was not answered (%s); resending",
+            admin.cluster.name, type(exc).__name__))
+
+    try:
+        response = retry.resend(send, verdict)
+    except _RESENT as exc:
+        raise _Lost(exc, sends) from exc
+    return response, sends + 1
 
 
 class _Lost(Exception):

@@ -11,10 +11,9 @@ driver could not read it (the row is then never sent).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping
 
-from provisioning import names
+from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.tasks.common import KeyedResults, Result, Row, Sent
@@ -81,10 +80,14 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
     The read-back shows no password: a credential that was live with these iterations and
     whose apply went unanswered stays `unknown` (the next plan sets its password again, as
     the audit never recorded it applied)."""
-    pending, attempts, delay = list(part), 0, 0.2
-    while pending:
-        attempts += 1
-        found = describe_credentials(admin, sorted({r["user"] for r in pending}))
+    pending, attempts = list(part), 0
+    found: dict[str, dict[str, int]] = {}
+
+    def read() -> dict[str, dict[str, int]]:
+        return describe_credentials(admin, sorted({r["user"] for r in pending}))
+
+    for done in retry.poll(retry.READ_BACK, read, deadline) if pending else ():
+        attempts, found = done.attempt, done.value
         late = []
         for row in pending:
             held = found.get(row["user"], {}).get(row["mechanism"])
@@ -101,17 +104,14 @@ def verify_part(admin: ClusterAdmin, part: list[Row], deadline: float) -> Iterat
                 else "NONE", error_message="the read-back shows no password, and apply had "
                 "no answer: run apply again to set it" if unseen else None)
         pending = late
-        if pending and time.monotonic() >= deadline:
-            for row in pending:
-                held = found.get(row["user"], {}).get(row["mechanism"])
-                yield user_result(row, names.VERIFY, names.FAILED, result_iterations=held,
-                                  error_code=-1, error_name=names.VERIFY_TIMEOUT,
-                                  attempts=attempts, error_message=(
-                                      "the credential is still there" if held is not None
-                                      and row["action"] == DELETE else
-                                      f"read back {held or 'no credential'}, asked "
-                                      f"{row['iterations']} iterations"))
-            return
-        if pending:
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+        if not pending:
+            break
+    for row in pending:
+        held = found.get(row["user"], {}).get(row["mechanism"])
+        yield user_result(row, names.VERIFY, names.FAILED, result_iterations=held,
+                          error_code=-1, error_name=names.VERIFY_TIMEOUT,
+                          attempts=attempts, error_message=(
+                              "the credential is still there" if held is not None
+                              and row["action"] == DELETE else
+                              f"read back {held or 'no credential'}, asked "
+                              f"{row['iterations']} iterations"))
