@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import subprocess
+import sys
 
 from provisioning.session import (
     SESSION_SETTINGS,
@@ -26,11 +27,12 @@ def test_the_airflow_dag_passes_the_session_settings() -> None:
 
 
 def test_spark_submit_sh_reads_them_without_spark() -> None:
-    # spark-submit.sh asks this same function, from a Python that need not have pyspark.
+    # spark-submit.sh asks this same function with the job's Python (its venv, which holds the
+    # job's dependencies), before Spark is started: pyspark must not be needed for it.
     code = ("import sys; sys.modules['pyspark'] = None; sys.path.insert(0, 'lib'); "
             "from provisioning.session import submit_arguments; "
             "print(chr(10).join(submit_arguments()))")
-    out = subprocess.run(["python3", "-c", code], cwd=REPO, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out == submit_arguments()
     assert out == [part for k, v in {**SESSION_SETTINGS, **WORKLOAD_SETTINGS}.items()
