@@ -36,6 +36,8 @@ KEY = list(GROUP_KEY)
 GROUP_NAME = r"^(?=.*\S)[^\p{Cntrl}]{1,255}$"
 UNLISTED_KEPT = "unlisted: left alone (groups.remove_unlisted removes it)"
 UNLISTED_REMOVED = "unlisted: removed (groups.remove_unlisted)"
+UNLISTED_CONFIGS = ("unlisted: the configs of a group id ListGroups does not list; left "
+                    "alone")
 UNLISTED_GUARDED = ("unlisted: left alone, as a rejected group manifest row names it (a "
                     "rejected row never removes a live group; fix the row)")
 
@@ -170,9 +172,11 @@ def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -
                .withColumn("_guarded", F.lit(True)))
     facts = unlisted.join(guarded, on=KEY, how="left")
     is_guarded = F.coalesce(F.col("_guarded"), F.lit(False))
-    removed = ~is_guarded & F.lit(remove_unlisted) & F.col("group_state").isNotNull()
-    note = F.when(is_guarded, F.lit(UNLISTED_GUARDED)).otherwise(
-        F.lit(UNLISTED_REMOVED if remove_unlisted else UNLISTED_KEPT))
+    listed = F.col("group_state").isNotNull()
+    removed = ~is_guarded & F.lit(remove_unlisted) & listed
+    note = (F.when(is_guarded, F.lit(UNLISTED_GUARDED))
+            .when(~listed, F.lit(UNLISTED_CONFIGS))
+            .otherwise(F.lit(UNLISTED_REMOVED if remove_unlisted else UNLISTED_KEPT)))
     nulls = {"configs": "map<string,string>", "changed": "map<string,string>",
              "owner": "string", "force": "boolean", "source_table": "string",
              "source_version": "long"}
