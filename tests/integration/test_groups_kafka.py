@@ -7,11 +7,13 @@ other tests' and are left out of every assertion.
                  stop (classic groups, Empty); `busy` keeps polling in a thread (Stable, one
                  member); `adopt` gets a config of its own by hand
     load         bad rows from a YAML file (`load_manifest --kind groups`)
-    apply        `tuned`'s configs set and read back; `typo`'s unknown config refused by the
-                 broker at validateOnly; `old` absent, kept without --allow-group-removals;
-                 `busy` absent, refused with its type, state and members; `keep-1` protected;
-                 the bad rows rejected by name
+    plan, apply  (the plan saved, then applied with --plan) `tuned`'s configs set and read
+                 back; `typo`'s unknown config refused by the broker at validateOnly;
+                 `old` absent, kept without --allow-group-removals; `busy` absent, refused
+                 with its type, state and members; `keep-1` protected; the bad rows
+                 rejected by name
     remove       with --allow-group-removals: `old` deleted, `busy` still refused and live
+    report       --unmanaged-groups
     import       the live groups no manifest names, with their configs; a plan over them and
                  the manifest changes nothing
 
@@ -188,10 +190,14 @@ def flow(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     everything, good = conf("all.yaml", [main, wh / "bad_groups"]), conf("good.yaml", [main])
     try:
         record("before")
-        run("apply", "apply", "--conf", str(everything), "--json")
+        run("plan", "plan", "--conf", str(everything), "--out", str(done.work / "plan.json"))
+        run("apply", "apply", "--conf", str(everything), "--plan", str(done.work / "plan.json"),
+            "--json")
         record("applied")
         run("remove", "apply", "--conf", str(good), "--allow-group-removals", "--json")
         record("removed")
+        run("report", "report", "--conf", str(good), "--unmanaged-groups", "--json")
+        run("report-text", "report", "--conf", str(good), "--unmanaged-groups")
         run("import", "import", "--conf", str(good), "--groups", "--table",
             str(wh / "imported"), "--owner", "platform", "--json")
         run("adopted", "plan", "--conf", str(conf("adopted.yaml", [main, wh / "imported"])),
@@ -235,6 +241,11 @@ def test_the_groups_before_the_runs(flow: Flow) -> None:
 def test_bad_rows_are_loaded_then_rejected_by_name_while_the_others_go_on(
         flow: Flow, spark: Any) -> None:
     assert flow.runs["load"].returncode == 0, flow.runs["load"].output[-3000:]
+    assert flow.runs["load"].json()["rows"] == 4
+    plan = flow.runs["plan"]
+    assert plan.returncode == 1, plan.output[-3000:]
+    assert f"group {P}gone" in plan.stdout and "rejected: state: 'gone' must be present or " \
+        "absent" in plan.stdout
     applied = flow.runs["apply"]
     assert applied.returncode == 1, applied.output[-3000:]
     assert {k: v for k, v in messages(spark, flow, "apply").items()
@@ -301,6 +312,17 @@ def test_an_absent_group_is_deleted_only_with_the_flag_and_only_without_members(
         (TUNED, "NOOP", "plan", "already_present", "classic", "Empty", 0, TUNING, TUNING,
          None)]
     assert messages(spark, flow, "remove")[(BUSY, "plan")] == busy
+
+
+def test_report_lists_the_live_groups_no_manifest_names(flow: Flow) -> None:
+    report = flow.runs["report"]
+    assert report.returncode == 0, report.output[-3000:]
+    assert [(b["cluster"], [(g["group"], g["type"], g["group_state"], g["members"],
+                             g["configs"]) for g in b["groups"] if g["group"].startswith(P)])
+            for b in report.json()["unmanaged_groups"]] == [
+        ("local", [(ADOPT, "classic", "Empty", 0, {"consumer.heartbeat.interval.ms": "7000"})])]
+    assert (f"  ? group {ADOPT} (classic, Empty) consumer.heartbeat.interval.ms=7000"
+            in flow.runs["report-text"].stdout)
 
 
 def test_import_writes_the_unnamed_live_groups_with_their_configs(
