@@ -61,6 +61,7 @@ def in_use(admin: ClusterAdmin, groups: list[str]) -> dict[str, str]:
     DescribeGroups say), for those of `groups` that may not."""
     listed = list_groups(admin)
     counted = member_counts(admin, [g for g in groups if g in listed
+                                    and listed[g] != (CLASSIC, EMPTY)
                                     and listed[g][0] == CLASSIC])
     found = {}
     for group in groups:

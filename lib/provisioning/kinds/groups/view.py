@@ -34,8 +34,9 @@ class GroupsView(EntityView):
         live, and those asked for; a removal names its type, state and members."""
         subject = f"group {row.get('group')}"
         if row.get("action") == DELETE:
+            members = row.get("members")
             return (f"{subject} ({row.get('type')}, {row.get('group_state')}, "
-                    f"{row.get('members')} member(s)) -> (deleted)")
+                    f"{'unknown' if members is None else members} member(s)) -> (deleted)")
         asked = configs_text(row.get("configs"))
         if row.get("phase") == names.VERIFY:
             return f"{subject} -> {asked} (read back: {configs_text(row.get('found'))})"
