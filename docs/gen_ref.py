@@ -259,7 +259,7 @@ def conf_reference(schema: Mapping[str, Any]) -> str:
 # -- tables and columns (from schemas/) ------------------------------------------------------
 
 SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.users",
-                  "schemas.check", "schemas.usage")
+                  "schemas.groups", "schemas.check", "schemas.usage")
 _COLUMN = re.compile(r"""^\s*(?:\(|StructField\()\s*"(\w+)",""")
 
 
@@ -352,6 +352,7 @@ def tables_reference() -> str:
     module_titles = {"schemas.tables": "Topics, runs and shared structs",
                      "schemas.acls": "ACL bindings", "schemas.quotas": "Client quotas",
                      "schemas.users": "SCRAM credentials",
+                     "schemas.groups": "Consumer groups",
                      "schemas.check": "`check`", "schemas.usage": "`check`'s usage"}
     current = None
     for module, const, comment, columns in schema_tables():

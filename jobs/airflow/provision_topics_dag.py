@@ -57,9 +57,10 @@ provider and the standard library):
   - PROVISIONING_ALLOW_ACL_REMOVALS: --allow-acl-removals (ACL bindings removed; its
     earlier name PROVISIONING_ALLOW_REVOKES still works);
   - PROVISIONING_ALLOW_QUOTA_REMOVALS: --allow-quota-removals (client quotas removed);
-  - PROVISIONING_ALLOW_USER_REMOVALS: --allow-user-removals (SCRAM credentials removed).
-  ACL grants, quota sets and SCRAM credentials set or rotated take no flag: every apply
-  makes them, as it makes topic creations.
+  - PROVISIONING_ALLOW_USER_REMOVALS: --allow-user-removals (SCRAM credentials removed);
+  - PROVISIONING_ALLOW_GROUP_REMOVALS: --allow-group-removals (consumer groups deleted).
+  ACL grants, quota sets, SCRAM credentials set or rotated and group configs set take no
+  flag: every apply makes them, as it makes topic creations.
 - PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.
 - PROVISIONING_SITE_DIR (unset: no site task): where `report --site` writes the site, on
   storage the driver writes and a web server or a sync job reads.

@@ -38,6 +38,11 @@ VOCABULARY = {
     # the word: "other users of the machine".
     "users": re.compile(r"\busers\.\w|\"users\"|--users\b|\buser_(?!metadata)\w*|\w*_users\b"
                         r"|\bSCRAM credentials?\b"),
+    # As code and the conf spell the kind, not the consumer groups the topics' usage reads.
+    "groups": re.compile(r"\bgroups\.(?:protected|remove|max|batch)\w*|--groups\b"
+                         r"|--allow-group-removals"
+                         r"|\bgroup_(?:manifests|snapshots|removals)\b|\bprotected_groups\b"
+                         r"|\bconsumer_group\b"),
 }
 # Words of the conf's API that name no kind: topics' owner_partition_quota policy (a
 # partition allowance per owner, its "quotas" parameter and its message) predates
@@ -271,18 +276,21 @@ def test_every_commands_phase_list_is_built_from_the_kinds_and_checked() -> None
     lists = every_phase_list(RUN_KINDS)
     assert [[p.name for p in run.phases] for run in lists[:3]] == [
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
-         "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot", "user snapshot",
-         "plan", "acl plan", "quota plan", "user plan", "validate", "acl validate",
-         "reassign validate", "quota validate", "user validate"],
+         "group manifests", "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot",
+         "user snapshot", "group snapshot", "plan", "acl plan", "quota plan", "user plan",
+         "group plan", "validate", "acl validate", "reassign validate", "quota validate",
+         "user validate", "group validate"],
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
-         "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot", "user snapshot",
-         "plan", "acl plan", "quota plan", "user plan"],
+         "group manifests", "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot",
+         "user snapshot", "group snapshot", "plan", "acl plan", "quota plan", "user plan",
+         "group plan"],
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
-         "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot", "user snapshot",
-         "plan", "acl plan", "quota plan", "user plan", "lock", "validate", "acl validate",
-         "reassign validate", "quota validate", "user validate", "apply", "verify",
-         "acl apply", "acl verify", "reassign", "reassign verify", "quota apply",
-         "quota verify", "user apply", "user verify"]]
+         "group manifests", "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot",
+         "user snapshot", "group snapshot", "plan", "acl plan", "quota plan", "user plan",
+         "group plan", "lock", "validate", "acl validate", "reassign validate",
+         "quota validate", "user validate", "group validate", "apply", "verify", "acl apply",
+         "acl verify", "reassign", "reassign verify", "quota apply", "quota verify",
+         "user apply", "user verify", "group apply", "group verify"]]
     assert [p.name for p in lists[3].phases][-5:] == [
         "user manifests", "user snapshot", "user check", "user check bindings",
         "record findings"]

@@ -67,7 +67,8 @@ def test_each_row_model_has_the_columns_of_its_manifest_table() -> None:
         column_names(MANIFEST), column_names(ACL_MANIFEST), column_names(QUOTA_MANIFEST),
         column_names(USER_MANIFEST))
     assert [k["title"] for k in manifest_schema(SECTIONS)["anyOf"]] == [
-        "topics manifest", "acls manifest", "quotas manifest", "users manifest"]
+        "topics manifest", "acls manifest", "quotas manifest", "users manifest",
+        "groups manifest"]
 
 
 def test_every_column_is_described() -> None:

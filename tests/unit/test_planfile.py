@@ -260,7 +260,8 @@ def test_every_apply_flag_of_the_command_line_is_a_setting_of_the_airflow_dag() 
            / "provision_topics_dag.py").read_text()
     options = [f.option for k in KINDS for f in k.cli.apply_flags]
     assert options == ["--allow-deletes", "--allow-alter", "--allow-acl-removals",
-                       "--allow-reassign", "--allow-quota-removals", "--allow-user-removals"]
+                       "--allow-reassign", "--allow-quota-removals", "--allow-user-removals",
+                       "--allow-group-removals"]
     missing = [o for o in options if "- PROVISIONING_ALLOW_" + o[len("--allow-"):].upper()
                .replace("-", "_") + f": {o} " not in dag]
     assert missing == []

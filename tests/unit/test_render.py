@@ -363,7 +363,7 @@ def test_report_violations_payload_renders_as_the_trend() -> None:
     (["--drift", "--violations"],
      "report takes one of --run-id, --site, --topic, --drift, --unmanaged, --violations, "
      "--inventory, --unmanaged-acls, --orphaned-acls, --reassignments, --unmanaged-quotas, "
-     "--unmanaged-users; got --drift and --violations"),
+     "--unmanaged-users, --unmanaged-groups; got --drift and --violations"),
     (["--since", "7"], "--since goes with --violations or --inventory"),
     (["--violations", "--idle"], "--idle goes with --inventory"),
     (["--largest", "3"], "--largest goes with --inventory"),

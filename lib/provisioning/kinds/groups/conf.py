@@ -1,0 +1,90 @@
+"""The consumer groups' section of the conf: `groups`, the group tables
+(`tables.group_manifests`, `tables.group_snapshots`) and `policies.group`; and the row of a
+group manifest file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+from provisioning.conf.entity import EntityConf, EntityKeys, EntitySection
+from provisioning.conf.model import STRICT
+from provisioning.conf.policies import Custom
+from provisioning.kinds.groups.names import NOUNS
+
+try:  # the loader's side only (conf.model says why)
+    from pydantic import BeforeValidator, Field, WithJsonSchema
+
+    from provisioning.conf.keys import Positive, StringList
+    from provisioning.conf.manifests import ForceColumn
+    from provisioning.conf.manifests import Text as Cell
+except ImportError:  # pragma: no cover
+    if TYPE_CHECKING:
+        raise
+
+
+@dataclass(frozen=True)
+class GroupsKeys(EntityKeys):
+    """The `groups` mapping: how consumer groups are planned and sent."""
+
+    __pydantic_config__ = STRICT
+    batch_size: Annotated[Positive, Field(
+        description="Groups per IncrementalAlterConfigs or DeleteGroups request.")] = 200
+    protected_groups: Annotated[StringList, Field(
+        description="The policy protected_groups: group ids (globs) whose configs the job "
+                    "never changes and that it never deletes.")] = ()
+
+
+@dataclass(frozen=True)
+class GroupsConf(GroupsKeys, EntityConf):
+    """The consumer groups' section as built."""
+
+
+# Group policies judge GROUP_PLAN rows; their registry (kinds.groups.policies.GROUP_POLICIES)
+# is kept equal to this one by a unit test.
+GROUP_POLICY_MODELS: dict[str, type] = {"custom": Custom}
+
+
+def _configs(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError("expected a mapping of config name -> value")
+    # Kafka configs are strings on the wire; YAML may have read 45000 as a number.
+    return {str(k): None if x is None else ("true" if x is True else "false" if x is False
+                                            else str(x)) for k, x in v.items()}
+
+
+if "Field" in globals():  # the loader's side (conf.model says why)
+    Configs = Annotated[dict[str, str | None] | None, BeforeValidator(_configs), WithJsonSchema(
+        {"type": ["object", "null"],
+         "additionalProperties": {"type": ["string", "number", "boolean", "null"]}})]
+
+
+@dataclass(frozen=True)
+class GroupManifestRow:
+    """One consumer group of a group manifest file (the columns of
+    schemas.groups.GROUP_MANIFEST)."""
+
+    __pydantic_config__ = STRICT
+    cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")
+                       ] = None
+    group: Annotated[Cell, Field(description="The group id.")] = None
+    state: Annotated[Cell, Field(description="`present` (left out: present) or `absent` "
+                                 "(deleted with group removals allowed, when it has no "
+                                 "members).")] = None
+    configs: Annotated[Configs, Field(description="The group's own configs (name -> value, "
+                                      "e.g. consumer.session.timeout.ms); the ones listed "
+                                      "are set, others left as they are.")] = None
+    owner: Annotated[Cell, Field(description="The team that owns the group.")] = None
+    force: ForceColumn = None
+
+
+class GroupsSection(EntitySection):
+    nouns, conf_class, keys_class = NOUNS, GroupsConf, GroupsKeys
+    policy_catalogue = GROUP_POLICY_MODELS
+    manifest_row = GroupManifestRow
+
+
+SECTION = GroupsSection()

@@ -1,0 +1,212 @@
+"""The consumer groups' admin requests: the live groups (ListGroups v5 for each group's type
+and state, DescribeGroups for a classic group's members, DescribeConfigs of the group
+resources), their configs set (IncrementalAlterConfigs, validateOnly first), their deletion
+(DeleteGroups), and the audit outcome of each answer.
+
+A group's type and state come from ListGroups v5 only: DescribeGroups answers a KIP-848
+consumer group (and a share or streams group) as `Dead`, "not a classic group", so it is
+asked only for the member count of a classic group. A broker older than ListGroups v5 names
+no type, and its groups are not read (never taken as memberless).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors as Errors
+from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+
+from provisioning import names, retry
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.errors import ProvisioningError
+from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.codes import error_name, retriable
+from provisioning.kafka.compat import send_to_node
+from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY
+
+# ConfigResource type of a group (KIP-848), and the source of a group's own config.
+GROUP_RESOURCE = 32
+DYNAMIC_GROUP_CONFIG = 8
+_USE = "DescribeConfigs and IncrementalAlterConfigs of groups with each resource's answer"
+# The broker refused the change as asked: no retry helps.
+REJECTIONS = frozenset({"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
+                        "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
+                        "NON_EMPTY_GROUP", "UNSUPPORTED_VERSION", "INVALID_GROUP_ID"})
+
+
+class GroupsUnreadable(ProvisioningError):
+    """The cluster's groups could not be read: unknown then, never "none"."""
+
+    def __init__(self, cluster: str, error: str, message: str | None) -> None:
+        self.error_name = error
+        super().__init__(f"cluster {cluster}: consumer groups not read: {error}"
+                         + (f": {message}" if message else ""))
+
+
+@dataclass(frozen=True)
+class LiveGroup:
+    """One live group: its type and state (ListGroups v5; None: a group id with configs
+    and no group), its members (None: not known) and its own configs."""
+
+    type: str | None
+    state: str | None
+    members: int | None
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+def _deadline(admin: ClusterAdmin) -> float:
+    return retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
+
+
+def list_groups(admin: ClusterAdmin) -> dict[str, tuple[str | None, str | None]]:
+    """group -> (type, state) of every group of the cluster (ListGroups v5, every broker).
+    Raises GroupsUnreadable when a broker answers below v5 (no type).
+
+    Asked without filters: kafka-python sends the highest version both sides know, and a
+    `types_filter` (which would force v5) cannot name a streams group in kafka-python 3.0's
+    GroupType, so the answer is checked for v5's type instead."""
+    listed = retry.settle(admin.client.list_groups, _deadline(admin), retriable)
+    found: dict[str, tuple[str | None, str | None]] = {}
+    for g in listed:
+        if not g.get("group_type"):
+            raise GroupsUnreadable(admin.cluster.name, "UNSUPPORTED_VERSION",
+                                   "ListGroups names no group type (v5, Kafka 4.0 on)")
+        found[g["group_id"]] = (g["group_type"], g["group_state"])
+    return found
+
+
+def member_counts(admin: ClusterAdmin, groups: Sequence[str]) -> dict[str, int]:
+    """group -> its members, for the classic `groups` DescribeGroups describes."""
+    if not groups:
+        return {}
+    described = retry.settle(lambda: admin.client.describe_groups(list(groups)),
+                             _deadline(admin), retriable)
+    return {g: len(d.get("members") or []) for g, d in described.items() if not d.get("error")}
+
+
+def group_configs(admin: ClusterAdmin, groups: Sequence[str], batch_size: int = 200
+                  ) -> dict[str, dict[str, str]]:
+    """group -> its own configs (set on the group resource; a group without any: {})."""
+    resource_cls = DescribeConfigsRequest.DescribeConfigsResource
+    found: dict[str, dict[str, str]] = {}
+    for start in range(0, len(groups), batch_size):
+        request = DescribeConfigsRequest(resources=[
+            resource_cls(resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None)
+            for g in groups[start:start + batch_size]], include_synonyms=False)
+        response = send_to_node(admin.client, None, request, use=_USE)
+        for result in response.results:
+            if result.error_code:
+                raise GroupsUnreadable(admin.cluster.name, error_name(int(result.error_code)),
+                                       result.error_message)
+            found[result.resource_name] = {
+                c.name: c.value for c in result.configs
+                if int(c.config_source) == DYNAMIC_GROUP_CONFIG and c.value is not None}
+    return found
+
+
+def configured_groups(admin: ClusterAdmin) -> list[str]:
+    """The group ids that have configs of their own, listed or not (ListConfigResources,
+    Kafka 4.1 on; none on a broker without it)."""
+    try:
+        found = admin.client.list_config_resources(["GROUP"])
+    except (Errors.IncompatibleBrokerVersion, Errors.UnsupportedVersionError):
+        return []
+    return sorted(found.get("group", []))
+
+
+def read_groups(admin: ClusterAdmin, batch_size: int = 200) -> dict[str, LiveGroup]:
+    """Every live group of the cluster, with its type, state, members and own configs; a
+    group id with configs and no group (no consumer used it yet, or it was deleted) has
+    type and state None."""
+    listed = list_groups(admin)
+    counted = member_counts(admin, sorted(g for g, (kind, state) in listed.items()
+                                          if kind == CLASSIC and state != EMPTY))
+    configs = group_configs(admin, sorted({*listed, *configured_groups(admin)}), batch_size)
+    found = {}
+    for g in sorted({*listed, *(g for g, c in configs.items() if c)}):
+        kind, state = listed.get(g, (None, None))
+        found[g] = LiveGroup(kind, state, 0 if state == EMPTY else counted.get(g),
+                             configs.get(g, {}))
+    return found
+
+
+def _answer(code: int, message: str | None, attempts: int = 1) -> dict[str, Any]:
+    return {"error_code": code, "error_name": error_name(code),
+            "error_message": message or None, "attempts": attempts}
+
+
+def alter_group_configs(admin: ClusterAdmin, changes: Sequence[tuple[str, Mapping[str, str]]],
+                        validate_only: bool, batch_size: int,
+                        sent: Callable[[Sequence[str]], None] = lambda _: None
+                        ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(group, answer) for each (group, configs to set), `batch_size` groups a request; a
+    group's configs are set together or not at all. `sent` is told of each request's
+    groups just before it goes."""
+    resource_cls = IncrementalAlterConfigsRequest.AlterConfigsResource
+    config_cls = resource_cls.AlterableConfig
+    for start in range(0, len(changes), batch_size):
+        batch = changes[start:start + batch_size]
+        request = IncrementalAlterConfigsRequest(resources=[resource_cls(
+            resource_type=GROUP_RESOURCE, resource_name=group,
+            configs=[config_cls(name=k, config_operation=names.CONFIG_OPS[names.SET], value=v)
+                     for k, v in sorted(configs.items())]) for group, configs in batch],
+            validate_only=validate_only)
+        sent([g for g, _ in batch])
+        response = send_to_node(admin.client, None, request, use=_USE)
+        answers = {r.resource_name: r for r in response.responses}
+        for group, _ in batch:
+            r = answers.get(group)
+            yield group, (_answer(-1, "the broker's response did not answer this group")
+                          if r is None else _answer(int(r.error_code), r.error_message))
+
+
+def delete_groups(admin: ClusterAdmin, groups: Sequence[str], batch_size: int,
+                  sent: Callable[[Sequence[str]], None] = lambda _: None
+                  ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(group, answer) for each group deleted (DeleteGroups at each group's coordinator)."""
+    for start in range(0, len(groups), batch_size):
+        batch = list(groups[start:start + batch_size])
+        sent(batch)
+        answers = admin.client.delete_groups(batch)
+        for group in batch:
+            said = answers.get(group)
+            code = (-1 if said is None else 0 if said == "OK"
+                    else int(getattr(Errors, said, Errors.UnknownError).errno))
+            yield group, _answer(code, None if code != -1 else "no answer for this group")
+
+
+def outcome(action_removes: bool, validate_only: bool, answer: Mapping[str, Any]) -> str:
+    """The audit outcome of one group's answer. A deletion the broker found done
+    (GROUP_ID_NOT_FOUND) is `deleted`: the group is gone."""
+    error = answer["error_name"]
+    if error == "NONE" or (action_removes and error == "GROUP_ID_NOT_FOUND"):
+        return names.VALIDATED if validate_only else DELETED if action_removes else ALTERED
+    if error in REJECTIONS:
+        return names.REJECTED
+    return names.FAILED if validate_only or answer["attempts"] == 0 else names.UNKNOWN
+
+
+@dataclass(frozen=True)
+class ClusterGroups:
+    """A cluster's live groups, or why they could not be read (error name, message)."""
+
+    groups: Mapping[str, LiveGroup]
+    problem: tuple[str, str] | None = None
+
+
+def group_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+                 kafka: KafkaConf, batch_size: int = 200) -> dict[str, ClusterGroups]:
+    """Every cluster's live groups (from the driver); a cluster whose groups cannot be read
+    has its problem instead."""
+    found: dict[str, ClusterGroups] = {}
+    for cluster in clusters:
+        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+            try:
+                found[cluster.name] = ClusterGroups(read_groups(admin, batch_size))
+            except GroupsUnreadable as exc:
+                found[cluster.name] = ClusterGroups({}, (exc.error_name, str(exc)))
+            except Errors.KafkaError as exc:
+                found[cluster.name] = ClusterGroups({}, (type(exc).__name__, str(exc)))
+    return found

@@ -1,0 +1,73 @@
+"""The consumer groups' part of the run package, on the entity base (`run.entity`): their
+requests (`kinds.groups.requests`, `kinds.groups.tasks`).
+
+IncrementalAlterConfigs has validateOnly: every ALTER the plan allows goes to the broker
+with it first, and the broker's answer (a config it does not know, a value it refuses) is
+the group's `validate` row. DeleteGroups has none: a DELETE is validated by reading the
+group's type, state and members again (ListGroups v5, DescribeGroups), and refused while it
+has members. `apply` sets the configs the broker passed, and deletes groups only with
+`--allow-group-removals`; `verify` reads every changed group back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from provisioning.kinds.groups.conf import GroupsConf
+from provisioning.kinds.groups.model import MODEL
+from provisioning.kinds.groups.policies import GroupPolicyContext
+from provisioning.kinds.groups.requests import group_states
+from provisioning.kinds.groups.tasks import APPLY, VALIDATE, VERIFY, group_results
+from provisioning.run.engine import RunContext
+from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
+from provisioning.run.state import RunState
+from schemas.groups import GROUP_KEY, GROUP_LIVE
+
+# The columns a group task reads of a plan row.
+REQUEST_COLUMNS = (*GROUP_KEY, "action", "changed")
+
+
+class GroupSlice(EntitySlice):
+    """The consumer groups' slice of the run's state."""
+
+
+class GroupsKind(EntityRunKind):
+    name, State, model, conf_class = "groups", GroupSlice, MODEL, GroupsConf
+    requests_named = ("validateOnly IncrementalAlterConfigs and group members",
+                      "IncrementalAlterConfigs and DeleteGroups", "verify consumer groups")
+    summary_keys = ("removals_not_allowed", "clusters_not_readable")
+
+    def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
+        found = group_states(ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                             self.conf(ctx).batch_size)
+        rows = [(c, group, g.type, g.state, g.members, dict(g.configs))
+                for c, s in sorted(found.items()) for group, g in sorted(s.groups.items())]
+        return ({c: ClusterRead(len(s.groups), s.problem) for c, s in found.items()},
+                ctx.spark.createDataFrame(rows, GROUP_LIVE).localCheckpoint(eager=True))
+
+    def _send(self, ctx: RunContext, requests: DataFrame, task: str) -> DataFrame:
+        kafka, size = ctx.conf.kafka, self.conf(ctx).batch_size
+        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS),
+                          lambda rows, named, creds: group_results(rows, named, creds, kafka,
+                                                                   task, size))
+
+    def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        return self._send(ctx, requests, VALIDATE)
+
+    def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        return self._send(ctx, requests, APPLY)
+
+    def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        return self._send(ctx, requests, VERIFY)
+
+    def policy_context(self, ctx: RunContext, state: RunState) -> Any:
+        conf = self.conf(ctx)
+        assert isinstance(conf, GroupsConf)
+        return GroupPolicyContext(max_changes_per_cluster=conf.max_changes_per_cluster,
+                                  protected_groups=conf.protected_groups)
+
+
+RUN = GroupsKind()
