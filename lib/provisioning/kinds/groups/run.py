@@ -20,25 +20,24 @@ from provisioning.kinds.groups.conf import GroupsConf
 from provisioning.kinds.groups.model import MODEL
 from provisioning.kinds.groups.policies import GroupPolicyContext
 from provisioning.kinds.groups.requests import group_states
-from provisioning.kinds.groups.tasks import APPLY, VALIDATE, VERIFY, group_results
+from provisioning.kinds.groups.tasks import group_results
 from provisioning.run.engine import RunContext
-from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
+from provisioning.run.entity import ClusterRead, EntitySlice, OneTaskKind
 from provisioning.run.state import RunState
 from schemas.groups import GROUP_KEY, GROUP_LIVE
-
-# The columns a group task reads of a plan row.
-REQUEST_COLUMNS = (*GROUP_KEY, "action", "changed")
 
 
 class GroupSlice(EntitySlice):
     """The consumer groups' slice of the run's state."""
 
 
-class GroupsKind(EntityRunKind):
+class GroupsKind(OneTaskKind):
     name, State, model, conf_class = "groups", GroupSlice, MODEL, GroupsConf
     requests_named = ("validateOnly IncrementalAlterConfigs and group members",
                       "IncrementalAlterConfigs and DeleteGroups", "verify consumer groups")
     summary_keys = ("removals_not_allowed", "clusters_not_readable")
+    request_columns = (*GROUP_KEY, "action", "changed")
+    results = staticmethod(group_results)
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
         found = group_states(ctx.clusters, ctx.credentials, ctx.conf.kafka,
@@ -48,20 +47,6 @@ class GroupsKind(EntityRunKind):
         return ({c: ClusterRead(len(s.groups), s.problem) for c, s in found.items()},
                 ctx.spark.createDataFrame(rows, GROUP_LIVE).localCheckpoint(eager=True))
 
-    def _send(self, ctx: RunContext, requests: DataFrame, task: str) -> DataFrame:
-        kafka, size = ctx.conf.kafka, self.conf(ctx).batch_size
-        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS),
-                          lambda rows, named, creds: group_results(rows, named, creds, kafka,
-                                                                   task, size))
-
-    def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        return self._send(ctx, requests, VALIDATE)
-
-    def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        return self._send(ctx, requests, APPLY)
-
-    def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        return self._send(ctx, requests, VERIFY)
 
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         conf = self.conf(ctx)

@@ -23,14 +23,12 @@ from provisioning.kinds.quotas.model import MODEL
 from provisioning.kinds.quotas.plan import entity_text
 from provisioning.kinds.quotas.policies import QuotaPolicyContext
 from provisioning.kinds.quotas.requests import quota_states
-from provisioning.kinds.quotas.tasks import APPLY, VALIDATE, VERIFY, quota_results
+from provisioning.kinds.quotas.tasks import quota_results
 from provisioning.run.engine import RunContext
-from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
+from provisioning.run.entity import ClusterRead, EntitySlice, OneTaskKind
 from provisioning.run.state import RunState
 from schemas.quotas import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_LIVE
 
-# The columns a quota task reads of a plan row.
-REQUEST_COLUMNS = (*QUOTA_KEY, "action", "value")
 _TYPES = dict(zip(quota_names.ENTITY_TYPES, ENTITY_COLUMNS, strict=True))
 
 
@@ -38,12 +36,14 @@ class QuotaSlice(EntitySlice):
     """The client quotas' slice of the run's state."""
 
 
-class QuotasKind(EntityRunKind):
+class QuotasKind(OneTaskKind):
     name, State, model, conf_class = "quotas", QuotaSlice, MODEL, QuotasConf
     requests_named = ("validateOnly AlterClientQuotas", "AlterClientQuotas",
                       "verify client quotas")
     summary_keys = ("removals_not_allowed", "clusters_not_readable")
     check_rule = quota_names.UNMANAGED_QUOTA
+    request_columns = (*QUOTA_KEY, "action", "value")
+    results = staticmethod(quota_results)
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
         found = quota_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
@@ -58,20 +58,6 @@ class QuotasKind(EntityRunKind):
                  for c, s in found.items()},
                 ctx.spark.createDataFrame(rows, QUOTA_LIVE).localCheckpoint(eager=True))
 
-    def _send(self, ctx: RunContext, requests: DataFrame, task: str) -> DataFrame:
-        kafka, size = ctx.conf.kafka, self.conf(ctx).batch_size
-        return self.tasks(ctx, requests.select(*REQUEST_COLUMNS),
-                          lambda rows, named, creds: quota_results(rows, named, creds, kafka,
-                                                                   task, size))
-
-    def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        return self._send(ctx, requests, VALIDATE)
-
-    def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        return self._send(ctx, requests, APPLY)
-
-    def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
-        return self._send(ctx, requests, VERIFY)
 
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         return QuotaPolicyContext(

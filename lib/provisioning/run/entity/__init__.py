@@ -258,6 +258,34 @@ class EntityRunKind(RunKind):
         return self.slice(state).imported
 
 
+class OneTaskKind(EntityRunKind):
+    """An entity kind whose validate, change and read back are one executor function, told
+    which by its phase's name (`names.VALIDATE`, `APPLY`, `VERIFY`): `results(rows, clusters
+    by name, credentials, kafka conf, that name, batch size)` over the plan rows'
+    `request_columns`, one result row per row."""
+
+    request_columns: ClassVar[tuple[str, ...]]
+    # The kind's executor work: a module-level function (pickled by reference), set as
+    # `results = staticmethod(function)`.
+    results: ClassVar[Callable[..., Iterator[tuple[Any, ...]]]]
+
+    def send(self, ctx: RunContext, requests: DataFrame, phase: str) -> DataFrame:
+        """`results` over the requests as Spark tasks, one per cluster."""
+        kafka, size, results = ctx.conf.kafka, self.conf(ctx).batch_size, self.results
+        return self.tasks(ctx, requests.select(*self.request_columns),
+                          lambda rows, named, creds: results(rows, named, creds, kafka, phase,
+                                                             size))
+
+    def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        return self.send(ctx, requests, names.VALIDATE)
+
+    def change(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        return self.send(ctx, requests, names.APPLY)
+
+    def read_back(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
+        return self.send(ctx, requests, names.VERIFY)
+
+
 def summarize(kind: EntityRunKind, audit_rows: Sequence[DataFrame], listing_limit: int,
               removals_allowed: bool) -> EntitySummary:
     """What a run did with a kind's entities, from their AUDIT rows: outcome counts,
