@@ -186,7 +186,8 @@ def _cluster(base: Path, nodes: int, **kwargs: object) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def policy_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The broker-side test policies of tests/java, compiled once."""
+    """The Java test code of tests/java (the broker-side test policies, a KIP-848 consumer
+    group member), compiled once."""
     from tests.helpers import compile_policy_jar
 
     _jars(KAFKA_JARS)

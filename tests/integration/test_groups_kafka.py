@@ -17,12 +17,20 @@ other tests' and are left out of every assertion.
     import       the live groups no manifest names, with their configs; a plan over them and
                  the manifest changes nothing
 
+    kip848       (its own topic, manifest and runs) `kip848`, a KIP-848 consumer group whose
+                 one member is a Java KafkaConsumer with `group.protocol=consumer`
+                 (tests/java ConsumerGroupMember): absent with --allow-group-removals,
+                 refused while the member lives; deleted once it left and the group is Empty
+
 Each stage's broker state is read with kafka-python's own admin client (not the job's).
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import secrets
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -37,7 +45,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from schemas.groups import GROUP_MANIFEST
-from tests.helpers import Completed, run_cli_in_process, write_conf, write_manifest_table
+from tests.helpers import REPO, Completed, run_cli_in_process, write_conf, write_manifest_table
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +53,7 @@ P = f"grp{secrets.token_hex(3)}-"
 TOPIC = f"{P}events"
 OLD, BUSY, TUNED, TYPO, KEEP, ADOPT = (f"{P}{n}" for n in ("old", "busy", "tuned", "typo",
                                                             "keep-1", "adopt"))
+KIP, KIP_TOPIC = f"{P}kip848", f"{P}kip848-events"
 TUNING = {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
 TOPIC_RULES = ("offline_partition", "under_replicated", "below_min_isr",
                "min_insync_within_rf", "unmanaged", "drift", "leader_not_preferred",
@@ -113,6 +122,18 @@ def row(group: str, **cols: Any) -> dict[str, Any]:
     return {"cluster": "local", "group": group, "owner": "team-grp", **cols}
 
 
+def group_conf(path: Path, bootstrap: str, wh: Path, tables: list[Path]) -> Path:
+    """The job's conf of this module: the groups of `tables`, `keep-*` protected, two
+    groups a request, no topic check."""
+    return write_conf(path, bootstrap, wh, extra={
+        "tables": {"manifests": [str(wh / "desired_topics")],
+                   "audit": str(wh / "topic_audit"), "runs": str(wh / "provision_runs"),
+                   "snapshots": str(wh / "topic_snapshots"),
+                   "group_manifests": [str(t) for t in tables]},
+        "groups": {"protected_groups": [f"{P}keep-*"], "batch_size": 2},
+        "checks": {"severity": dict.fromkeys(TOPIC_RULES, "off")}})
+
+
 @dataclass
 class Flow:
     work: Path
@@ -171,13 +192,7 @@ def flow(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> It
     done.runs["load"] = Completed(loaded.exit_code, loaded.stdout, loaded.stderr)
 
     def conf(name: str, tables: list[Path]) -> Path:
-        return write_conf(done.work / name, bootstrap, wh, extra={
-            "tables": {"manifests": [str(wh / "desired_topics")],
-                       "audit": str(wh / "topic_audit"), "runs": str(wh / "provision_runs"),
-                       "snapshots": str(wh / "topic_snapshots"),
-                       "group_manifests": [str(t) for t in tables]},
-            "groups": {"protected_groups": [f"{P}keep-*"], "batch_size": 2},
-            "checks": {"severity": dict.fromkeys(TOPIC_RULES, "off")}})
+        return group_conf(done.work / name, bootstrap, wh, tables)
 
     def run(name: str, *args: str) -> None:
         done.runs[name] = run_cli_in_process(list(args))
@@ -343,3 +358,112 @@ def test_import_writes_the_unnamed_live_groups_with_their_configs(
          {"consumer.heartbeat.interval.ms": "7000"}, None),
         (TUNED, "NOOP", "plan", "already_present", "classic", "Empty", 0, TUNING, TUNING,
          None)]
+
+
+class JavaMember:
+    """A KIP-848 consumer group's one live member: tests/java's ConsumerGroupMember (a Java
+    KafkaConsumer with `group.protocol=consumer`) in its own process, polling until its
+    stdin closes. Its stderr goes to `log`."""
+
+    def __init__(self, policy_jar: Path, bootstrap: str, group: str, topic: str,
+                 log: Path) -> None:
+        jars = REPO / ".cache" / "jars" / "kafka" / "*"
+        self.log = log
+        with log.open("w") as err:
+            self.process = subprocess.Popen(
+                ["java", "-cp", f"{policy_jar}{os.pathsep}{jars}",
+                 "provisioning.testing.ConsumerGroupMember", bootstrap, group, topic],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_assigned(self, timeout_s: float = 120) -> str:
+        """The member's `assigned ...` line (it then has its partitions)."""
+        try:
+            line = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AssertionError("the Java member printed no assignment: "
+                                 + self.log.read_text()[-3000:]) from None
+        assert line.startswith("assigned "), line
+        return line
+
+    def stop(self) -> int:
+        """Close its stdin (it leaves the group and exits); its exit code."""
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                return self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(30)
+        return int(self.process.returncode)
+
+
+@pytest.fixture(scope="module")
+def kip848(kafka: Any, spark: Any, policy_jar: Path,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flow]:
+    """`kip848`'s runs: `refused` while its Java member lives, `deleted` once it left; the
+    live groups after each (`member`, `refused`, `left`, `deleted`), and the member's exit
+    code in busy_members["exit"]."""
+    bootstrap = kafka.bootstrap_servers
+    done = Flow(tmp_path_factory.mktemp("grp-kip848"))
+    wh = done.wh
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(KIP_TOPIC, 1, 1)])
+    write_manifest_table(spark, wh / "desired_topics", [])
+    write_groups(spark, wh / "desired_groups", [row(KIP, state="absent")])
+    conf = group_conf(done.work / "kip848.yaml", bootstrap, wh, [wh / "desired_groups"])
+    member = JavaMember(policy_jar, bootstrap, KIP, KIP_TOPIC, done.work / "member.log")
+    try:
+        member.wait_assigned()
+        wait_for("kip848 to be Stable",
+                 lambda: groups(admin).get(KIP) == ("consumer", "Stable"))
+        done.live["member"] = groups(admin)
+        done.runs["refused"] = run_cli_in_process(
+            ["apply", "--conf", str(conf), "--allow-group-removals", "--json"])
+        done.live["refused"] = groups(admin)
+        done.busy_members["exit"] = member.stop()
+        wait_for("kip848 to be Empty", lambda: groups(admin).get(KIP) == ("consumer", "Empty"))
+        done.live["left"] = groups(admin)
+        done.runs["deleted"] = run_cli_in_process(
+            ["apply", "--conf", str(conf), "--allow-group-removals", "--json"])
+        done.live["deleted"] = groups(admin)
+        yield done
+    finally:
+        member.stop()
+        admin.close()
+
+
+def test_a_kip848_consumer_group_with_a_live_java_member_is_refused_then_deleted_once_empty(
+        kip848: Flow, spark: Any) -> None:
+    def ours(stage: str) -> dict[str, tuple[str, str]]:
+        return {g: s for g, s in kip848.live[stage].items() if g == KIP}
+
+    assert ours("member") == {KIP: ("consumer", "Stable")}
+    refused = kip848.runs["refused"]
+    assert refused.returncode == 1, refused.output[-3000:]
+    assert [r for r in audit(spark, kip848, "refused") if r[0] == KIP] == [
+        (KIP, "DELETE", "plan", "blocked", "consumer", "Stable", None, None, {},
+         "POLICY_VIOLATION")]
+    assert messages(spark, kip848, "refused")[(KIP, "plan")] == (
+        f"group_members: group {KIP}: it has an unknown number of member(s) (type consumer, "
+        "state Stable); a group is deleted only when it has none: stop its consumers first "
+        "(`force` does not lift this policy)")
+    assert ours("refused") == {KIP: ("consumer", "Stable")}
+
+    assert kip848.busy_members["exit"] == 0
+    assert ours("left") == {KIP: ("consumer", "Empty")}
+    deleted = kip848.runs["deleted"]
+    assert deleted.returncode == 0, deleted.output[-3000:]
+    assert [r for r in audit(spark, kip848, "deleted") if r[0] == KIP] == [
+        (KIP, "DELETE", "apply", "deleted", "consumer", "Empty", 0, None, {}, "NONE"),
+        (KIP, "DELETE", "plan", "planned", "consumer", "Empty", 0, None, {}, None),
+        (KIP, "DELETE", "validate", "validated", "consumer", "Empty", 0, None, {}, "NONE"),
+        (KIP, "DELETE", "verify", "deleted", "consumer", "Empty", 0, None, None, "NONE")]
+    assert ours("deleted") == {}

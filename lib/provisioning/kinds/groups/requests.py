@@ -3,6 +3,13 @@ and state, DescribeGroups for a classic group's members, DescribeConfigs of the 
 resources), their configs set (IncrementalAlterConfigs, validateOnly first), their deletion
 (DeleteGroups), and the audit outcome of each answer.
 
+DescribeConfigs and IncrementalAlterConfigs are sent again while they could not be sent or
+their answer was lost, for up to `kafka.request_timeout_ms` from the first loss
+(`retry.resend`), as the users' and quotas' requests are: setting a group's configs to the
+same values again sets nothing new. A change still unanswered then is `unknown` (`failed`
+when it was never sent, or only validated). DeleteGroups (kafka-python's, at each group's
+coordinator) is not resent: a lost answer leaves the groups it was sent for `unknown`.
+
 A group's type and state come from ListGroups v5 only: DescribeGroups answers a KIP-848
 consumer group (and a share or streams group) as `Dead`, "not a classic group", so it is
 asked only for the member count of a classic group. A broker older than ListGroups v5 names
@@ -11,6 +18,7 @@ no type, and its groups are not read (never taken as memberless).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +34,8 @@ from provisioning.kafka.codes import error_name, retriable
 from provisioning.kafka.compat import send_to_node
 from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY
 
+log = logging.getLogger(__name__)
+
 # ConfigResource type of a group (KIP-848), and the source of a group's own config.
 GROUP_RESOURCE = 32
 DYNAMIC_GROUP_CONFIG = 8
@@ -34,6 +44,12 @@ _USE = "DescribeConfigs and IncrementalAlterConfigs of groups with each resource
 REJECTIONS = frozenset({"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
                         "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
                         "NON_EMPTY_GROUP", "UNSUPPORTED_VERSION", "INVALID_GROUP_ID"})
+
+
+# Not sent (the node was not ready), or sent and its answer lost: sent again.
+_RESENT: tuple[type[BaseException], ...] = (
+    Errors.NodeNotReadyError, Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
+    Errors.RequestTimedOutError)
 
 
 class GroupsUnreadable(ProvisioningError):
@@ -58,6 +74,46 @@ class LiveGroup:
 
 def _deadline(admin: ClusterAdmin) -> float:
     return retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
+
+
+class _Lost(Exception):
+    """No answer within `kafka.request_timeout_ms` of the first loss: the last error, and
+    how many sends may have reached a broker."""
+
+    def __init__(self, cause: BaseException, sends: int) -> None:
+        super().__init__(type(cause).__name__)
+        self.cause, self.sends = cause, sends
+
+
+def _send(admin: ClusterAdmin, request: Any) -> tuple[Any, int]:
+    """Send `request` to any broker, again while it could not be sent or its answer was
+    lost, for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`); (the
+    response, the sends that may have reached a broker). Raises _Lost."""
+    deadline: float | None = None
+    sends = 0
+
+    def send() -> Any:
+        nonlocal sends
+        try:
+            return send_to_node(admin.client, None, request, use=_USE)
+        except _RESENT as exc:
+            sends += 0 if isinstance(exc, Errors.NodeNotReadyError) else 1
+            raise
+
+    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
+        nonlocal deadline
+        if not isinstance(exc, _RESENT):
+            return None
+        deadline = deadline or at + admin.kafka.request_timeout_ms / 1000
+        return retry.Resend(deadline, lambda: log.warning(
+            "cluster %s: a group config request was not answered (%s); resending",
+            admin.cluster.name, type(exc).__name__))
+
+    try:
+        response = retry.resend(send, verdict)
+    except _RESENT as exc:
+        raise _Lost(exc, sends) from exc
+    return response, sends + 1
 
 
 def list_groups(admin: ClusterAdmin) -> dict[str, tuple[str | None, str | None]]:
@@ -95,7 +151,10 @@ def group_configs(admin: ClusterAdmin, groups: Sequence[str], batch_size: int = 
         request = DescribeConfigsRequest(resources=[
             resource_cls(resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None)
             for g in groups[start:start + batch_size]], include_synonyms=False)
-        response = send_to_node(admin.client, None, request, use=_USE)
+        try:
+            response, _ = _send(admin, request)
+        except _Lost as lost:
+            raise lost.cause from None
         for result in response.results:
             if result.error_code:
                 raise GroupsUnreadable(admin.cluster.name, error_name(int(result.error_code)),
@@ -154,12 +213,19 @@ def alter_group_configs(admin: ClusterAdmin, changes: Sequence[tuple[str, Mappin
                      for k, v in sorted(configs.items())]) for group, configs in batch],
             validate_only=validate_only)
         sent([g for g, _ in batch])
-        response = send_to_node(admin.client, None, request, use=_USE)
+        try:
+            response, sends = _send(admin, request)
+        except _Lost as lost:
+            gone = type(lost.cause).__name__
+            for group, _ in batch:
+                yield group, {**_answer(-1, f"no answer within kafka.request_timeout_ms "
+                                            f"({gone})", lost.sends), "error_name": gone}
+            continue
         answers = {r.resource_name: r for r in response.responses}
         for group, _ in batch:
             r = answers.get(group)
-            yield group, (_answer(-1, "the broker's response did not answer this group")
-                          if r is None else _answer(int(r.error_code), r.error_message))
+            yield group, (_answer(-1, "the broker's response did not answer this group", sends)
+                          if r is None else _answer(int(r.error_code), r.error_message, sends))
 
 
 def delete_groups(admin: ClusterAdmin, groups: Sequence[str], batch_size: int,
