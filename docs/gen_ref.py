@@ -496,8 +496,9 @@ def vocabulary_reference() -> str:
             kind = "create policy, on live topics"
         else:
             kind = "another kind's live state"
-        # A kind's own rules (unmanaged_quota) are `info` unless the conf says otherwise;
-        # acl_without_user is off (a principal may come from a certificate or OAuth).
+        # A kind's own rules (unmanaged_quota, unmanaged_group) are `info` unless the conf
+        # says otherwise; acl_without_user is off (a principal may come from a certificate
+        # or OAuth).
         severity = DEFAULT_SEVERITY.get(rule, names.OFF if rule == "acl_without_user"
                                         else names.INFO)
         lines.append(f"| `{rule}` | {severity} | {kind} |")

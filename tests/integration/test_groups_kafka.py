@@ -14,6 +14,7 @@ other tests' and are left out of every assertion.
                  rejected by name
     remove       with --allow-group-removals: `old` deleted, `busy` still refused and live
     report       --unmanaged-groups
+    check        the live groups no manifest names, as `unmanaged_group` findings
     import       the live groups no manifest names, with their configs; a plan over them and
                  the manifest changes nothing
 
@@ -213,6 +214,7 @@ def flow(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         record("removed")
         run("report", "report", "--conf", str(good), "--unmanaged-groups", "--json")
         run("report-text", "report", "--conf", str(good), "--unmanaged-groups")
+        run("check", "check", "--conf", str(good), "--json")
         run("import", "import", "--conf", str(good), "--groups", "--table",
             str(wh / "imported"), "--owner", "platform", "--json")
         run("adopted", "plan", "--conf", str(conf("adopted.yaml", [main, wh / "imported"])),
@@ -338,6 +340,17 @@ def test_report_lists_the_live_groups_no_manifest_names(flow: Flow) -> None:
         ("local", [(ADOPT, "classic", "Empty", 0, {"consumer.heartbeat.interval.ms": "7000"})])]
     assert (f"  ? group {ADOPT} (classic, Empty) consumer.heartbeat.interval.ms=7000"
             in flow.runs["report-text"].stdout)
+
+
+def test_check_reports_each_live_group_no_manifest_names_as_info(flow: Flow) -> None:
+    checked = flow.runs["check"]
+    assert checked.returncode == 0, checked.output[-3000:]
+    assert sorted((v["rule"], v["severity"], v["detail"]) for v in checked.json()["violations"]
+                  if v["rule"] == "unmanaged_group" and P in v["detail"]) == [
+        ("unmanaged_group", "info", f"group {ADOPT} (type classic, state Empty): named by no "
+                                    "group manifest row (import --groups adopts it)")]
+    assert [v for v in checked.json()["violations"] if P in str(v.get("detail"))
+            and v["rule"] != "unmanaged_group"] == []
 
 
 def test_import_writes_the_unnamed_live_groups_with_their_configs(

@@ -26,6 +26,7 @@ from provisioning.kinds.groups.plan import (
 )
 from provisioning.kinds.groups.policies import GROUP_POLICIES, GroupPolicyContext
 from provisioning.kinds.groups.requests import outcome
+from provisioning.kinds.groups.run import RUN
 from schemas import column_names
 from schemas.groups import GROUP_DESIRED, GROUP_LIVE, GROUP_MANIFEST, GROUP_PLAN
 from tests.builders import rows_df
@@ -172,6 +173,17 @@ def judged(spark: SparkSession, max_changes: int = 200, **context: Any
                                                     **context))
     return sorted((r["group"], tuple((v["policy"], v["message"]) for v in
                                      r["policy_violations"])) for r in out.collect())
+
+
+def test_checks_finding_names_each_unnamed_groups_type_and_state(spark: SparkSession) -> None:
+    found = live(spark, {"group": "plain"},
+                 {"group": "configured", "type": None, "group_state": None, "members": None,
+                  "configs": {SESSION: "50000"}})
+    assert sorted(r[0] for r in found.select(RUN.finding()).collect()) == [
+        "group configured (configs only, no group): named by no group manifest row "
+        "(import --groups adopts it)",
+        "group plain (type classic, state Empty): named by no group manifest row "
+        "(import --groups adopts it)"]
 
 
 def test_a_group_with_members_is_never_deleted_and_protected_groups_are_never_changed(

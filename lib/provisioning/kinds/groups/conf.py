@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from provisioning.conf.entity import EntityConf, EntityKeys, EntitySection
 from provisioning.conf.model import STRICT
 from provisioning.conf.policies import Custom
-from provisioning.kinds.groups.names import NOUNS
+from provisioning.kinds.groups.names import NOUNS, UNMANAGED_GROUP
 
 try:  # the loader's side only (conf.model says why)
     from pydantic import BeforeValidator, Field, WithJsonSchema
@@ -84,6 +84,7 @@ class GroupManifestRow:
 class GroupsSection(EntitySection):
     nouns, conf_class, keys_class = NOUNS, GroupsConf, GroupsKeys
     policy_catalogue = GROUP_POLICY_MODELS
+    check_rules = (UNMANAGED_GROUP,)
     manifest_row = GroupManifestRow
 
 

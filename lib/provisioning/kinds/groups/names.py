@@ -27,3 +27,7 @@ EMPTY = "Empty"
 DEAD = "Dead"
 MEMBERLESS = (EMPTY, DEAD)
 CLASSIC = "classic"
+
+# The rule of `check` that reports a live group no manifest row names (`info` unless
+# `checks.severity` says otherwise).
+UNMANAGED_GROUP = "unmanaged_group"

@@ -6,7 +6,8 @@ with it first, and the broker's answer (a config it does not know, a value it re
 the group's `validate` row. DeleteGroups has none: a DELETE is validated by reading the
 group's type, state and members again (ListGroups v5, DescribeGroups), and refused while it
 has members. `apply` sets the configs the broker passed, and deletes groups only with
-`--allow-group-removals`; `verify` reads every changed group back.
+`--allow-group-removals`; `verify` reads every changed group back. `check` reports each live
+group no manifest row names (rule `unmanaged_group`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 from provisioning.kinds.groups.conf import GroupsConf
 from provisioning.kinds.groups.model import MODEL
+from provisioning.kinds.groups.names import UNMANAGED_GROUP
 from provisioning.kinds.groups.policies import GroupPolicyContext
 from provisioning.kinds.groups.requests import group_states
 from provisioning.kinds.groups.tasks import group_results
@@ -36,6 +39,7 @@ class GroupsKind(OneTaskKind):
     requests_named = ("validateOnly IncrementalAlterConfigs and group members",
                       "IncrementalAlterConfigs and DeleteGroups", "verify consumer groups")
     summary_keys = ("removals_not_allowed", "clusters_not_readable")
+    check_rule = UNMANAGED_GROUP
     request_columns = (*GROUP_KEY, "action", "changed")
     results = staticmethod(group_results)
 
@@ -47,12 +51,19 @@ class GroupsKind(OneTaskKind):
         return ({c: ClusterRead(len(s.groups), s.problem) for c, s in found.items()},
                 ctx.spark.createDataFrame(rows, GROUP_LIVE).localCheckpoint(eager=True))
 
-
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         conf = self.conf(ctx)
         assert isinstance(conf, GroupsConf)
         return GroupPolicyContext(max_changes_per_cluster=conf.max_changes_per_cluster,
                                   protected_groups=conf.protected_groups)
+
+    def finding(self) -> Column:
+        # A group id with configs and no group (no consumer used it yet) has no type or state.
+        return F.format_string(
+            "group %s (%s): named by no group manifest row (import --groups adopts it)",
+            F.col("group"), F.when(F.col("type").isNull(), F.lit("configs only, no group"))
+            .otherwise(F.format_string("type %s, state %s", F.col("type"),
+                                       F.col("group_state"))))
 
 
 RUN = GroupsKind()

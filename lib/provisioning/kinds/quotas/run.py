@@ -58,7 +58,6 @@ class QuotasKind(OneTaskKind):
                  for c, s in found.items()},
                 ctx.spark.createDataFrame(rows, QUOTA_LIVE).localCheckpoint(eager=True))
 
-
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         return QuotaPolicyContext(
             max_changes_per_cluster=self.conf(ctx).max_changes_per_cluster)
