@@ -30,6 +30,7 @@ THROTTLE_PAUSE_LIMIT_S = 300.0
 _THROTTLED = Errors.ThrottlingQuotaExceededError.errno
 
 T = TypeVar("T")
+R = TypeVar("R")
 Answers = Iterable[tuple[str, dict[str, Any]]]
 
 
@@ -314,3 +315,50 @@ def _missing_result(name: str, attempts: int) -> dict[str, Any]:
         "error_message": "the broker's response did not mention this topic",
         "attempts": attempts,
     }
+
+
+# Not sent (the node was not ready), or sent and its answer lost: worth sending again.
+LOST: tuple[type[BaseException], ...] = (
+    Errors.NodeNotReadyError, Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
+    Errors.RequestTimedOutError)
+
+
+class Unanswered(Exception):
+    """No answer within `kafka.request_timeout_ms` of the first loss: the last error, and
+    how many sends may have reached a broker."""
+
+    def __init__(self, cause: BaseException, sends: int) -> None:
+        super().__init__(type(cause).__name__)
+        self.cause, self.sends = cause, sends
+
+
+def send_resending(admin: ClusterAdmin, send: Callable[[], R], what: str) -> tuple[R, int]:
+    """`send()`'s answer, sent again while it could not be sent or its answer was lost
+    (`LOST`), for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`),
+    each resend logged as `what` "was not answered"; (the answer, the sends that may have
+    reached a broker). Only for requests that may be sent twice. Raises Unanswered."""
+    deadline: float | None = None
+    sends = 0
+
+    def once() -> R:
+        nonlocal sends
+        try:
+            return send()
+        except LOST as exc:
+            sends += 0 if isinstance(exc, Errors.NodeNotReadyError) else 1
+            raise
+
+    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
+        nonlocal deadline
+        if not isinstance(exc, LOST):
+            return None
+        deadline = deadline or at + admin.kafka.request_timeout_ms / 1000
+        return retry.Resend(deadline, lambda: log.warning(
+            "cluster %s: %s was not answered (%s); resending", admin.cluster.name, what,
+            type(exc).__name__))
+
+    try:
+        answer = retry.resend(once, verdict)
+    except LOST as exc:
+        raise Unanswered(exc, sends) from exc
+    return answer, sends + 1

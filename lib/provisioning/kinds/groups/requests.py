@@ -32,6 +32,7 @@ from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name, retriable
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.requests import Unanswered, send_resending
 from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,6 @@ REJECTIONS = frozenset({"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
                         "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
                         "NON_EMPTY_GROUP", "UNSUPPORTED_VERSION", "INVALID_GROUP_ID"})
 
-
-# Not sent (the node was not ready), or sent and its answer lost: sent again.
-_RESENT: tuple[type[BaseException], ...] = (
-    Errors.NodeNotReadyError, Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
-    Errors.RequestTimedOutError)
 
 
 class GroupsUnreadable(ProvisioningError):
@@ -76,44 +72,11 @@ def _deadline(admin: ClusterAdmin) -> float:
     return retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
 
 
-class _Lost(Exception):
-    """No answer within `kafka.request_timeout_ms` of the first loss: the last error, and
-    how many sends may have reached a broker."""
-
-    def __init__(self, cause: BaseException, sends: int) -> None:
-        super().__init__(type(cause).__name__)
-        self.cause, self.sends = cause, sends
-
-
 def _send(admin: ClusterAdmin, request: Any) -> tuple[Any, int]:
-    """Send `request` to any broker, again while it could not be sent or its answer was
-    lost, for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`); (the
-    response, the sends that may have reached a broker). Raises _Lost."""
-    deadline: float | None = None
-    sends = 0
-
-    def send() -> Any:
-        nonlocal sends
-        try:
-            return send_to_node(admin.client, None, request, use=_USE)
-        except _RESENT as exc:
-            sends += 0 if isinstance(exc, Errors.NodeNotReadyError) else 1
-            raise
-
-    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
-        nonlocal deadline
-        if not isinstance(exc, _RESENT):
-            return None
-        deadline = deadline or at + admin.kafka.request_timeout_ms / 1000
-        return retry.Resend(deadline, lambda: log.warning(
-            "cluster %s: a group config request was not answered (%s); resending",
-            admin.cluster.name, type(exc).__name__))
-
-    try:
-        response = retry.resend(send, verdict)
-    except _RESENT as exc:
-        raise _Lost(exc, sends) from exc
-    return response, sends + 1
+    """`request` sent to any broker, again after a lost answer (`send_resending`): setting a
+    group's configs to the same values again changes nothing. Raises Unanswered."""
+    return send_resending(admin, lambda: send_to_node(admin.client, None, request, use=_USE),
+                          "a group config request")
 
 
 def list_groups(admin: ClusterAdmin) -> dict[str, tuple[str | None, str | None]]:
@@ -153,7 +116,7 @@ def group_configs(admin: ClusterAdmin, groups: Sequence[str], batch_size: int = 
             for g in groups[start:start + batch_size]], include_synonyms=False)
         try:
             response, _ = _send(admin, request)
-        except _Lost as lost:
+        except Unanswered as lost:
             raise lost.cause from None
         for result in response.results:
             if result.error_code:
@@ -215,7 +178,7 @@ def alter_group_configs(admin: ClusterAdmin, changes: Sequence[tuple[str, Mappin
         sent([g for g, _ in batch])
         try:
             response, sends = _send(admin, request)
-        except _Lost as lost:
+        except Unanswered as lost:
             gone = type(lost.cause).__name__
             for group, _ in batch:
                 yield group, {**_answer(-1, f"no answer within kafka.request_timeout_ms "

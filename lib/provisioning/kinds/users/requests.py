@@ -28,12 +28,13 @@ from kafka.protocol.admin import (
     DescribeUserScramCredentialsRequest,
 )
 
-from provisioning import names, retry
+from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.requests import Unanswered, send_resending
 from provisioning.kinds.users.names import DELETED, MECHANISM_CODES, UPSERTED
 
 log = logging.getLogger(__name__)
@@ -70,50 +71,13 @@ class Change:
     password: Secret | None = None
 
 
-# What kafka-python raises for a request it could not send (NodeNotReadyError) or whose answer
-# did not come (the others): sent again until the deadline.
-_RESENT: tuple[type[BaseException], ...] = (
-    Errors.NodeNotReadyError, Errors.KafkaConnectionError, Errors.KafkaTimeoutError,
-    Errors.RequestTimedOutError)
-
 
 def _send(admin: ClusterAdmin, request: Any) -> tuple[Any, int]:
-    """Send `request` to any broker, again while it could not be sent or its answer was lost,
-    for up to `kafka.request_timeout_ms` from the first loss (`retry.resend`); (the response,
-    the sends that may have reached a broker). Resending is safe: the same salted password
-    set again is the same credential, and a deletion found done is answered
-    RESOURCE_NOT_FOUND."""
-    deadline: float | None = None
-    sends = 0
-
-    def send() -> Any:
-        nonlocal sends
-        try:
-            return send_to_node(admin.client, None, request, use=_USE)
-        except _RESENT as exc:
-            sends += 0 if isinstance(exc, Errors.NodeNotReadyError) else 1
-            raise
-
-    def verdict(exc: BaseException, at: float) -> retry.Resend | None:
-        nonlocal deadline
-        if not isinstance(exc, _RESENT):
-            return None
-        deadline = deadline or at + admin.kafka.request_timeout_ms / 1000
-        return retry.Resend(deadline, lambda: log.warning(
-            "cluster %s: a SCRAM credential request was not answered (%s); resending",
-            admin.cluster.name, type(exc).__name__))
-
-    try:
-        response = retry.resend(send, verdict)
-    except _RESENT as exc:
-        raise _Lost(exc, sends) from exc
-    return response, sends + 1
-
-
-class _Lost(Exception):
-    def __init__(self, cause: BaseException, sends: int) -> None:
-        super().__init__(type(cause).__name__)
-        self.cause, self.sends = cause, sends
+    """`request` sent to any broker, again after a lost answer (`send_resending`).
+    Resending is safe: the same salted password set again is the same credential, and a
+    deletion found done is answered RESOURCE_NOT_FOUND. Raises Unanswered."""
+    return send_resending(admin, lambda: send_to_node(admin.client, None, request, use=_USE),
+                          "a SCRAM credential request")
 
 
 def describe_credentials(admin: ClusterAdmin, users: Sequence[str] | None = None
@@ -124,8 +88,8 @@ def describe_credentials(admin: ClusterAdmin, users: Sequence[str] | None = None
         DescribeUserScramCredentialsRequest.UserName(name=u) for u in users])
     try:
         response, _ = _send(admin, request)
-    except (_Lost, Errors.KafkaError) as exc:
-        cause = exc.cause if isinstance(exc, _Lost) else exc
+    except (Unanswered, Errors.KafkaError) as exc:
+        cause = exc.cause if isinstance(exc, Unanswered) else exc
         raise UsersUnreadable(admin.cluster.name, type(cause).__name__, str(cause)) from exc
     if int(response.error_code):
         raise UsersUnreadable(admin.cluster.name, error_name(int(response.error_code)),
@@ -188,7 +152,7 @@ def alter_credentials(admin: ClusterAdmin, changes: Sequence[Change], batch_size
         sent([changes[i] for i in batch])
         try:
             response, sends = _send(admin, request)
-        except _Lost as lost:
+        except Unanswered as lost:
             gone = type(lost.cause).__name__
             for i in batch:
                 results[i] = {"error_code": -1, "error_name": gone, "attempts": lost.sends,
