@@ -1,0 +1,239 @@
+"""Offset reset requests validated as data, and planned per partition against the offsets
+read for them (OFFSET_PLAN rows).
+
+What is checked here, as rows (`with_reset_row_errors`): the request id (present, unique
+across the tables read), the cluster, the group id and topic name (legal), the partitions
+(none null, negative or named twice), `to`, and the value as `to` reads it (an ISO-8601
+time with its zone, an ISO-8601 duration, a signed integer, an offset, or none). A request
+naming a partition its topic does not have, or a topic the cluster does not have, is
+refused in the plan, once its topic is read; a shift of a partition with no committed
+offset is refused on that partition's row.
+
+RESET   a move: its target is the offset `to` asks for, clamped to the log's start and end
+DELETE  `to: delete`: the group's committed offsets on the topic removed
+NOOP    a request an earlier run applied (`done_by` names that run)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from provisioning.kinds.offsets.names import (
+    DELETE,
+    DELETE_TO,
+    DONE,
+    DURATION,
+    EARLIEST,
+    LATEST,
+    OFFSET,
+    RESET,
+    SHIFT,
+    TIMESTAMP,
+    TOS,
+    VALUELESS,
+)
+from provisioning.transforms.policies.base import Transform
+from provisioning.transforms.validation import cluster_reasons
+from schemas import column_names
+from schemas.offsets import OFFSET_LIVE, OFFSET_PLAN, OFFSET_RESET_DESIRED
+
+# A group id the job manages (as the groups kind's), and a legal topic name.
+GROUP_NAME = r"^(?=.*\S)[^\p{Cntrl}]{1,255}$"
+TOPIC_NAME = r"^(?!\.{1,2}$)[A-Za-z0-9._-]{1,249}$"
+# An ISO-8601 time with its zone (no zone: which one would be a guess).
+TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$"
+# An ISO-8601 duration of days, hours, minutes and seconds (`P1D`, `PT1H30M`, `PT90S`).
+DURATION_FORM = (r"^P(?=\d|T\d)(?:(\d{1,6})D)?"
+                 r"(?:T(?=\d)(?:(\d{1,7})H)?(?:(\d{1,9})M)?(?:(\d{1,11})S)?)?$")
+SIGNED = r"^[+-]?\d{1,18}$"
+UNSIGNED = r"^\d{1,18}$"
+_MS = {1: 86_400_000, 2: 3_600_000, 3: 60_000, 4: 1_000}
+
+
+def _when(condition: Column, message: Column | str) -> Column:
+    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
+
+
+def _valid() -> Column:
+    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
+
+
+def with_reasons(df: DataFrame, checks: list[Column]) -> DataFrame:
+    """`df` with the non-null `checks` appended to its `row_errors`."""
+    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
+    current = F.col("row_errors")
+    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
+                         .otherwise(F.concat(current, reasons)))
+
+
+def duration_ms(value: Column) -> Column:
+    """An ISO-8601 duration (DURATION_FORM) in milliseconds; null when it is not one."""
+    parts = [F.coalesce(F.regexp_extract(value, DURATION_FORM, i).try_cast("long"), F.lit(0))
+             * F.lit(ms) for i, ms in _MS.items()]
+    total = parts[0] + parts[1] + parts[2] + parts[3]
+    return F.when(value.rlike(DURATION_FORM), total)
+
+
+def time_ms(value: Column) -> Column:
+    """An ISO-8601 time with its zone (TIME) in milliseconds since the epoch; else null."""
+    return F.when(value.rlike(TIME), F.unix_millis(F.try_to_timestamp(value)))
+
+
+def with_values(now: dt.datetime) -> Transform:
+    """Requests with `at_ms` (timestamp: the time; duration: `now` less the duration) and
+    `amount` (shift, offset) read from `value`; null when `value` is not what `to` takes."""
+    now_ms = int(now.timestamp() * 1000)
+
+    def transform(df: DataFrame) -> DataFrame:
+        to, value = F.col("to"), F.col("value")
+        at = (F.when(to == TIMESTAMP, time_ms(value))
+              .when(to == DURATION, F.lit(now_ms) - duration_ms(value)))
+        amount = (F.when((to == SHIFT) & value.rlike(SIGNED), value.try_cast("long"))
+                  .when((to == OFFSET) & value.rlike(UNSIGNED), value.try_cast("long")))
+        return df.withColumn("at_ms", at).withColumn("amount", amount)
+
+    return transform
+
+
+def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
+    """The reasons a request (OFFSET_RESET_DESIRED, values read) is refused (null: fine)."""
+    rid, group, topic = F.col("request_id"), F.col("group"), F.col("topic")
+    to, value, parts = F.col("to"), F.col("value"), F.col("partitions")
+    unread = F.col("at_ms").isNull() & F.col("amount").isNull()
+    form = {TIMESTAMP: "an ISO-8601 time with its zone, such as 2026-11-28T09:00:00Z",
+            DURATION: "an ISO-8601 duration back from now, such as PT1H or P1DT12H",
+            SHIFT: "a signed integer, such as -100 or +20",
+            OFFSET: "an offset: an integer, 0 or more"}
+    named_twice = F.size(parts) != F.size(F.array_distinct(parts))
+    return [
+        _when(rid.isNull() | (F.trim(rid) == ""), "request_id: is missing"),
+        *cluster_reasons(known_clusters),
+        _when(group.isNull(), "group: is missing"),
+        _when(group.isNotNull() & ~group.rlike(GROUP_NAME), F.format_string(
+            "group: '%s' is not a legal group id (1 to 255 characters, no control "
+            "character, not blank)", group)),
+        _when(topic.isNull(), "topic: is missing"),
+        _when(topic.isNotNull() & ~topic.rlike(TOPIC_NAME), F.format_string(
+            "topic: '%s' is not a legal topic name (1 to 249 of a-z A-Z 0-9 . _ -)",
+            topic)),
+        _when(F.exists(parts, lambda p: p.isNull() | (p < 0)),
+              "partitions: a partition is null or negative"),
+        _when(named_twice, "partitions: a partition is named twice"),
+        _when(to.isNull(), F.lit("to: is missing; one of " + ", ".join(TOS))),
+        _when(to.isNotNull() & ~to.isin(*TOS), F.format_string(
+            "to: '%s' is not one of " + ", ".join(TOS), to)),
+        _when(to.isin(*VALUELESS) & value.isNotNull(), F.format_string(
+            "value: %s takes no value (got '%s')", to, value)),
+        *[_when((to == t) & (value.isNull() | unread), F.format_string(
+            "value: '%s' is not %s", F.coalesce(value, F.lit("(null)")), F.lit(text)))
+          for t, text in form.items()],
+    ]
+
+
+def with_reset_row_errors(known_clusters: tuple[str, ...], now: dt.datetime) -> Transform:
+    """Requests as read -> OFFSET_RESET_DESIRED rows with their values and reasons; every
+    request whose id another row names too is refused, naming the other rows' sources."""
+
+    def transform(df: DataFrame) -> DataFrame:
+        read = df.transform(with_values(now))
+        checked = with_reasons(read, row_reasons(known_clusters))
+        source = F.concat_ws("@", "source_table", F.col("source_version").cast("string"))
+        same = Window.partitionBy("request_id")
+        copies = (checked.withColumn("_sources", F.collect_list(source).over(same))
+                  .withColumn("_source", source))
+        others = F.array_join(F.array_sort(F.array_remove("_sources", F.col("_source"))),
+                              ", ")
+        duplicate = _when(F.col("request_id").isNotNull() & (F.size("_sources") > 1),
+                          F.format_string(
+                              "request_id: %s is also the id of %s; no copy is applied "
+                              "(ids are unique)", F.col("request_id"),
+                              F.when(others == "", F.lit("another row of the same table"))
+                              .otherwise(others)))
+        return with_reasons(copies, [duplicate]).select(*column_names(OFFSET_RESET_DESIRED))
+
+    return transform
+
+
+def _topic_reasons(requests: DataFrame, live: DataFrame) -> DataFrame:
+    """Valid requests refused when their topic, as read, lacks it or a partition they name;
+    a topic the cluster does not have was read as one live row with partition null."""
+    have = (live.groupBy("request_id")
+            .agg(F.array_sort(F.collect_list("partition")).alias("_have"),
+                 F.max(F.col("partition").isNull().cast("int")).alias("_gone")))
+    joined = requests.join(have, on="request_id", how="left")
+    gone = F.coalesce(F.col("_gone") == 1, F.lit(False))
+    lacking = F.array_sort(F.array_except("partitions", F.coalesce("_have", F.array())))
+    read = F.col("_have").isNotNull() & ~gone
+    checks = [
+        _when(_valid() & gone, F.format_string(
+            "topic: %s does not exist on cluster %s", F.col("topic"), F.col("cluster"))),
+        _when(_valid() & read & (F.size(lacking) > 0), F.format_string(
+            "partitions: topic %s has no partition %s (it has %d)", F.col("topic"),
+            F.array_join(lacking, ", "), F.size("_have"))),
+    ]
+    return with_reasons(joined, checks).drop("_have", "_gone")
+
+
+def _targets(rows: DataFrame) -> DataFrame:
+    """Each partition row's wanted offset, its target clamped to the log, the lags, and a
+    note when clamped or when no record is that late."""
+    to = F.col("to")
+    committed, start, end = F.col("committed"), F.col("log_start"), F.col("log_end")
+    wanted = (F.when(to == EARLIEST, start).when(to == LATEST, end)
+              .when(to.isin(TIMESTAMP, DURATION), F.coalesce(F.col("at_offset"), end))
+              .when(to == SHIFT, committed + F.col("amount"))
+              .when(to == OFFSET, F.col("amount")))
+    target = F.least(F.greatest(F.col("wanted"), start), end)
+    below, above = F.col("wanted") < start, F.col("wanted") > end
+    late = to.isin(TIMESTAMP, DURATION) & F.col("at_offset").isNull()
+    note = (F.when(below, F.format_string("clamped: %d is before the log start %d",
+                                          F.col("wanted"), start))
+            .when(above, F.format_string("clamped: %d is past the log end %d",
+                                         F.col("wanted"), end))
+            .when(late, F.lit("no record at or after the time: the log end")))
+    no_base = (to == SHIFT) & committed.isNull()
+    return (rows.withColumn("wanted", wanted)
+            .withColumn("target", F.when(to != DELETE_TO, target))
+            .withColumn("clamped", F.when(to != DELETE_TO, below | above))
+            .withColumn("lag_before", end - committed)
+            .withColumn("lag_after", end - F.col("target"))
+            .withColumn("note", note)
+            .transform(with_reasons, [_when(no_base, F.format_string(
+                "shift: partition %d has no committed offset to shift from",
+                F.col("partition")))]))
+
+
+def plan_resets(requests: DataFrame, live: DataFrame, done: DataFrame) -> DataFrame:
+    """OFFSET_PLAN rows: each valid request's partitions (those it names, or all its topic
+    has) with their target; each refused request as one row (partition null); a request in
+    `done` (request_id, run_id: the run whose apply succeeded) is NOOP, never sent again."""
+    checked = _topic_reasons(requests, live.select(*column_names(OFFSET_LIVE)))
+    named = F.col("partitions").isNull() | F.array_contains("partitions", F.col("partition"))
+    parts = (checked.where(_valid()).join(live.where(F.col("partition").isNotNull()),
+                                          on="request_id", how="inner")
+             .where(named).transform(_targets))
+    refused = checked.where(~_valid()).select(
+        "*", *[F.lit(None).cast(OFFSET_PLAN[c].dataType).alias(c) for c in
+               ("partition", "committed", "log_start", "log_end", "wanted", "target",
+                "clamped", "lag_before", "lag_after", "note")])
+    ran = done.select("request_id", F.col("run_id").alias("done_by"))
+    rows = parts.unionByName(refused, allowMissingColumns=True).join(
+        ran, on="request_id", how="left")
+    is_done = F.col("done_by").isNotNull()
+    action = (F.when(is_done, F.lit(DONE)).when(F.col("to") == DELETE_TO, F.lit(DELETE))
+              .otherwise(F.lit(RESET)))
+    note = F.when(is_done, F.format_string("done: applied by run %s", F.col("done_by"))
+                  ).otherwise(F.col("note"))
+    return rows.select(
+        *[F.col(c) for c in ("request_id", "cluster", "group", "topic", "partition")],
+        action.alias("action"),
+        *[F.col(c) for c in ("to", "value", "committed", "log_start", "log_end", "wanted",
+                             "target", "clamped", "lag_before", "lag_after", "done_by",
+                             "requested_by", "reason", "source_table", "source_version",
+                             "row_errors")],
+        F.array().cast(OFFSET_PLAN["policy_violations"].dataType).alias("policy_violations"),
+        note.alias("note"),
+    ).select(*column_names(OFFSET_PLAN))
