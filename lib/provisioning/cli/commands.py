@@ -23,6 +23,7 @@ from provisioning.cli.maintain import maintain
 from provisioning.cli.report import report
 from provisioning.cli.runs import apply, plan
 from provisioning.cli.snapshot import snapshot
+from provisioning.registry import KINDS
 
 
 def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -43,6 +44,10 @@ def main() -> None:
 
 for _command in (snapshot, plan, apply, import_, check, report, maintain):
     main.add_command(_command)
+# Each kind's own commands (a request made on the spot, ...).
+for _kind in KINDS:
+    for _command in _kind.cli.commands(KINDS):
+        main.add_command(_command)
 
 
 def run(args: Sequence[str]) -> int:

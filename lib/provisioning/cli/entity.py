@@ -55,18 +55,29 @@ class EntityCli(CliKind):
     manifest: ClassVar[StructType]
     # What its removal is called in the help of `apply --allow-<prefix>-removals` ("revoke").
     removal: ClassVar[str]
+    # The help of its `--allow-*` flag, when it allows more than removals (else made from
+    # `removal`).
+    flag_help: ClassVar[str] = ""
     # The kind's other report views.
     more_views: ClassVar[tuple[ReportView, ...]] = ()
+    # Whether it has live entities no manifest names (`import --<name>`, `report
+    # --unmanaged-<name>`); a kind of requests has none.
+    lists_unmanaged: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         n = cls.nouns = cls.view.model.nouns
         cls.manifest = cls.view.model.manifest
-        cls.name = cls.manifest_kind = n.name
-        cls.apply_flags = (Flag(n.removals, (
+        cls.name = n.name
+        # A kind whose manifest files are named otherwise than the kind says so in its body.
+        cls.manifest_kind = cls.__dict__.get("manifest_kind") or n.name
+        cls.apply_flags = (Flag(n.removals, cls.flag_help or (
             f"Also {cls.removal} the {n.title} the {n.noun} manifests mark `absent` (and, with "
             f"{n.name}.remove_unlisted, those no manifest names); off by default: planned, "
             "validated and counted only."), old=n.old_removals),)
+        if not cls.lists_unmanaged:
+            cls.import_option, cls.report_views = None, cls.more_views
+            return
         cls.import_option = Switch(f"--{n.name}", f"Import the live {n.title} (as {n.noun} "
                                    "manifest rows) instead of topics.")
         cls.report_views = (left_alone_report(cls.view, "unmanaged", (
@@ -100,8 +111,9 @@ class EntityCli(CliKind):
                 if c["error_name"]:
                     line += f"; none read: {c['error_message']}"
                 lines.append(line)
-            lines.append(f"next: review the table, then add it to tables.{nouns.prefix}_"
-                         f"manifests and run plan: every imported {nouns.one} plans as NOOP")
+            lines.append(f"next: review the table, then add it to tables."
+                         f"{nouns.manifests_key} and run plan: every imported {nouns.one} "
+                         "plans as NOOP")
             return lines
 
         return Outcome(0, payload, human)

@@ -1,5 +1,5 @@
 """A kind's part of the command line: its `apply --allow-*` flags, its `import`, its views of
-`report`, its manifest files (`load_manifest --kind`).
+`report`, its manifest files (`load_manifest --kind`), its own commands.
 
 The commands (`cli.runs`, `cli.importing`, `cli.report`, `cli.load_manifest`) build their
 options from every registered kind (`provisioning.registry`) through this interface and
@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    import click
+
     from provisioning.cli.common import Command, Outcome
+    from provisioning.kinds import Kind
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,11 @@ class CliKind(ABC):
     def imports(self) -> bool:
         """Whether `import` can write this kind."""
         return False
+
+    def commands(self, kinds: Sequence[Kind]) -> tuple[click.Command, ...]:
+        """The kind's own commands (none by default), each run over the registered
+        `kinds`."""
+        return ()
 
     def import_arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """What the runs row records of this kind's import options."""

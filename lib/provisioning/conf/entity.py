@@ -66,7 +66,7 @@ def tables_model(nouns: Nouns) -> type | None:
     if "Field" not in globals():  # pragma: no cover - a worker without pydantic
         return None
     return dataclasses.make_dataclass(f"{nouns.noun.capitalize()}Tables", [
-        (f"{nouns.prefix}_manifests", Annotated[TableList | None, Field(
+        (nouns.manifests_key, Annotated[TableList | None, Field(
             description=f"The {nouns.noun} manifest tables; left out: the run manages no "
                         f"{nouns.noun} at all (an empty list is refused: every live "
                         f"{nouns.one} would be unlisted).")], None),
@@ -102,7 +102,7 @@ class EntitySection(Section):
         prefix, keys = self.nouns.prefix, given.top.get(self.nouns.name, self.keys_class())
         return self.conf_class(
             **{f.name: getattr(keys, f.name) for f in dataclasses.fields(self.keys_class)},
-            manifests=getattr(given.tables, f"{prefix}_manifests"),
+            manifests=getattr(given.tables, self.nouns.manifests_key),
             snapshots=(getattr(given.tables, f"{prefix}_snapshots")
                        or f"{given.shared_tables.snapshots}_{self.nouns.name}"),
             policies=self.policies(given, keys))

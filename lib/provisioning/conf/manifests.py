@@ -118,9 +118,10 @@ def manifest_schema(parts: Sequence[Section]) -> dict[str, Any]:
             mode="validation", ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))
         defs[name] = schema
-        kinds.append({"title": f"{part.kind} manifest", "type": "array",
-                      "description": f"`load_manifest --kind {part.kind}`: a list of "
-                                     f"{part.kind} manifest rows.",
+        kind = part.file_kind or part.kind
+        kinds.append({"title": f"{kind} manifest", "type": "array",
+                      "description": f"`load_manifest --kind {kind}`: a list of "
+                                     f"{kind} manifest rows.",
                       "items": {"$ref": f"#/$defs/{name}"}})
     return {"$schema": DIALECT, "title": "Manifest",
             "description": "A manifest file of the topic provisioning job: a list of rows "

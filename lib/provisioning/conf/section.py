@@ -53,6 +53,8 @@ class Section(ABC):
     # The data class of a row of its manifest files (`conf.manifests`; None: it has none),
     # its fields the columns of its manifest table.
     manifest_row: ClassVar[type | None] = None
+    # Its manifest files' name in `load_manifest --kind` when not the kind's own.
+    file_kind: ClassVar[str] = ""
 
     @abstractmethod
     def build(self, given: Given) -> object:

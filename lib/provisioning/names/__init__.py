@@ -174,6 +174,9 @@ class Nouns:
     title: its entities in headings (plural, lower case but for names).
     old_removals: earlier names of the change its removal flag allows, still taken by
       `apply` with a warning that names the new one.
+    flag: the change its `--allow-*` flag allows, when not `<prefix>-removals` (a kind
+      whose every change needs the flag names it after what it does).
+    manifests: its key of `tables` for its manifests, when not `<prefix>_manifests`.
     """
 
     name: str
@@ -183,11 +186,18 @@ class Nouns:
     many: str
     title: str
     old_removals: tuple[str, ...] = ()
+    flag: str = ""
+    manifests: str = ""
 
     @property
     def removals(self) -> str:
         """The change `apply --allow-<removals>` allows: the kind's removals."""
-        return f"{self.prefix}-removals"
+        return self.flag or f"{self.prefix}-removals"
+
+    @property
+    def manifests_key(self) -> str:
+        """Its key of `tables` that names its manifests."""
+        return self.manifests or f"{self.prefix}_manifests"
 
     @property
     def cap(self) -> str:

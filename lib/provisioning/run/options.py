@@ -44,6 +44,9 @@ class _Pipeline:
     # Subjects listed in the output (the rest are counted; `report --run-id` lists them
     # all).
     listing_limit: int = 500
+    # kind name -> the ids of its manifest rows the run is narrowed to (a kind's own
+    # command run on one of its rows); a kind not named here: every row.
+    subjects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def hook(self, kind: str) -> PlanHook | None:
         return self.on_plan.get(kind)

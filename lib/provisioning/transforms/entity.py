@@ -140,6 +140,9 @@ class EntityModel(ABC):
     policies: ClassVar[Mapping[str, Factory]]
     always_on: ClassVar[tuple[tuple[str, Factory], ...]] = ()
     cap_refuses: ClassVar[str]
+    # Whether its additions too are made only with its `--allow-*` flag (a request that
+    # moves what consumers read is made only when asked for), not its removals alone.
+    flag_adds: ClassVar[bool] = False
 
     # -- what the kind declares -------------------------------------------------------
 
@@ -183,6 +186,11 @@ class EntityModel(ABC):
     @property
     def changes(self) -> tuple[str, str]:
         return (self.adds, self.removes)
+
+    @property
+    def flagged(self) -> tuple[str, ...]:
+        """The plan actions an apply makes only with the kind's `--allow-*` flag."""
+        return self.changes if self.flag_adds else (self.removes,)
 
     def clean(self, *actions: str) -> Column:
         """Plan rows of `actions` that are valid and no policy refused."""

@@ -69,12 +69,14 @@ class EntitySection(PlanSection):
         return tuple(str(entry.get(k) or "") for k in self.model.key)
 
     def needs(self, entry: Mapping[str, Any]) -> list[Need]:
-        # Additions are made by every apply; removals only with the kind's flag.
+        # Additions are made by every apply (unless the kind flags them too); removals only
+        # with the kind's flag.
         action = entry.get("action")
         if entry.get("violations") or entry.get("row_errors") \
                 or action not in self.model.changes:
             return []
-        flags = (names.allow_option(self.nouns.removals),) if action == self.model.removes else ()
+        flags = ((names.allow_option(self.nouns.removals),) if action in self.model.flagged
+                 else ())
         return [Need(self.nouns.name, str(action), flags)]
 
     def label(self, entry: Mapping[str, Any]) -> str:
@@ -174,7 +176,7 @@ class EntityView(ViewKind):
                f"{row.get('outcome')}"
         why = row.get("error_message") or (None if row.get("error_name") in (None, "NONE")
                                            else row.get("error_name"))
-        if row.get("outcome") == names.VALIDATED and row.get("action") == self.model.removes:
+        if row.get("outcome") == names.VALIDATED and row.get("action") in self.model.flagged:
             why = why or f"made only by apply {self.flag}"
         if why:
             line += f": {why}"
@@ -278,7 +280,7 @@ class EntityView(ViewKind):
         section = conf.section(self.conf_class)
         if section.manifests is None:
             raise UsageError(f"the conf manages no {nouns.title[:-1]} "
-                             f"(tables.{nouns.prefix}_manifests is not set)")
+                             f"(tables.{nouns.manifests_key} is not set)")
         ref = TableRef(section.snapshots)
         if not table_exists(spark, ref):
             raise UsageError(f"no {nouns.noun} snapshot taken yet: {section.snapshots} does "

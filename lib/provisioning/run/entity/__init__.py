@@ -129,6 +129,12 @@ class EntityRunKind(RunKind):
         """Every live entity of the run's clusters (from the driver), as what was read of
         each cluster and as live rows (materialized)."""
 
+    def read_for_plan(self, ctx: RunContext, state: RunState
+                      ) -> tuple[Mapping[str, ClusterRead], DataFrame]:
+        """What the snapshot phase reads (its manifest rows are in the kind's slice): every
+        live entity (`read_live`), unless the kind reads only what its rows name."""
+        return self.read_live(ctx)
+
     @abstractmethod
     def validate(self, ctx: RunContext, requests: DataFrame) -> DataFrame:
         """The validate phase's result rows for the clean changes (plan rows)."""
@@ -197,7 +203,7 @@ class EntityRunKind(RunKind):
         """The plan actions an apply sends: additions, and removals with the kind's flag."""
         model = self.model
         allowed = self.allows(ctx, model.nouns.removals)
-        return (model.adds, *((model.removes,) if allowed else ()))
+        return tuple(a for a in model.changes if allowed or a not in model.flagged)
 
     def validated_rows(self, ctx: RunContext, tables: Sequence[str],
                        commits: Sequence[tuple[str, Commit]] | None = None) -> DataFrame:
@@ -307,7 +313,7 @@ def summarize(kind: EntityRunKind, audit_rows: Sequence[DataFrame], listing_limi
         n = int(r["n"])
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
         actions[(r["cluster"], r["action"])] = actions.get((r["cluster"], r["action"]), 0) + n
-        if (not removals_allowed and r["action"] == model.removes
+        if (not removals_allowed and r["action"] in model.flagged
                 and (r["phase"], r["outcome"]) in ((names.VALIDATE, names.VALIDATED),
                                                    (names.PLAN, names.PLANNED))):
             not_allowed += n

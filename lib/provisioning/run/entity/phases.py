@@ -123,7 +123,7 @@ class Snapshot(EntityPhase):
         started = time.monotonic()
         own, prefix = self.own(state), self.nouns.prefix
         with job_label(ctx.spark, f"{ctx.command}: snapshot live {self.nouns.many}"):
-            found, live = self.run_kind.read_live(ctx)
+            found, live = self.run_kind.read_for_plan(ctx, state)
             rows = marked_view(live, list(found), self.model.live,
                                column_names(self.model.snapshot), ctx.run_id, utc_now())
             table = TableRef(self.run_kind.conf(ctx).snapshots)
@@ -283,7 +283,10 @@ class Apply(EntityPhase):
         passed = require(own.validated, "validated").where(
             F.col("outcome") == names.VALIDATED).alias("v")
         ok = plan.join(passed, on=model.same("p", "v"), how="left_semi")
-        return ok.where(model.clean(model.adds)).unionByName(
+        adds = ok.where(model.clean(model.adds))
+        if model.adds not in self.run_kind.sent_actions(ctx):
+            adds = adds.limit(0)
+        return adds.unionByName(
             self.run_kind.removals_sent(ctx, state, ok.where(model.clean(model.removes))))
 
     def unreached(self, ctx: RunContext, state: RunState, error_name: str,
