@@ -259,7 +259,7 @@ def conf_reference(schema: Mapping[str, Any]) -> str:
 # -- tables and columns (from schemas/) ------------------------------------------------------
 
 SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.users",
-                  "schemas.groups", "schemas.check", "schemas.usage")
+                  "schemas.groups", "schemas.offsets", "schemas.check", "schemas.usage")
 _COLUMN = re.compile(r"""^\s*(?:\(|StructField\()\s*"(\w+)",""")
 
 
@@ -353,6 +353,7 @@ def tables_reference() -> str:
                      "schemas.acls": "ACL bindings", "schemas.quotas": "Client quotas",
                      "schemas.users": "SCRAM credentials",
                      "schemas.groups": "Consumer groups",
+                     "schemas.offsets": "Offset resets",
                      "schemas.check": "`check`", "schemas.usage": "`check`'s usage"}
     current = None
     for module, const, comment, columns in schema_tables():
@@ -399,6 +400,12 @@ OUTCOME_MEANINGS = {
     "removed": "the client quota was removed",
     "upserted": "the SCRAM credential was set (AlterUserScramCredentials; its mechanism and "
                 "iterations read back by DescribeUserScramCredentials)",
+    "reset": "the group's committed offset on the partition was moved to the target "
+             "(OffsetCommit, read back by OffsetFetch)",
+    "offsets_deleted": "the group's committed offset on the partition was deleted "
+                       "(OffsetDelete, read back by OffsetFetch)",
+    "already_done": "nothing to do: an earlier run's apply sent the offset reset request "
+                    "(`done_by`)",
     "reassigning": "the partition's move was started, or is still moving",
     "reassigned": "the partition's move is complete",
 }

@@ -1,6 +1,7 @@
 """Every table schema of the project: manifests, snapshots, plan, audit, runs, locks,
 `check`'s violations and usage (`schemas.usage`), and the entity kinds' own tables
-(`schemas.acls`, `schemas.quotas`, `schemas.users`, `schemas.groups`).
+(`schemas.acls`, `schemas.quotas`, `schemas.users`, `schemas.groups`,
+`schemas.offsets`).
 
 The audit table holds every kind's rows: its shared columns (`schemas.tables.AUDIT`), and
 each entity kind's own column (`AUDIT_COLUMN` of its schema module: the struct its rows
@@ -16,7 +17,7 @@ from types import ModuleType
 
 from pyspark.sql.types import StructType
 
-from schemas import acls, groups, quotas, tables, users
+from schemas import acls, groups, offsets, quotas, tables, users
 from schemas.acls import (
     ACL_BINDING,
     ACL_BINDING_STRUCT,
@@ -64,7 +65,7 @@ def with_kind_columns(audit: StructType, kinds: Sequence[ModuleType]) -> StructT
 
 
 # One row per subject (a topic, or another kind's) per phase per run.
-AUDIT = with_kind_columns(tables.AUDIT, (acls, quotas, users, groups))
+AUDIT = with_kind_columns(tables.AUDIT, (acls, quotas, users, groups, offsets))
 
 __all__ = [
     "ACL_BINDING",

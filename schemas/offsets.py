@@ -8,9 +8,21 @@ removed (`delete`). It is named by its `request_id`, unique across the requests 
 
 from __future__ import annotations
 
-from pyspark.sql.types import ArrayType, BooleanType, IntegerType, LongType, StringType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    TimestampType,
+)
 
-from schemas.tables import POLICY_VIOLATION, desired, fields
+from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+
+# What names one partition of one request (partition null: a request refused as a whole,
+# or done before).
+OFFSET_KEY = ("cluster", "request_id", "partition")
 
 # What an offset resets table holds: one request per row.
 OFFSET_RESET_MANIFEST = fields(
@@ -42,12 +54,21 @@ OFFSET_RESET_DESIRED = fields(
 # log's start and end offsets, and the first offset at or after the request's `at_ms`
 # (null: no record that late, or no time asked).
 OFFSET_LIVE = fields(
+    ("cluster", StringType()),
     ("request_id", StringType()),
     ("partition", IntegerType()),
     ("committed", LongType()),
     ("log_start", LongType()),
     ("log_end", LongType()),
     ("at_offset", LongType()),
+)
+
+# What each run read for its requests (`tables.offset_snapshots`), with one marker row per
+# cluster (request_id null).
+OFFSET_SNAPSHOT = fields(
+    ("run_id", StringType()),
+    *[(f.name, f.dataType) for f in OFFSET_LIVE.fields],
+    ("snapshot_at", TimestampType()),
 )
 
 # One row per request and partition (a request with no partition to name, such as one
@@ -61,6 +82,7 @@ OFFSET_PLAN = fields(
     # RESET, DELETE or NOOP (a request done by an earlier run).
     ("action", StringType()),
     ("to", StringType()),
+    # The request's value, as its row gives it.
     ("value", StringType()),
     ("committed", LongType()),
     ("log_start", LongType()),
@@ -75,9 +97,47 @@ OFFSET_PLAN = fields(
     ("done_by", StringType()),
     ("requested_by", StringType()),
     ("reason", StringType()),
+    # The audit's owner (who asked), and the entity base's state and force (none here).
+    ("owner", StringType()),
+    ("state", StringType()),
+    ("force", BooleanType()),
     ("source_table", StringType()),
     ("source_version", LongType()),
     ("row_errors", ArrayType(StringType(), True)),
     ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
     ("note", StringType()),
 )
+
+# What one admin step said about one request's partition (validate, apply, verify).
+OFFSET_RESULT = fields(
+    *[(c, IntegerType() if c == "partition" else StringType()) for c in OFFSET_KEY],
+    *ANSWER_COLUMNS,
+    # The group's committed offset on the partition read back (verify; null: none).
+    ("found", LongType()),
+)
+
+# The audit's `offset_reset` column: the request and its partition, the offset committed
+# before, the offset after (apply: the target committed; verify: read back; null: none or
+# removed), the target with the lags before and after, and who asked and why.
+OFFSET_STRUCT = fields(
+    ("request_id", StringType()),
+    ("group", StringType()),
+    ("topic", StringType()),
+    ("to", StringType()),
+    # The request's value (an ISO-8601 time or duration, a shift, an offset).
+    ("value", StringType()),
+    ("partition", IntegerType()),
+    # The group's committed offset on the partition when the plan read it (null: none).
+    ("before", LongType()),
+    # Apply: the target committed; verify: the committed offset read back (null: none,
+    # or removed).
+    ("after", LongType()),
+    ("target", LongType()),
+    ("lag_before", LongType()),
+    ("lag_after", LongType()),
+    ("clamped", BooleanType()),
+    ("done_by", StringType()),
+    ("requested_by", StringType()),
+    ("reason", StringType()),
+)
+AUDIT_COLUMN = StructField("offset_reset", OFFSET_STRUCT, True)

@@ -58,7 +58,9 @@ provider and the standard library):
     earlier name PROVISIONING_ALLOW_REVOKES still works);
   - PROVISIONING_ALLOW_QUOTA_REMOVALS: --allow-quota-removals (client quotas removed);
   - PROVISIONING_ALLOW_USER_REMOVALS: --allow-user-removals (SCRAM credentials removed);
-  - PROVISIONING_ALLOW_GROUP_REMOVALS: --allow-group-removals (consumer groups deleted).
+  - PROVISIONING_ALLOW_GROUP_REMOVALS: --allow-group-removals (consumer groups deleted);
+  - PROVISIONING_ALLOW_OFFSET_RESETS: --allow-offset-resets (consumer groups' committed
+    offsets reset or deleted, as the offset reset requests ask).
   ACL grants, quota sets, SCRAM credentials set or rotated and group configs set take no
   flag: every apply makes them, as it makes topic creations.
 - PROVISIONING_SCHEDULE (unset: manual runs only): a cron expression or a preset.

@@ -15,9 +15,10 @@ from __future__ import annotations
 from provisioning.kinds import Kind
 from provisioning.kinds.acls.kind import KIND as ACLS
 from provisioning.kinds.groups.kind import KIND as GROUPS
+from provisioning.kinds.offsets.kind import KIND as OFFSETS
 from provisioning.kinds.quotas.kind import KIND as QUOTAS
 from provisioning.kinds.reassign.kind import KIND as REASSIGN
 from provisioning.kinds.topics.kind import KIND as TOPICS
 from provisioning.kinds.users.kind import KIND as USERS
 
-KINDS: tuple[Kind, ...] = (TOPICS, ACLS, REASSIGN, QUOTAS, USERS, GROUPS)
+KINDS: tuple[Kind, ...] = (TOPICS, ACLS, REASSIGN, QUOTAS, USERS, GROUPS, OFFSETS)

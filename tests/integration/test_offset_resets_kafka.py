@@ -7,9 +7,10 @@ offset. Every group and topic of this module is named under its own prefix (`P`)
     setup   a one-partition topic with 10 records: 0-6 written three hours ago, one second
             apart; 7-9 written ten minutes ago
     each to a group that read all 10 and committed (10), reset; its consumer's first record
-    busy    a group with a live member refused by name, its offset unchanged: a classic
-            kafka-python member, and a KIP-848 consumer group's Java member (tests/java
-            ConsumerGroupMember, `group.protocol=consumer`)
+    busy    a group with a live member given no offset, refused by name, its offset
+            unchanged: a classic kafka-python member (its delete sent, and refused by the
+            broker while the group reads the topic), and a KIP-848 consumer group's Java
+            member (tests/java ConsumerGroupMember, `group.protocol=consumer`)
     once    a request planned again with the run that applied it: NOOP, nothing sent, the
             offset the consumer committed since left as it is
 """
@@ -240,16 +241,22 @@ def test_a_group_with_a_live_member_is_refused_by_name_and_nothing_is_committed(
     member.start()
     try:
         assert member.assigned.wait(60)
-        for to in ("earliest", "delete"):
+        # A reset is refused by the job; a delete is sent, and the broker refuses it while
+        # the group reads the topic.
+        refusals = {
+            "earliest": ("NON_EMPTY_GROUP", f"group {group}: it has 1 member(s) (type "
+                         "classic, state Stable); nothing was sent", "rejected"),
+            "delete": ("GROUP_SUBSCRIBED_TO_TOPIC", "Deleting offsets of a topic is "
+                       "forbidden while the consumer group is actively subscribed to it.",
+                       "rejected")}
+        for to, refused in refusals.items():
             planned = plan(spark, bootstrap, {"request_id": f"r-busy-{to}", "group": group,
                                               "to": to})
             rows = [r.asDict() for r in planned.collect()]
             with cluster(bootstrap) as admin:
                 answers = [(a["error_name"], a["error_message"], outcome(r["action"], a))
                            for r, a in send_resets(admin, rows)]
-            assert answers == [("NON_EMPTY_GROUP", f"group {group}: it has 1 member(s) "
-                                "(type classic, state Stable); nothing was sent",
-                                "rejected")]
+            assert answers == [refused]
             assert broker_offsets(bootstrap, group) == {0: 10}
     finally:
         member.stop.set()
@@ -266,7 +273,7 @@ def test_a_request_done_before_is_planned_done_and_nothing_moves(
     consume_and_stop(bootstrap, group)  # the consumer reads on and commits 10 again
     again = plan(spark, bootstrap, request, done=[("r-once", "run-first")])
     assert [(r["partition"], r["action"], r["done_by"], r["note"])
-            for r in again.collect()] == [(0, "NOOP", "run-first",
+            for r in again.collect()] == [(None, "NOOP", "run-first",
                                            "done: applied by run run-first")]
     assert apply(bootstrap, again) == []
     assert broker_offsets(bootstrap, group) == {0: 10}

@@ -65,7 +65,8 @@ def test_every_bad_acl_key_is_reported_at_once() -> None:
     assert _problems(data) == [
         "tables.acl_snapshot: unknown key (allowed: manifests, audit, runs, snapshots, locks, "
         "violations, inventory, disks, acl_manifests, acl_snapshots, quota_manifests, "
-        "quota_snapshots, user_manifests, user_snapshots, group_manifests, group_snapshots)",
+        "quota_snapshots, user_manifests, user_snapshots, group_manifests, group_snapshots, "
+        "offset_resets, offset_snapshots)",
         "tables.acl_manifests: expected a table path or name, or a non-empty list of them",
         "acls.owners: unknown key (allowed: remove_unlisted, cluster_principals, "
         "max_changes_per_cluster, batch_size, revoke_with_deleted_topics, owner_scope)",

@@ -43,6 +43,10 @@ VOCABULARY = {
                          r"|--allow-group-removals"
                          r"|\bgroup_(?:manifests|snapshots|removals)\b|\bprotected_groups\b"
                          r"|\bconsumer_group\b"),
+    # As code and the conf spell the kind, not the offsets the topics' usage reads.
+    "offsets": re.compile(r"\boffset_resets?\b|--allow-offset-resets|offset-resets\b"
+                          r"|\breset-offsets\b|\boffsets\.(?:max|batch)\w*"
+                          r"|\boffset resets?\b"),
 }
 # Words of the conf's API that name no kind: topics' owner_partition_quota policy (a
 # partition allowance per owner, its "quotas" parameter and its message) predates
@@ -276,21 +280,25 @@ def test_every_commands_phase_list_is_built_from_the_kinds_and_checked() -> None
     lists = every_phase_list(RUN_KINDS)
     assert [[p.name for p in run.phases] for run in lists[:3]] == [
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
-         "group manifests", "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot",
-         "user snapshot", "group snapshot", "plan", "acl plan", "quota plan", "user plan",
-         "group plan", "validate", "acl validate", "reassign validate", "quota validate",
-         "user validate", "group validate"],
+         "group manifests", "offset manifests", "snapshot", "acl snapshot",
+         "reassign snapshot", "quota snapshot", "user snapshot", "group snapshot",
+         "offset snapshot", "plan", "acl plan", "quota plan", "user plan", "group plan",
+         "offset plan", "validate", "acl validate", "reassign validate", "quota validate",
+         "user validate", "group validate", "offset validate"],
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
-         "group manifests", "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot",
-         "user snapshot", "group snapshot", "plan", "acl plan", "quota plan", "user plan",
-         "group plan"],
+         "group manifests", "offset manifests", "snapshot", "acl snapshot",
+         "reassign snapshot", "quota snapshot", "user snapshot", "group snapshot",
+         "offset snapshot", "plan", "acl plan", "quota plan", "user plan", "group plan",
+         "offset plan"],
         ["preflight", "manifests", "acl manifests", "quota manifests", "user manifests",
-         "group manifests", "snapshot", "acl snapshot", "reassign snapshot", "quota snapshot",
-         "user snapshot", "group snapshot", "plan", "acl plan", "quota plan", "user plan",
-         "group plan", "lock", "validate", "acl validate", "reassign validate",
-         "quota validate", "user validate", "group validate", "apply", "verify", "acl apply",
-         "acl verify", "reassign", "reassign verify", "quota apply", "quota verify",
-         "user apply", "user verify", "group apply", "group verify"]]
+         "group manifests", "offset manifests", "snapshot", "acl snapshot",
+         "reassign snapshot", "quota snapshot", "user snapshot", "group snapshot",
+         "offset snapshot", "plan", "acl plan", "quota plan", "user plan", "group plan",
+         "offset plan", "lock", "validate", "acl validate", "reassign validate",
+         "quota validate", "user validate", "group validate", "offset validate", "apply",
+         "verify", "acl apply", "acl verify", "reassign", "reassign verify", "quota apply",
+         "quota verify", "user apply", "user verify", "group apply", "group verify",
+         "offset apply", "offset verify"]]
     assert [p.name for p in lists[3].phases][-8:] == [
         "user manifests", "user snapshot", "user check", "user check bindings",
         "group manifests", "group snapshot", "group check", "record findings"]

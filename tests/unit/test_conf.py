@@ -92,7 +92,8 @@ def test_every_bad_key_is_reported_at_once() -> None:
     }
     assert _problems(data) == [
         "extra: unknown key (allowed: clusters, tables, kafka, spark, policies, run, "
-        "maintenance, checks, deletes, alters, acls, reassign, quotas, users, groups)",
+        "maintenance, checks, deletes, alters, acls, reassign, quotas, users, groups, "
+        "offsets)",
         "clusters.local.bootstrap: unknown key (allowed: bootstrap_servers, security_protocol, "
         "sasl_mechanism, sasl_username_env, sasl_password_env, ssl_cafile, cluster_id, "
         "client_id, sasl_username_file, sasl_password_file, ssl_certfile, ssl_keyfile, "

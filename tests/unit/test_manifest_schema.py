@@ -68,7 +68,7 @@ def test_each_row_model_has_the_columns_of_its_manifest_table() -> None:
         column_names(USER_MANIFEST))
     assert [k["title"] for k in manifest_schema(SECTIONS)["anyOf"]] == [
         "topics manifest", "acls manifest", "quotas manifest", "users manifest",
-        "groups manifest"]
+        "groups manifest", "offset-resets manifest"]
 
 
 def test_every_column_is_described() -> None:

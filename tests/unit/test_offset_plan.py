@@ -96,11 +96,12 @@ def test_names_partitions_and_duplicate_ids_are_refused_and_other_rows_go_on(
 
 
 def live(spark: SparkSession, *rows: tuple[Any, ...]) -> DataFrame:
-    return spark.createDataFrame(list(rows), OFFSET_LIVE)
+    return spark.createDataFrame([("local", *r) for r in rows], OFFSET_LIVE)
 
 
 def plan_row(**cols: Any) -> dict[str, Any]:
     return {"cluster": "local", "group": "g", "topic": "t", "source_table": "r",
+            "requested_by": cols.get("requested_by"), "owner": cols.get("requested_by"),
             "source_version": 1, "row_errors": [], "policy_violations": [], **cols}
 
 
@@ -175,11 +176,12 @@ def test_a_request_applied_before_is_planned_done_with_the_run_that_applied_it(
                     {"request_id": "new", "to": "latest"})
     lv = live(spark, ("once", 0, 30, 10, 40, None), ("new", 0, 30, 10, 40, None))
     done = spark.createDataFrame([("once", "run-1")], "request_id string, run_id string")
-    got = plan_resets(reqs, lv, done).select("request_id", "action", "target", "done_by",
-                                             "note")
+    got = plan_resets(reqs, lv, done).select("request_id", "partition", "action", "target",
+                                             "done_by", "note")
     assert_df_equality(got, spark.createDataFrame(
-        [("once", "NOOP", 10, "run-1", "done: applied by run run-1"),
-         ("new", "RESET", 40, None, None)],
-        "request_id string, action string, target long, done_by string, note string"),
+        [("once", None, "NOOP", None, "run-1", "done: applied by run run-1"),
+         ("new", 0, "RESET", 40, None, None)],
+        "request_id string, partition int, action string, target long, done_by string, "
+        "note string"),
         ignore_row_order=True, ignore_nullable=True)
     assert column_names(OFFSET_PLAN) == plan_resets(reqs, lv, done).columns

@@ -261,7 +261,7 @@ def test_every_apply_flag_of_the_command_line_is_a_setting_of_the_airflow_dag() 
     options = [f.option for k in KINDS for f in k.cli.apply_flags]
     assert options == ["--allow-deletes", "--allow-alter", "--allow-acl-removals",
                        "--allow-reassign", "--allow-quota-removals", "--allow-user-removals",
-                       "--allow-group-removals"]
+                       "--allow-group-removals", "--allow-offset-resets"]
     missing = [o for o in options if "- PROVISIONING_ALLOW_" + o[len("--allow-"):].upper()
                .replace("-", "_") + f": {o} " not in dag]
     assert missing == []

@@ -2,5 +2,6 @@
 the group resource) and read back; an `absent` group deleted when it has no members."""
 
 # What the kinds registered after consumer groups may import of them: the reading of each
-# group's type, state and members (an offset reset is sent only to a group with none).
-OFFERS = ("requests", "tasks")
+# group's type, state and members (whether a group has any), and the groups' conf (the
+# groups the job never changes).
+OFFERS = ("conf", "requests", "tasks")

@@ -4,7 +4,7 @@ of a plan row's note."""
 from __future__ import annotations
 
 from provisioning.names import DELETE as DELETE_ACTION
-from provisioning.names import NOOP
+from provisioning.names import NOOP, Nouns
 
 # What a request's `to` may ask: moves by the log, by time, from the committed offset, to an
 # offset; or the removal of the group's committed offsets on the topic.
@@ -22,3 +22,13 @@ DONE = NOOP
 # Outcomes of a partition's answer: its offset committed, its committed offset removed.
 RESET_DONE = "reset"
 OFFSETS_DELETED = "offsets_deleted"
+
+# How the job names offset resets (`names.Nouns`): phases `offset plan`, conf `offsets`,
+# `tables.offset_resets` (the requests), `tables.offset_snapshots`, `policies.offset`, and
+# `apply --allow-offset-resets`, which every change of the kind needs.
+NOUNS = Nouns(name="offsets", prefix="offset", noun="offset reset", one="reset",
+              many="resets", title="offset resets", flag="offset-resets",
+              manifests="offset_resets")
+
+# The plan outcome of a request an earlier run applied.
+ALREADY_DONE = "already_done"

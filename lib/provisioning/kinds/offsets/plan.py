@@ -168,6 +168,9 @@ def _topic_reasons(requests: DataFrame, live: DataFrame) -> DataFrame:
     lacking = F.array_sort(F.array_except("partitions", F.coalesce("_have", F.array())))
     read = F.col("_have").isNotNull() & ~gone
     checks = [
+        _when(_valid() & F.col("_have").isNull(), F.format_string(
+            "cluster %s: the request's offsets could not be read; nothing is planned",
+            F.col("cluster"))),
         _when(_valid() & gone, F.format_string(
             "topic: %s does not exist on cluster %s", F.col("topic"), F.col("cluster"))),
         _when(_valid() & read & (F.size(lacking) > 0), F.format_string(
@@ -209,20 +212,24 @@ def _targets(rows: DataFrame) -> DataFrame:
 def plan_resets(requests: DataFrame, live: DataFrame, done: DataFrame) -> DataFrame:
     """OFFSET_PLAN rows: each valid request's partitions (those it names, or all its topic
     has) with their target; each refused request as one row (partition null); a request in
-    `done` (request_id, run_id: the run whose apply succeeded) is NOOP, never sent again."""
-    checked = _topic_reasons(requests, live.select(*column_names(OFFSET_LIVE)))
+    `done` (request_id, run_id: the run whose apply sent it) is one NOOP row (partition
+    null), never sent again."""
+    ran = done.select("request_id", F.col("run_id").alias("done_by"))
+    marked = requests.join(ran, on="request_id", how="left")
+    is_done = F.col("done_by").isNotNull()
+    read = live.select(*column_names(OFFSET_LIVE)).drop("cluster")
+    checked = _topic_reasons(marked.where(~is_done | ~_valid()), read)
     named = F.col("partitions").isNull() | F.array_contains("partitions", F.col("partition"))
-    parts = (checked.where(_valid()).join(live.where(F.col("partition").isNotNull()),
+    parts = (checked.where(_valid()).join(read.where(F.col("partition").isNotNull()),
                                           on="request_id", how="inner")
              .where(named).transform(_targets))
-    refused = checked.where(~_valid()).select(
-        "*", *[F.lit(None).cast(OFFSET_PLAN[c].dataType).alias(c) for c in
-               ("partition", "committed", "log_start", "log_end", "wanted", "target",
-                "clamped", "lag_before", "lag_after", "note")])
-    ran = done.select("request_id", F.col("run_id").alias("done_by"))
-    rows = parts.unionByName(refused, allowMissingColumns=True).join(
-        ran, on="request_id", how="left")
-    is_done = F.col("done_by").isNotNull()
+    whole = [F.lit(None).cast(OFFSET_PLAN[c].dataType).alias(c) for c in
+             ("partition", "committed", "log_start", "log_end", "wanted", "target",
+              "clamped", "lag_before", "lag_after", "note")]
+    refused = checked.where(~_valid()).select("*", *whole)
+    finished = marked.where(is_done & _valid()).select("*", *whole)
+    rows = (parts.unionByName(refused, allowMissingColumns=True)
+            .unionByName(finished, allowMissingColumns=True))
     action = (F.when(is_done, F.lit(DONE)).when(F.col("to") == DELETE_TO, F.lit(DELETE))
               .otherwise(F.lit(RESET)))
     note = F.when(is_done, F.format_string("done: applied by run %s", F.col("done_by"))
@@ -232,8 +239,11 @@ def plan_resets(requests: DataFrame, live: DataFrame, done: DataFrame) -> DataFr
         action.alias("action"),
         *[F.col(c) for c in ("to", "value", "committed", "log_start", "log_end", "wanted",
                              "target", "clamped", "lag_before", "lag_after", "done_by",
-                             "requested_by", "reason", "source_table", "source_version",
-                             "row_errors")],
+                             "requested_by", "reason")],
+        F.col("requested_by").alias("owner"),
+        F.lit(None).cast("string").alias("state"),
+        F.lit(None).cast("boolean").alias("force"),
+        *[F.col(c) for c in ("source_table", "source_version", "row_errors")],
         F.array().cast(OFFSET_PLAN["policy_violations"].dataType).alias("policy_violations"),
         note.alias("note"),
     ).select(*column_names(OFFSET_PLAN))

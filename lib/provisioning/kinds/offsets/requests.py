@@ -26,6 +26,8 @@ from kafka.admin import OffsetSpec, OffsetTimestamp
 from kafka.structs import OffsetAndMetadata
 
 from provisioning import names, retry
+from provisioning.conf import ClusterConf, Credentials, KafkaConf
+from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name, retriable
 from provisioning.kinds.groups.tasks import in_use
@@ -53,7 +55,7 @@ def _settled(admin: ClusterAdmin, call: Callable[[], Any]) -> Any:
 
 def read_offsets(admin: ClusterAdmin, requests: Sequence[Mapping[str, Any]]
                  ) -> list[tuple[Any, ...]]:
-    """OFFSET_LIVE rows for `requests` (each with request_id, group, topic, at_ms): every
+    """OFFSET_LIVE rows for `requests` (each with cluster, request_id, group, topic, at_ms): every
     partition of its topic with the group's committed offset, the log's start and end and
     the first offset at or after `at_ms`; a topic the cluster does not have is one row with
     partition null."""
@@ -83,18 +85,39 @@ def read_offsets(admin: ClusterAdmin, requests: Sequence[Mapping[str, Any]]
     rows: list[tuple[Any, ...]] = []
     for r in requests:
         if r["topic"] not in counts:
-            rows.append((r["request_id"], None, None, None, None, None))
+            rows.append((r["cluster"], r["request_id"], None, None, None, None, None))
             continue
         mine = committed.get(r["group"], {})
         for p in range(counts[r["topic"]] or 0):
             tp = TopicPartition(r["topic"], p)
             offset = mine.get(tp)
-            rows.append((r["request_id"], p,
+            rows.append((r["cluster"], r["request_id"], p,
                          offset.offset if offset is not None and offset.offset >= 0 else None,
                          ends[OffsetSpec.EARLIEST][tp].offset,
                          ends[OffsetSpec.LATEST][tp].offset,
                          at.get((r["topic"], r["at_ms"]), {}).get(p)))
     return rows
+
+
+def offset_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+                  kafka: KafkaConf, requests: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, tuple[list[tuple[Any, ...]], tuple[str, str] | None]]:
+    """Per cluster, the OFFSET_LIVE rows of its `requests` (`read_offsets`, from the
+    driver), or none and why they could not be read (error name, message)."""
+    found: dict[str, tuple[list[tuple[Any, ...]], tuple[str, str] | None]] = {}
+    for cluster in clusters:
+        mine = [r for r in requests if r["cluster"] == cluster.name]
+        if not mine:
+            found[cluster.name] = ([], None)
+            continue
+        try:
+            with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+                found[cluster.name] = (read_offsets(admin, mine), None)
+        except ClusterUnreachable as exc:
+            found[cluster.name] = ([], ("CLUSTER_UNREACHABLE", str(exc)))
+        except Errors.KafkaError as exc:
+            found[cluster.name] = ([], (type(exc).__name__, str(exc) or type(exc).__name__))
+    return found
 
 
 def _answer(code: int, message: str | None = None, attempts: int = 1) -> dict[str, Any]:
@@ -122,15 +145,18 @@ def send_resets(admin: ClusterAdmin, rows: Sequence[Mapping[str, Any]],
                 sent: Callable[[Sequence[Mapping[str, Any]]], None] = lambda _: None
                 ) -> Iterator[tuple[Mapping[str, Any], dict[str, Any]]]:
     """(row, answer) for each plan row (RESET with its `target`, or DELETE), one request per
-    group, topic and action; a group with members gets nothing, its rows refused
-    (NON_EMPTY_GROUP) by name. `sent` is told of a request's rows just before it goes."""
+    group, topic and action; a group with members is given no offset, its RESET rows
+    refused (NON_EMPTY_GROUP) by name. A DELETE goes to the broker whatever the group's
+    members (OffsetDelete, KIP-496, removes the offsets of a topic a live group no longer
+    reads; the broker refuses it, GROUP_SUBSCRIBED_TO_TOPIC, while the group reads it).
+    `sent` is told of a request's rows just before it goes."""
     ordered = sorted(rows, key=lambda r: (r["group"], r["topic"], r["action"],
                                           r["partition"]))
-    busy = busy_groups(admin, sorted({r["group"] for r in ordered}))
+    busy = busy_groups(admin, sorted({r["group"] for r in ordered if r["action"] == RESET}))
     for (group, topic, action), each in groupby(
             ordered, key=lambda r: (r["group"], r["topic"], r["action"])):
         part = list(each)
-        if group in busy:
+        if group in busy and action == RESET:
             for row in part:
                 yield row, {**_answer(-1, busy[group], attempts=0),
                             "error_name": "NON_EMPTY_GROUP"}
@@ -157,7 +183,9 @@ def send_resets(admin: ClusterAdmin, rows: Sequence[Mapping[str, Any]],
         for row in part:
             error = said.get(TopicPartition(topic, row["partition"]))
             yield row, (_answer(-1, "the broker's response did not answer this partition")
-                        if error is None else _answer(int(error.errno)))
+                        if error is None else _answer(int(error.errno), (
+                            getattr(error, "description", None) or None)
+                            if error.errno else None))
 
 
 def committed_offsets(admin: ClusterAdmin, group: str, topic: str) -> dict[int, int]:
