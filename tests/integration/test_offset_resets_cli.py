@@ -14,6 +14,8 @@ of this module is named under its own prefix (`P`).
     consumer     `move`'s consumer reads from offset 2 on each partition, commits (5, 5)
     again        the same requests applied again: `move` and `del` done by `allowed`'s run,
                  nothing sent; the offsets the consumer committed since left as they are
+    ad hoc       `reset-offsets` without --execute changes nothing; with it, the request
+                 is appended to the requests table, applied and audited
 
 Each stage's committed offsets are read with kafka-python's own admin client (not the
 job's).
@@ -210,6 +212,14 @@ def flow(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         done.first = first_offsets(bootstrap, MOVE)
         run("again", "apply", "--allow-offset-resets")
         record("again")
+        adhoc = ("reset-offsets", "--cluster", "local", "--group", ADHOC, "--topic",
+                 f"{TOPIC}:1", "--to-offset", "3", "--reason", "replay")
+        run("dry", *adhoc)
+        record("dry")
+        done.requests["dry"] = requests_of(spark, main)
+        run("execute", *adhoc, "--execute", "--requested-by", "ops-oncall")
+        record("execute")
+        done.requests["execute"] = requests_of(spark, main)
         yield done
     finally:
         member.stop.set()
@@ -360,3 +370,39 @@ def test_a_request_is_applied_once_and_later_plans_show_it_done_by_its_run(
     assert listed == {rid: ("already_done", f"done: applied by run {first}")
                       for rid in ("r-move", "r-del")}
 
+
+TABLE = sorted([("r-busy", BUSY, None, "earliest", None, "team-ofc", "replay"),
+                ("r-busy-del", BUSY, None, "delete", None, "team-ofc", "replay"),
+                ("r-del", DEL, None, "delete", None, "team-ofc", "replay"),
+                ("r-dup", MOVE, None, "earliest", None, "team-ofc", "replay"),
+                ("r-keep", KEEP, None, "earliest", None, "team-ofc", "replay"),
+                ("r-move", MOVE, None, "offset", "2", "team-ofc", "replay")])
+
+
+def test_reset_offsets_without_execute_shows_the_plan_and_changes_nothing(
+        flow: Flow) -> None:
+    dry = flow.runs["dry"]
+    assert dry.returncode == 0, dry.output[-3000:]
+    document = dry.json()
+    assert document["executed"] is False
+    assert [(r["partition"], r["action"], r["outcome"], r["before"], r["target"],
+             r["lag_before"], r["lag_after"]) for r in document["plan"]] == [
+        (1, "RESET", "planned", 5, 3, 0, 2)]
+    assert flow.offsets["dry"] == flow.offsets["again"]
+    assert flow.requests["dry"] == TABLE
+
+
+def test_reset_offsets_with_execute_appends_the_request_applies_and_audits_it(
+        flow: Flow, spark: Any) -> None:
+    executed = flow.runs["execute"]
+    assert executed.returncode == 0, executed.output[-3000:]
+    rid = f"reset-{flow.run_id('execute')}"
+    assert executed.json()["request"]["request_id"] == rid
+    assert flow.offsets["execute"] == {**flow.offsets["again"], ADHOC: {0: 5, 1: 3}}
+    assert flow.requests["execute"] == sorted(
+        [*TABLE, (rid, ADHOC, [1], "offset", "3", "ops-oncall", "replay")])
+    assert audit(spark, flow, "execute") == [
+        (rid, 1, "RESET", "apply", "reset", 5, 3, 3, None, "NONE"),
+        (rid, 1, "RESET", "plan", "planned", 5, None, 3, None, None),
+        (rid, 1, "RESET", "validate", "validated", 5, None, 3, None, "NONE"),
+        (rid, 1, "RESET", "verify", "reset", 5, 3, 3, None, "NONE")]
