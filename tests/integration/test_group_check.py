@@ -15,6 +15,8 @@ groups are other tests' and are left out of every assertion.
     second   check: `gone` stale (deleted), `again` stale (recreated: another topic id than
              the inventory recorded), `past` stale (recreated: past the log end); `calm` and
              `busy` get neither rule
+    site     report --site: the groups' page, opened in a headless Chromium, shows the
+             newest inventory and the lag per day; a group id carrying markup shows as text
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from kafka.structs import OffsetAndMetadata
 from provisioning.kafka.codes import topic_id_text
 from provisioning.kinds.groups.rules import DROPPED_GONE, DROPPED_NEW_ID, PAST_END
 from tests.helpers import Completed, run_cli_in_process, write_conf, write_manifest_table
+from tests.integration.test_site import browser  # noqa: F401 (the headless Chromium)
 
 pytestmark = pytest.mark.integration
 
@@ -166,6 +169,8 @@ def flow(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         past.close()
         done.ids["second"] = topic_ids(admin)
         done.runs["second"] = run_cli_in_process(["check", "--conf", str(conf), "--json"])
+        done.runs["site"] = run_cli_in_process(["report", "--conf", str(conf), "--site",
+                                                str(done.work / "site"), "--json"])
         yield done
     finally:
         member.stop.set()
@@ -238,3 +243,28 @@ def test_the_second_runs_inventory_says_which_topics_are_gone_and_how(
         (PAST, "classic", "Empty", 0, AGAIN_T, second[AGAIN_T], 1, None, "recreated",
          PAST_END, None)])
 
+
+def test_the_sites_group_page_shows_the_newest_inventory_and_the_lag_per_day(
+        browser: Any, flow: Flow) -> None:  # noqa: F811 (the fixture)
+    from selenium.webdriver.common.by import By
+
+    built = flow.runs["site"]
+    assert built.returncode == 0, built.output[-3000:]
+    browser.get((flow.work / "site" / "groups" / "index.html").as_uri())
+    assert browser.execute_script("return typeof window.injected") == "undefined"
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Consumer groups"
+    rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in browser.find_elements(By.CSS_SELECTOR, "table tbody tr")]
+    assert sorted(r for r in rows if r[1].startswith(P)) == sorted([
+        ["local", LAGGING, "classic", "Empty", "0", LAGS, "8", "live"],
+        ["local", CALM, "classic", "Empty", "0", LAGS, "2", "live"],
+        ["local", BUSY, "classic", "Stable", "1", LAGS, "0", "live"],
+        ["local", MARKUP, "classic", "Empty", "0", LAGS, "3", "live"],
+        ["local", GONE, "classic", "Empty", "0", GONE_T, "-", "deleted"],
+        ["local", AGAIN, "classic", "Empty", "0", AGAIN_T, "-", "recreated"],
+        ["local", PAST, "classic", "Empty", "0", AGAIN_T, "-", "recreated"]])
+    # Both checks ran today: one point a day, the day's last check.
+    chart = browser.find_element(By.CSS_SELECTOR,
+                                 f'svg[data-chart="lag of {LAGGING} on {LAGS} (local)"]')
+    assert [c.get_attribute("data-y") for c in chart.find_elements(
+        By.CSS_SELECTOR, "circle.point")] == ["8"]

@@ -180,3 +180,32 @@ def test_stale_is_an_empty_group_whose_every_topic_is_gone(spark: SparkSession) 
                        f"committed offsets on is gone: a deleted ({GONE}); b recreated "
                        f"({PAST_END})")]
 
+
+def test_the_sites_group_page_shows_each_groups_lag_and_escapes_its_id() -> None:
+    from provisioning.kinds.groups.site import ROLE, GroupSite, site_pages
+    from provisioning.views.site.data import SiteData, TableRead
+
+    marked = "<script>window.injected = 1</script> & 'q'"
+    data = SiteData(clusters=["local"], tables=[TableRead(ROLE, "inv_groups", 3, AT)],
+                    days=[EARLIER.date(), AT.date()])
+    site = GroupSite(
+        latest=[{"cluster": "local", "group": marked, "type": "consumer",
+                 "group_state": "Stable", "members": None, "topic": "t", "lag": 1200,
+                 "topic_state": "live", "reason": None, "checked_at": AT},
+                {"cluster": "local", "group": "old", "type": "classic",
+                 "group_state": "Empty", "members": 0, "topic": "gone", "lag": None,
+                 "topic_state": "deleted", "reason": GONE, "checked_at": AT}],
+        series=[{"cluster": "local", "group": marked, "topic": "t",
+                 "points": [{"day": AT.date(), "lag": 1200}]}])
+    page = site_pages(data, site)["groups/index.html"]
+    escaped = "&lt;script&gt;window.injected = 1&lt;/script&gt; &amp; &#x27;q&#x27;"
+    assert "<script>window" not in page
+    assert (f"<tr><td>local</td><td>{escaped}</td><td>consumer</td><td>Stable</td>"
+            "<td class=n>unknown</td><td>t</td><td class=n>1,200</td><td>live</td></tr>"
+            ) in page
+    assert ("<tr><td>local</td><td>old</td><td>classic</td><td>Empty</td><td class=n>0</td>"
+            "<td>gone</td><td class=n>-</td><td>deleted</td></tr>") in page
+    # One chart, the group with a known lag: no point the day before, 1200 today.
+    assert page.count("<svg") == 1
+    assert f'data-chart="lag of {escaped} on t (local)"' in page
+    assert 'data-x="2026-11-29" data-y="1200"' in page
