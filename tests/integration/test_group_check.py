@@ -253,6 +253,8 @@ def test_the_sites_group_page_shows_the_newest_inventory_and_the_lag_per_day(
     browser.get((flow.work / "site" / "groups" / "index.html").as_uri())
     assert browser.execute_script("return typeof window.injected") == "undefined"
     assert browser.find_element(By.TAG_NAME, "h1").text == "Consumer groups"
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "header a")] == [
+        "Overview", "Runs", "Topics", "Findings", "Inventory", "Groups"]
     rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
             for tr in browser.find_elements(By.CSS_SELECTOR, "table tbody tr")]
     assert sorted(r for r in rows if r[1].startswith(P)) == sorted([

@@ -183,11 +183,12 @@ def test_stale_is_an_empty_group_whose_every_topic_is_gone(spark: SparkSession) 
 
 def test_the_sites_group_page_shows_each_groups_lag_and_escapes_its_id() -> None:
     from provisioning.kinds.groups.site import ROLE, GroupSite, site_pages
+    from provisioning.kinds.groups.view import VIEW
     from provisioning.views.site.data import SiteData, TableRead
 
     marked = "<script>window.injected = 1</script> & 'q'"
     data = SiteData(clusters=["local"], tables=[TableRead(ROLE, "inv_groups", 3, AT)],
-                    days=[EARLIER.date(), AT.date()])
+                    days=[EARLIER.date(), AT.date()], kinds=(VIEW,))
     site = GroupSite(
         latest=[{"cluster": "local", "group": marked, "type": "consumer",
                  "group_state": "Stable", "members": None, "topic": "t", "lag": 1200,
@@ -200,6 +201,9 @@ def test_the_sites_group_page_shows_each_groups_lag_and_escapes_its_id() -> None
     page = site_pages(data, site)["groups/index.html"]
     escaped = "&lt;script&gt;window.injected = 1&lt;/script&gt; &amp; &#x27;q&#x27;"
     assert "<script>window" not in page
+    # The kind's entry of the navigation bar, after the shared ones.
+    assert ('<a href="../inventory.html">Inventory</a><a href="../groups/index.html" '
+            'class=here>Groups</a></header>') in page
     assert (f"<tr><td>local</td><td>{escaped}</td><td>consumer</td><td>Stable</td>"
             "<td class=n>unknown</td><td>t</td><td class=n>1,200</td><td>live</td></tr>"
             ) in page

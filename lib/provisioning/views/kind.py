@@ -175,6 +175,10 @@ class ViewKind(ABC):
         an apply (`PlanSection.needs`)."""
         return []
 
+    # The kind's entries of the site's navigation bar (path under the site's root, label),
+    # after the shared ones.
+    site_nav: ClassVar[tuple[tuple[str, str], ...]] = ()
+
     def site_data(self, read: SiteRead, conf: Conf, clusters: Sequence[str],
                   checks: DataFrame) -> Any:
         """What the kind's own pages of the site show beyond the shared tables (None:

@@ -73,7 +73,7 @@ def site_pages(data: SiteData, site: GroupSite | None) -> dict[str, str]:
     site = site or GroupSite()
     members = [r["members"] for r in site.latest]
     return {PATH: page(
-        PATH, "groups.html", "Consumer groups", data.tables, (ROLE,),
+        PATH, "groups.html", "Consumer groups", data, (ROLE,),
         inventory_missing=missing(data.tables, ROLE),
         latest=Table(("cluster", "group", "type", "state", "members", "topic", "lag",
                       "topic state"), [

@@ -31,6 +31,7 @@ class GroupsView(EntityView):
     removals_phrase = "group removal(s)"
     saved_attributes = ("configs", "changed", "live_configs", "type", "group_state",
                         "members")
+    site_nav = (("groups/index.html", "Groups"),)
 
     def label(self, entry: Mapping[str, Any]) -> str:
         return f"{entry.get('cluster')} group {entry.get('group')}"
