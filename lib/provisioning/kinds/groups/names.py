@@ -27,6 +27,8 @@ EMPTY = "Empty"
 DEAD = "Dead"
 MEMBERLESS = (EMPTY, DEAD)
 CLASSIC = "classic"
+# A share group (KIP-932): its offsets are not consumer offsets (OffsetFetch has none).
+SHARE = "share"
 
 # The rule of `check` that reports a live group no manifest row names (`info` unless
 # `checks.severity` says otherwise).

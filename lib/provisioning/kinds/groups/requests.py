@@ -35,7 +35,7 @@ from provisioning.kafka.compat import send_to_node
 from provisioning.kafka.requests import Unanswered, send_resending
 from provisioning.kafka.snapshot import described
 from provisioning.kafka.usage import latest_offsets
-from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY
+from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY, SHARE
 
 log = logging.getLogger(__name__)
 
@@ -253,24 +253,49 @@ class ClusterOffsets:
     problem: tuple[str, str] | None = None
 
 
+def _committed(admin: ClusterAdmin, groups: Sequence[str]
+               ) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, str]]:
+    """group -> its committed offsets, and group -> why they could not be read: one OffsetFetch
+    per coordinator for every group; when that answer fails (kafka-python raises on any
+    group's error), each group is asked alone."""
+    deadline = _deadline(admin)
+
+    def fetch(asked: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
+        # A coordinator still reading __consumer_offsets is asked again (as
+        # `ClusterAdmin.committed_offsets` does).
+        answers = retry.settle(lambda: admin.client.list_group_offsets(list(asked)), deadline,
+                               lambda exc: isinstance(exc, Errors.CoordinatorLoadInProgressError))
+        return {g: {(tp.topic, tp.partition): int(m.offset) for tp, m in found.items()
+                    if m.offset is not None and m.offset >= 0} for g, found in answers.items()}
+
+    if not groups:
+        return {}, {}
+    try:
+        return fetch(groups), {}
+    except Errors.KafkaError:
+        pass
+    found: dict[str, dict[tuple[str, int], int]] = {}
+    unread: dict[str, str] = {}
+    for group in groups:
+        try:
+            found.update(fetch([group]))
+        except Errors.KafkaError as exc:
+            unread[group] = f"committed offsets not read: {type(exc).__name__}"
+    return found, unread
+
+
 def _cluster_offsets(admin: ClusterAdmin, recorded: Collection[str]) -> ClusterOffsets:
-    """Every group's type, state, members and committed offsets, the log end offset of each
-    partition committed on (one ListOffsets per leader), and the topics committed on or
-    `recorded` (named by the groups' earlier inventory rows) as the cluster has them now."""
+    """Every group's type, state, members and committed offsets (a share group's are not read
+    by OffsetFetch: none), the log end offset of each partition committed on (one ListOffsets
+    per leader), and the topics committed on or `recorded` (named by the groups' earlier
+    inventory rows) as the cluster has them now. A group whose offsets could not be read has
+    one row, topic null, with why."""
     cluster = admin.cluster.name
     listed = list_groups(admin)
     counted = member_counts(admin, sorted(g for g, (kind, state) in listed.items()
                                           if kind == CLASSIC and state != EMPTY))
-    committed: dict[str, dict[tuple[str, int], int]] = {}
-    if listed:
-        # A coordinator still reading __consumer_offsets is asked again (as
-        # `ClusterAdmin.committed_offsets` does).
-        answers = retry.settle(lambda: admin.client.list_group_offsets(sorted(listed)),
-                               _deadline(admin),
-                               lambda exc: isinstance(exc, Errors.CoordinatorLoadInProgressError))
-        committed = {g: {(tp.topic, tp.partition): int(m.offset) for tp, m in found.items()
-                         if m.offset is not None and m.offset >= 0}
-                     for g, found in answers.items()}
+    committed, unread = _committed(admin, sorted(g for g, (kind, _) in listed.items()
+                                                 if kind != SHARE))
     names = sorted({t for found in committed.values() for t, _ in found} | set(recorded))
     # An absent topic has no row; one the broker would not describe keeps its error.
     seen = {t.name: t for chunk in described(admin, names) for t in chunk}
@@ -288,7 +313,8 @@ def _cluster_offsets(admin: ClusterAdmin, recorded: Collection[str]) -> ClusterO
             offsets.append((cluster, group, kind, state, members, topic, partition, offset,
                             end, error))
         if not found:
-            offsets.append((cluster, group, kind, state, members, None, None, None, None, None))
+            offsets.append((cluster, group, kind, state, members, None, None, None, None,
+                            unread.get(group)))
     return ClusterOffsets(offsets, [(cluster, t.name, t.topic_id, t.partitions, t.error_name)
                                     for _, t in sorted(seen.items())])
 

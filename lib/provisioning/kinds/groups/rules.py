@@ -109,14 +109,16 @@ def group_inventory(offsets: DataFrame, topics: DataFrame, history: DataFrame, r
     """GROUP_INVENTORY rows of one run from GROUP_OFFSETS and GROUP_TOPICS rows and the
     inventory's earlier rows (`history`, of other runs)."""
     current = _current(offsets, topics)
-    without = offsets.where(F.col("topic").isNull()).select(*_GROUP).distinct()
-    dropped = _dropped(without, topics, history)
+    without = offsets.where(F.col("topic").isNull()).select(*_GROUP, "error")
+    # A group whose offsets could not be read (`error`) has unknown offsets, not dropped ones.
+    dropped = _dropped(without.where(F.col("error").isNull()).select(*_GROUP), topics,
+                       history)
     bare = without.join(dropped.select("cluster", "group"), on=["cluster", "group"],
                         how="left_anti").select(
         *_GROUP, *[F.lit(None).cast(GROUP_INVENTORY[c].dataType).alias(c)
                    for c in ("topic", "topic_id", "partitions", "lag", "topic_state",
-                             "reason", "error")])
-    rows = current.unionByName(dropped).unionByName(bare)
+                             "reason")], "error")
+    rows = current.unionByName(dropped).unionByName(bare.distinct())
     given = {"run_id": F.lit(run_id), "checked_at": F.lit(checked_at)}
     return rows.select(*[given.get(c, F.col(c)).cast(GROUP_INVENTORY[c].dataType).alias(c)
                          for c in column_names(GROUP_INVENTORY)])
