@@ -458,6 +458,7 @@ def _policy_doc(factory: Callable[..., Any]) -> str:
 def vocabulary_reference() -> str:
     """The page of exit codes, actions, outcomes, policies and `check` rules."""
     from provisioning import names
+    from provisioning.kinds.groups.check import DEFAULT_SEVERITY as GROUP_SEVERITY
     from provisioning.kinds.topics.policies import registry
     from provisioning.kinds.topics.rules import DEFAULT_SEVERITY
 
@@ -505,9 +506,9 @@ def vocabulary_reference() -> str:
             kind = "another kind's live state"
         # A kind's own rules (unmanaged_quota, unmanaged_group) are `info` unless the conf
         # says otherwise; acl_without_user is off (a principal may come from a certificate
-        # or OAuth).
-        severity = DEFAULT_SEVERITY.get(rule, names.OFF if rule == "acl_without_user"
-                                        else names.INFO)
+        # or OAuth); the group inventory's rules have their own.
+        severity = {**DEFAULT_SEVERITY, **GROUP_SEVERITY}.get(
+            rule, names.OFF if rule == "acl_without_user" else names.INFO)
         lines.append(f"| `{rule}` | {severity} | {kind} |")
     return "\n".join(lines) + "\n"
 

@@ -89,3 +89,53 @@ GROUP_RESULT = fields(
 GROUP_STRUCT = fields(("group", StringType()), *_FOUND, ("configs", STRING_MAP),
                       ("found", STRING_MAP))
 AUDIT_COLUMN = StructField("consumer_group", GROUP_STRUCT, True)
+
+# What `check` reads of a cluster's groups' offsets (kinds.groups.requests.group_offsets):
+# one row per group and partition it has a committed offset on (a group with none: one row,
+# topic null), with the partition's log end offset (ListOffsets LATEST; null: the topic is
+# gone, or the offset could not be read, `error` says why).
+GROUP_OFFSETS = fields(
+    *[(c, StringType()) for c in GROUP_KEY], *_FOUND,
+    ("topic", StringType()),
+    ("partition", IntegerType()),
+    # The group's committed offset on the partition (OffsetFetch).
+    ("committed", LongType()),
+    # The partition's log end offset (ListOffsets LATEST); null: the topic is gone, or it
+    # could not be read.
+    ("log_end", LongType()),
+    ("error", StringType()),
+)
+
+# The topics of those offsets (and those the groups' earlier inventory rows name) as the
+# cluster has them now: absent ones have no row; one the broker would not describe has its
+# error (id and partitions null).
+GROUP_TOPICS = fields(("cluster", StringType()), ("topic", StringType()),
+                      ("topic_id", StringType()), ("partitions", IntegerType()),
+                      ("error", StringType()))
+
+# The group inventory (`<tables.inventory>_groups`): per `check` run, one row per live group
+# and topic it has committed offsets on (a group with none: one row, topic null), its lag on
+# that topic, and whether the topic is still the one the offsets were committed on.
+GROUP_INVENTORY = fields(
+    ("run_id", StringType()),
+    *[(c, StringType()) for c in GROUP_KEY], *_FOUND,
+    ("topic", StringType()),
+    # The id of the topic the offsets were committed on, as first recorded (null: the
+    # topic was already gone); a topic of that name with another id was created again.
+    ("topic_id", StringType()),
+    # The partitions with a committed offset now (0: the broker dropped them with the
+    # topic).
+    ("partitions", IntegerType()),
+    # The log end offset minus the committed offset, summed over those partitions; null when
+    # the topic is not the one committed on, or a log end offset is unknown.
+    ("lag", LongType()),
+    # live, deleted or recreated (kinds.groups.names): whether the topic is still the one
+    # the offsets were committed on; null when the topic could not be described.
+    ("topic_state", StringType()),
+    # Why the topic is deleted or recreated, as `check` told it.
+    ("reason", StringType()),
+    # Why a measure is missing, or null.
+    ("error", StringType()),
+    # When the groups were read.
+    ("checked_at", TimestampType()),
+)

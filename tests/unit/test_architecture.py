@@ -299,9 +299,9 @@ def test_every_commands_phase_list_is_built_from_the_kinds_and_checked() -> None
          "verify", "acl apply", "acl verify", "reassign", "reassign verify", "quota apply",
          "quota verify", "user apply", "user verify", "group apply", "group verify",
          "offset apply", "offset verify"]]
-    assert [p.name for p in lists[3].phases][-8:] == [
+    assert [p.name for p in lists[3].phases][-9:] == [
         "user manifests", "user snapshot", "user check", "user check bindings",
-        "group manifests", "group snapshot", "group check", "record findings"]
+        "group manifests", "group snapshot", "group check", "group usage", "record findings"]
 
 
 # -- what the package holds ----------------------------------------------------------------

@@ -77,7 +77,8 @@ def test_every_bad_rule_and_level_is_named_at_once() -> None:
         "treshold": 1}}
     # Every registered kind's rules: topics' then each other kind's own.
     known = ", ".join((*CHECK_RULES, "unmanaged_quota", "unmanaged_user",
-                       "acl_without_user", "unmanaged_group"))
+                       "acl_without_user", "unmanaged_group", "group_lagging",
+                       "stale_group"))
     assert _problems(data) == [
         "kafka.batch_size: must be > 0, got 0",
         "checks.treshold: unknown key (allowed: severity, idle_days, disk_used_ratio, "

@@ -18,6 +18,7 @@ from provisioning.delta.tables import (
 )
 from provisioning.run.commands import job_tables
 from schemas import AUDIT, DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
+from schemas.groups import GROUP_INVENTORY
 from tests.helpers import RUNS as RUN_KINDS
 from tests.helpers import parse_conf
 
@@ -85,7 +86,9 @@ def test_a_run_makes_beforehand_only_the_tables_it_must_find_in_place() -> None:
         "plan": [],
         "apply": [],
         "check": [("w/runs_violations", VIOLATIONS, plain),
-                  ("w/runs_inventory", INVENTORY, plain), ("w/runs_disks", DISKS, plain)],
+                  ("w/runs_inventory", INVENTORY, plain), ("w/runs_disks", DISKS, plain),
+                  # The group inventory's earlier rows tell offsets the broker dropped.
+                  ("w/runs_inventory_groups", GROUP_INVENTORY, plain)],
         "snapshot": [],
         "import": [],
     }

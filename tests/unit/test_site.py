@@ -93,7 +93,8 @@ def test_a_missing_inventory_table_is_named_on_the_pages_that_read_it() -> None:
 def test_the_same_data_gives_the_same_bytes() -> None:
     assert render_site(_data(True)) == render_site(_data(True))
     files = render_site(_data(True))
-    assert list(files) == sorted(["findings.html", "index.html", "inventory.html",
+    assert list(files) == sorted(["findings.html", "groups/index.html", "index.html",
+                                  "inventory.html",
                                   run_file("r1"), "runs/index.html", "site.css",
                                   topic_file("local", "a"), "topics/index.html",
                                   "topics/index.js"])

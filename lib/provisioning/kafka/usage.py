@@ -1,5 +1,6 @@
 """What a cluster holds and who uses it: the one reader of usage (`usage_results`, one Spark
-task per cluster), and the newest write of the topics a plan would delete (`last_writes`).
+task per cluster), the newest write of the topics a plan would delete (`last_writes`), and
+the log end offsets of some partitions (`latest_offsets`, the group inventory's lag).
 
 A handful of requests per broker, not per topic:
 - DescribeLogDirs once per broker: every replica's bytes, and each log dir's total and
@@ -200,6 +201,14 @@ def _offsets(admin: ClusterAdmin, partitions: Iterable[tuple[str, int]],
         except Errors.KafkaError as exc:
             failure = failure or f"ListOffsets {spec.name}: {_error(exc)}"
     return found, failure
+
+
+def latest_offsets(admin: ClusterAdmin, partitions: Iterable[tuple[str, int]]
+                   ) -> tuple[dict[tuple[str, int], int], str | None]:
+    """(topic, partition) -> log end offset (ListOffsets LATEST, one request per leader),
+    and why they are unknown (then empty)."""
+    found, failure = _offsets(admin, partitions, (OffsetSpec.LATEST,))
+    return {tp: offset for tp, (offset, _) in found.get(OffsetSpec.LATEST, {}).items()}, failure
 
 
 def _by_leader(admin: ClusterAdmin, wanted: Sequence[tuple[str, int]]

@@ -13,16 +13,22 @@ add to the extended kind's saved changes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import DataFrame
 
+from provisioning.conf import Conf
 from provisioning.results import RunResult
 
 if TYPE_CHECKING:
     from provisioning.views.site.data import SiteData
+
+
+# The site's reader of a kind's own table: (role, table) -> the table at its latest version,
+# or None when it does not exist (`ViewKind.site_data`).
+SiteRead = Callable[[str, str], "DataFrame | None"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,20 @@ class ViewKind(ABC):
         """An extending kind: what its fields of a saved entry of the extended kind need of
         an apply (`PlanSection.needs`)."""
         return []
+
+    # The kind's entries of the site's navigation bar (path under the site's root, label),
+    # after the shared ones.
+    site_nav: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def site_data(self, read: SiteRead, conf: Conf, clusters: Sequence[str],
+                  checks: DataFrame) -> Any:
+        """What the kind's own pages of the site show beyond the shared tables (None:
+        nothing), kept in `SiteData.kinds_data` under its name: its tables read with `read`
+        (role, table name: the table at its latest version, None when it does not exist;
+        the site lists it among the tables it read), aggregated by Spark over `checks` (the
+        `check` runs of `clusters` in the site's window: run_id, cluster, checked_at), only
+        what the pages show collected."""
+        return None
 
     def site_pages(self, data: SiteData) -> dict[str, str]:
         """The kind's own files of the static site (`report --site`), by path under its

@@ -1,6 +1,6 @@
-"""The consumer groups' section of the conf: `groups`, the group tables
-(`tables.group_manifests`, `tables.group_snapshots`) and `policies.group`; and the row of a
-group manifest file."""
+"""The consumer groups' section of the conf: `groups` (with `check`'s lag threshold), the
+group tables (`tables.group_manifests`, `tables.group_snapshots`) and `policies.group`; and
+the row of a group manifest file."""
 
 from __future__ import annotations
 
@@ -8,15 +8,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
+from provisioning.conf import Conf
 from provisioning.conf.entity import EntityConf, EntityKeys, EntitySection
 from provisioning.conf.model import STRICT
 from provisioning.conf.policies import Custom
-from provisioning.kinds.groups.names import NOUNS, UNMANAGED_GROUP
+from provisioning.kinds.groups.names import (
+    GROUP_LAGGING,
+    NOUNS,
+    STALE_GROUP,
+    UNMANAGED_GROUP,
+)
 
 try:  # the loader's side only (conf.model says why)
     from pydantic import BeforeValidator, Field, WithJsonSchema
 
-    from provisioning.conf.keys import Positive, StringList
+    from provisioning.conf.keys import Count, Positive, StringList
     from provisioning.conf.manifests import ForceColumn
     from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
@@ -34,6 +40,10 @@ class GroupsKeys(EntityKeys):
     protected_groups: Annotated[StringList, Field(
         description="The policy protected_groups: group ids (globs) whose configs the job "
                     "never changes and that it never deletes.")] = ()
+    lag_threshold: Annotated[Count, Field(
+        description="`check`: a group whose lag on a topic (the log end offsets minus its "
+                    "committed offsets, summed over the partitions) is over this many records "
+                    "gives `group_lagging`.")] = 10000
 
 
 @dataclass(frozen=True)
@@ -81,10 +91,15 @@ class GroupManifestRow:
     force: ForceColumn = None
 
 
+def inventory_table(conf: Conf) -> str:
+    """The group inventory `check` appends to: `<tables.inventory>_groups`."""
+    return f"{conf.tables.inventory}_groups"
+
+
 class GroupsSection(EntitySection):
     nouns, conf_class, keys_class = NOUNS, GroupsConf, GroupsKeys
     policy_catalogue = GROUP_POLICY_MODELS
-    check_rules = (UNMANAGED_GROUP,)
+    check_rules = (UNMANAGED_GROUP, GROUP_LAGGING, STALE_GROUP)
     manifest_row = GroupManifestRow
 
 

@@ -27,7 +27,20 @@ EMPTY = "Empty"
 DEAD = "Dead"
 MEMBERLESS = (EMPTY, DEAD)
 CLASSIC = "classic"
+# A share group (KIP-932): its offsets are not consumer offsets (OffsetFetch has none).
+SHARE = "share"
 
 # The rule of `check` that reports a live group no manifest row names (`info` unless
 # `checks.severity` says otherwise).
 UNMANAGED_GROUP = "unmanaged_group"
+
+# `check`'s rules over the group inventory: a group's lag on a topic over
+# `groups.lag_threshold`, and an empty group whose offsets all point at topics that are gone
+# (deleted, or deleted and created again); `warning` unless `checks.severity` says otherwise.
+GROUP_LAGGING = "group_lagging"
+STALE_GROUP = "stale_group"
+
+# Whether the topic a group committed offsets on is still the one it committed on.
+LIVE_TOPIC = "live"
+DELETED_TOPIC = "deleted"
+RECREATED_TOPIC = "recreated"

@@ -19,7 +19,7 @@ no type, and its groups are not read (never taken as memberless).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,9 @@ from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name, retriable
 from provisioning.kafka.compat import send_to_node
 from provisioning.kafka.requests import Unanswered, send_resending
-from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY
+from provisioning.kafka.snapshot import described
+from provisioning.kafka.usage import latest_offsets
+from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY, SHARE
 
 log = logging.getLogger(__name__)
 
@@ -238,4 +240,98 @@ def group_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Cred
                 found[cluster.name] = ClusterGroups({}, (exc.error_name, str(exc)))
             except Errors.KafkaError as exc:
                 found[cluster.name] = ClusterGroups({}, (type(exc).__name__, str(exc)))
+    return found
+
+
+@dataclass(frozen=True)
+class ClusterOffsets:
+    """What `check` read of one cluster's groups: GROUP_OFFSETS rows, GROUP_TOPICS rows, and
+    why the groups could not be read (error name, message), if so."""
+
+    offsets: list[tuple[Any, ...]]
+    topics: list[tuple[Any, ...]]
+    problem: tuple[str, str] | None = None
+
+
+def _committed(admin: ClusterAdmin, groups: Sequence[str]
+               ) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, str]]:
+    """group -> its committed offsets, and group -> why they could not be read: one OffsetFetch
+    per coordinator for every group; when that answer fails (kafka-python raises on any
+    group's error), each group is asked alone."""
+    deadline = _deadline(admin)
+
+    def fetch(asked: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
+        # A coordinator still reading __consumer_offsets is asked again (as
+        # `ClusterAdmin.committed_offsets` does).
+        answers = retry.settle(lambda: admin.client.list_group_offsets(list(asked)), deadline,
+                               lambda exc: isinstance(exc, Errors.CoordinatorLoadInProgressError))
+        return {g: {(tp.topic, tp.partition): int(m.offset) for tp, m in found.items()
+                    if m.offset is not None and m.offset >= 0} for g, found in answers.items()}
+
+    if not groups:
+        return {}, {}
+    try:
+        return fetch(groups), {}
+    except Errors.KafkaError:
+        pass
+    found: dict[str, dict[tuple[str, int], int]] = {}
+    unread: dict[str, str] = {}
+    for group in groups:
+        try:
+            found.update(fetch([group]))
+        except Errors.KafkaError as exc:
+            unread[group] = f"committed offsets not read: {type(exc).__name__}"
+    return found, unread
+
+
+def _cluster_offsets(admin: ClusterAdmin, recorded: Collection[str]) -> ClusterOffsets:
+    """Every group's type, state, members and committed offsets (a share group's are not read
+    by OffsetFetch: none), the log end offset of each partition committed on (one ListOffsets
+    per leader), and the topics committed on or `recorded` (named by the groups' earlier
+    inventory rows) as the cluster has them now. A group whose offsets could not be read has
+    one row, topic null, with why."""
+    cluster = admin.cluster.name
+    listed = list_groups(admin)
+    counted = member_counts(admin, sorted(g for g, (kind, state) in listed.items()
+                                          if kind == CLASSIC and state != EMPTY))
+    committed, unread = _committed(admin, sorted(g for g, (kind, _) in listed.items()
+                                                 if kind != SHARE))
+    names = sorted({t for found in committed.values() for t, _ in found} | set(recorded))
+    # An absent topic has no row; one the broker would not describe keeps its error.
+    seen = {t.name: t for chunk in described(admin, names) for t in chunk}
+    now = {n: t for n, t in seen.items() if t.error_name is None}
+    wanted = {tp for found in committed.values() for tp in found
+              if tp[0] in now and tp[1] < (now[tp[0]].partitions or 0)}
+    ends, failure = latest_offsets(admin, wanted)
+    offsets: list[tuple[Any, ...]] = []
+    for group, (kind, state) in sorted(listed.items()):
+        members = 0 if state == EMPTY else counted.get(group)
+        found = committed.get(group, {})
+        for (topic, partition), offset in sorted(found.items()):
+            end = ends.get((topic, partition))
+            error = (failure if (topic, partition) in wanted and end is None else None)
+            offsets.append((cluster, group, kind, state, members, topic, partition, offset,
+                            end, error))
+        if not found:
+            offsets.append((cluster, group, kind, state, members, None, None, None, None,
+                            unread.get(group)))
+    return ClusterOffsets(offsets, [(cluster, t.name, t.topic_id, t.partitions, t.error_name)
+                                    for _, t in sorted(seen.items())])
+
+
+def group_offsets(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+                  kafka: KafkaConf, recorded: Mapping[str, Collection[str]]
+                  ) -> dict[str, ClusterOffsets]:
+    """Every cluster's groups' committed offsets and lag (from the driver; `recorded`: per
+    cluster, the topics the groups' earlier inventory rows name); a cluster whose groups
+    cannot be read has its problem instead."""
+    found: dict[str, ClusterOffsets] = {}
+    for cluster in clusters:
+        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+            try:
+                found[cluster.name] = _cluster_offsets(admin, recorded.get(cluster.name, ()))
+            except GroupsUnreadable as exc:
+                found[cluster.name] = ClusterOffsets([], [], (exc.error_name, str(exc)))
+            except Errors.KafkaError as exc:
+                found[cluster.name] = ClusterOffsets([], [], (type(exc).__name__, str(exc)))
     return found

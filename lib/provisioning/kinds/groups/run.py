@@ -7,27 +7,32 @@ the group's `validate` row. DeleteGroups has none: a DELETE is validated by read
 group's type, state and members again (ListGroups v5, DescribeGroups), and refused while it
 has members. `apply` sets the configs the broker passed, and deletes groups only with
 `--allow-group-removals`; `verify` reads every changed group back. `check` reports each live
-group no manifest row names (rule `unmanaged_group`).
+group no manifest row names (rule `unmanaged_group`), and with `checks.usage` records the
+group inventory and judges it (`kinds.groups.check`: `group_lagging`, `stale_group`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from provisioning.kinds.groups.conf import GroupsConf
+from provisioning.conf import Conf
+from provisioning.delta.tables import JobTable
+from provisioning.kinds.groups.check import GroupUsage
+from provisioning.kinds.groups.conf import GroupsConf, inventory_table
 from provisioning.kinds.groups.model import MODEL
 from provisioning.kinds.groups.names import UNMANAGED_GROUP
 from provisioning.kinds.groups.policies import GroupPolicyContext
 from provisioning.kinds.groups.requests import group_states
 from provisioning.kinds.groups.tasks import group_results
-from provisioning.run.engine import RunContext
+from provisioning.run.engine import Phase, RunContext
 from provisioning.run.entity import ClusterRead, EntitySlice, OneTaskKind
+from provisioning.run.kind import CHECK, PlanLayer
 from provisioning.run.state import RunState
-from schemas.groups import GROUP_KEY, GROUP_LIVE
+from schemas.groups import GROUP_INVENTORY, GROUP_KEY, GROUP_LIVE
 
 
 class GroupSlice(EntitySlice):
@@ -56,6 +61,16 @@ class GroupsKind(OneTaskKind):
         assert isinstance(conf, GroupsConf)
         return GroupPolicyContext(max_changes_per_cluster=conf.max_changes_per_cluster,
                                   protected_groups=conf.protected_groups)
+
+    def phases(self, step: str, layers: Sequence[PlanLayer] = ()) -> tuple[Phase, ...]:
+        found = tuple(super().phases(step, layers))
+        return (*found, GroupUsage(self)) if step == CHECK else found
+
+    def job_tables(self, conf: Conf, command: str) -> Sequence[JobTable]:
+        # `check` reads the group inventory's earlier rows before it appends its own.
+        if command != "check" or not conf.checks.usage:
+            return ()
+        return (JobTable(inventory_table(conf), GROUP_INVENTORY),)
 
     def finding(self) -> Column:
         # A group id with configs and no group (no consumer used it yet) has no type or state.

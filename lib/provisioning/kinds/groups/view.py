@@ -1,16 +1,22 @@
 """The consumer groups' part of the views package, on the entity base (`views.entity`): how a
-group and its change read."""
+group and its change read, and its page of the static site (`kinds.groups.site`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pyspark.sql import DataFrame
+
 from provisioning import names
+from provisioning.conf import Conf
 from provisioning.kinds.groups.conf import GroupsConf
 from provisioning.kinds.groups.model import MODEL
 from provisioning.kinds.groups.names import DELETE
+from provisioning.kinds.groups.site import site_data, site_pages
 from provisioning.views.entity import EntityView
+from provisioning.views.kind import SiteRead
+from provisioning.views.site.data import SiteData
 
 
 def configs_text(configs: Mapping[str, Any] | None) -> str:
@@ -25,6 +31,7 @@ class GroupsView(EntityView):
     removals_phrase = "group removal(s)"
     saved_attributes = ("configs", "changed", "live_configs", "type", "group_state",
                         "members")
+    site_nav = (("groups/index.html", "Groups"),)
 
     def label(self, entry: Mapping[str, Any]) -> str:
         return f"{entry.get('cluster')} group {entry.get('group')}"
@@ -45,6 +52,13 @@ class GroupsView(EntityView):
     def listed_text(self, row: Mapping[str, Any]) -> str:
         return (f"group {row['group']} ({row['type']}, {row['group_state']}) "
                 f"{configs_text(row['configs'])}")
+
+    def site_data(self, read: SiteRead, conf: Conf, clusters: Sequence[str],
+                  checks: DataFrame) -> Any:
+        return site_data(read, conf, clusters, checks)
+
+    def site_pages(self, data: SiteData) -> dict[str, str]:
+        return site_pages(data, data.kinds_data.get(self.name))
 
 
 VIEW = GroupsView()

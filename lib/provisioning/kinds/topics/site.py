@@ -63,7 +63,7 @@ def index_js(data: SiteData) -> str:
 
 
 def topics_index(data: SiteData) -> str:
-    return page("topics/index.html", "topics.html", "Topics", data.tables, ROLES,
+    return page("topics/index.html", "topics.html", "Topics", data, ROLES,
                 topics=len(topic_keys(data)), shown=SHOWN)
 
 
@@ -89,7 +89,7 @@ def topic_page(data: SiteData, key: tuple[str, str], manifest: Sequence[Mapping[
     by_day = {p["day"]: p for p in (series or {}).get("points") or []}
     days = [str(d) for d in data.days]
     return page(
-        topic_file(cluster, topic), "topic.html", f"Topic {topic}", data.tables, ROLES,
+        topic_file(cluster, topic), "topic.html", f"Topic {topic}", data, ROLES,
         cluster=cluster, manifest=_manifest_table(manifest),
         history=Table(("recorded", "run", "action", "phases"), [
             [when(steps[-1].get("recorded_at")),

@@ -63,6 +63,8 @@ class SiteData:
     topic_series: list[dict[str, Any]] = field(default_factory=list)
     bytes_per_day: list[dict[str, Any]] = field(default_factory=list)
     disks: list[dict[str, Any]] | None = None
+    # What each kind's own pages show (`ViewKind.site_data`), by kind name.
+    kinds_data: dict[str, Any] = field(default_factory=dict)
 
     def table(self, role: str) -> TableRead:
         return next(t for t in self.tables if t.role == role)
@@ -138,10 +140,20 @@ def read_site(spark: SparkSession, kinds: Sequence[ViewKind], conf: Conf,
     if frames["inventory"] is not None:
         _inventory(data, _of_clusters(frames["inventory"], clusters), checks)
     if frames["disks"] is not None:
-        latest = _latest_check(checks)
+        latest = latest_check(checks)
         data.disks = rows(_of_clusters(frames["disks"], clusters)
                           .join(latest, on=["run_id", "cluster"], how="left_semi")
                           .orderBy("cluster", "broker", "log_dir"))
+
+    def read_more(role: str, table: str) -> DataFrame | None:
+        read, df = _read(spark, role, table)
+        data.tables.append(read)
+        return df
+
+    for kind in kinds:
+        found = kind.site_data(read_more, conf, clusters, checks)
+        if found is not None:
+            data.kinds_data[kind.name] = found
     checks.unpersist()
     in_window.unpersist()
     for listed in (data.audit, data.live, data.manifests, data.findings, data.inventory or [],
@@ -181,7 +193,8 @@ def _manifests(tables: Sequence[DataFrame], clusters: Sequence[str]) -> list[dic
     return rows(_of_clusters(union, clusters))
 
 
-def _latest_check(checks: DataFrame) -> DataFrame:
+def latest_check(checks: DataFrame) -> DataFrame:
+    """Each cluster's newest check run (run_id, cluster, checked_at)."""
     newest = Window.partitionBy("cluster").orderBy(F.col("checked_at").desc(),
                                                   F.col("run_id").desc())
     return (checks.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
@@ -193,7 +206,7 @@ def _findings(data: SiteData, violations: DataFrame, checks: DataFrame) -> None:
                             how="left_semi").cache()
     spans = violation_spans(found, checks)
     data.spans = rows(spans.orderBy("cluster", "topic", "rule", "started_at"))
-    latest = _latest_check(checks)
+    latest = latest_check(checks)
     current = (found.join(latest.select("run_id", "cluster"), on=["run_id", "cluster"],
                           how="left_semi")
                .select("cluster", "topic", "rule", "severity", "detail", "managed", "owner"))
@@ -206,15 +219,20 @@ def _findings(data: SiteData, violations: DataFrame, checks: DataFrame) -> None:
     found.unpersist()
 
 
+def last_check_of_day(checks: DataFrame) -> DataFrame:
+    """Each cluster's last check run of each day (run_id, cluster, day)."""
+    day_last = Window.partitionBy("cluster", "_day").orderBy(F.col("checked_at").desc(),
+                                                            F.col("run_id").desc())
+    return (checks.withColumn("_day", F.to_date("checked_at"))
+            .withColumn("_n", F.row_number().over(day_last)).where(F.col("_n") == 1)
+            .select("run_id", "cluster", F.col("_day").alias("day")))
+
+
 def _inventory(data: SiteData, inventory: DataFrame, checks: DataFrame) -> None:
     """The newest check run's inventory of each cluster, each topic's size and records per
     day, and each cluster's bytes per day (each day's last check run)."""
-    day_last = Window.partitionBy("cluster", "_day").orderBy(F.col("checked_at").desc(),
-                                                            F.col("run_id").desc())
-    last_of_day = (checks.withColumn("_day", F.to_date("checked_at"))
-                   .withColumn("_n", F.row_number().over(day_last)).where(F.col("_n") == 1)
-                   .select("run_id", "cluster", F.col("_day").alias("day")))
-    daily = inventory.join(last_of_day, on=["run_id", "cluster"], how="inner").cache()
+    daily = inventory.join(last_check_of_day(checks), on=["run_id", "cluster"],
+                           how="inner").cache()
     data.bytes_per_day = [r for r in rows(
         daily.groupBy("cluster", "day").agg(
             F.sum("size_bytes").cast("long").alias("size_bytes"),
@@ -222,7 +240,7 @@ def _inventory(data: SiteData, inventory: DataFrame, checks: DataFrame) -> None:
         .orderBy("cluster", "day")) if r["day"] in data.days]
     data.topic_series = rows(daily.groupBy("cluster", "topic").agg(
         F.sort_array(F.collect_list(F.struct("day", "size_bytes", "records"))).alias("points")))
-    latest = _latest_check(checks)
+    latest = latest_check(checks)
     data.inventory = rows(
         inventory.join(latest.select("run_id", "cluster"), on=["run_id", "cluster"],
                        how="left_semi")

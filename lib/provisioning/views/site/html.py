@@ -20,7 +20,7 @@ from typing import Any, cast
 import jinja2
 
 from provisioning.views.report import byte_size
-from provisioning.views.site.data import TableRead
+from provisioning.views.site.data import SiteData, TableRead
 
 NAV = (("index.html", "Overview"), ("runs/index.html", "Runs"),
        ("topics/index.html", "Topics"), ("findings.html", "Findings"),
@@ -169,10 +169,11 @@ def missing(tables: Sequence[TableRead], role: str) -> TableRead | None:
     return t if t is not None and t.version is None else None
 
 
-def page(path: str, template: str, title: str, tables: Sequence[TableRead],
-         roles: Sequence[str], **context: Any) -> str:
+def page(path: str, template: str, title: str, data: SiteData, roles: Sequence[str],
+         **context: Any) -> str:
     """The whole page at `path` (relative to the site's root; links are made relative):
-    `template` (which extends page.html) with `context`, and a footer naming the tables of
-    `roles`."""
-    return render(template, path=path, up="../" * path.count("/"), nav=NAV, title=title,
-                  read_from=read_from(tables, roles), **context)
+    `template` (which extends page.html) with `context`, the navigation (`NAV`, then each
+    kind's own entries, `ViewKind.site_nav`), and a footer naming the tables of `roles`."""
+    nav = (*NAV, *(entry for kind in data.kinds for entry in kind.site_nav))
+    return render(template, path=path, up="../" * path.count("/"), nav=nav, title=title,
+                  read_from=read_from(data.tables, roles), **context)

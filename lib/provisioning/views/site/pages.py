@@ -64,7 +64,7 @@ def overview(data: SiteData) -> str:
     stored = Counter[str]()
     for r in data.inventory or []:
         stored[r["cluster"]] += r["size_bytes"] or 0
-    return page("index.html", "overview.html", "Kafka topics: overview", data.tables,
+    return page("index.html", "overview.html", "Kafka topics: overview", data,
                 ("runs", "snapshots", "violations", "inventory"),
                 window=(f"{data.days[0]} to {data.days[-1]}" if data.days
                         else "no run recorded yet"),
@@ -80,7 +80,7 @@ def findings(data: SiteData) -> str:
     shown = sorted((f for f in data.findings if f["severity"] in (ERROR, WARNING)),
                    key=lambda f: (SEVERITIES.index(f["severity"]), f["cluster"],
                                   f["topic"] or "", f["rule"], f["detail"] or ""))
-    return page("findings.html", "findings.html", "Findings", data.tables,
+    return page("findings.html", "findings.html", "Findings", data,
                 ("runs", "violations"), violations_missing=missing(data.tables, "violations"),
                 shown=len(shown), table=Table(
                     ("severity", "cluster", "topic", "rule", "since", "detail", "owner"), [
@@ -103,7 +103,7 @@ def inventory(data: SiteData) -> str:
     largest = sorted(data.inventory or [], key=lambda r: (-(r["size_bytes"] or 0),
                                                           r["cluster"], r["topic"]))
     return page(
-        "inventory.html", "inventory.html", "Inventory", data.tables,
+        "inventory.html", "inventory.html", "Inventory", data,
         ("runs", "inventory", "disks", "violations"), largest_count=LARGEST,
         inventory_missing=missing(data.tables, "inventory"),
         largest=Table(("cluster", "topic", "size", "stored", "records", "last write",

@@ -42,7 +42,7 @@ def duration(run: Mapping[str, Any]) -> str:
 
 def runs_index(data: SiteData) -> str:
     """runs/index.html: every run of the window, newest first."""
-    return page("runs/index.html", "runs.html", "Runs", data.tables, ROLES,
+    return page("runs/index.html", "runs.html", "Runs", data, ROLES,
                 runs=len(data.runs), first=data.days[0] if data.days else "-",
                 last=data.days[-1] if data.days else "-", table=Table(
                     ("run", "command", "status", "exit", "started", "duration", "clusters",
@@ -106,7 +106,7 @@ def _kind_part(kind: ViewKind, every: Sequence[tuple[list[Mapping[str, Any]], st
 def run_page(data: SiteData, run: Mapping[str, Any],
              rows: Sequence[Mapping[str, Any]]) -> str:
     """One run: its row, then its changes grouped by kind."""
-    return page(run_file(run["run_id"]), "run.html", f"Run {run['run_id']}", data.tables,
+    return page(run_file(run["run_id"]), "run.html", f"Run {run['run_id']}", data,
                 ROLES, run_id=run["run_id"], message=run.get("message"), table=Table(
                     ("command", "status", "exit", "started", "finished", "duration",
                      "clusters", "outcomes"),
