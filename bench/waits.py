@@ -164,9 +164,13 @@ class Job:
         cmd = [str(self.submit), *launcher, str(self.job), "apply", "--conf", str(self.conf),
                *extra, *(["--profile"] if profiled else []), "--json"]
         load = os.getloadavg()[0]
+        before = checkpoints(self.warehouse)
         launched = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=self.work)
         seconds = time.monotonic() - launched
+        # Written by the run, whether on its path or after its last commit that matters.
+        written = sorted(str(p.relative_to(self.warehouse))
+                         for p in checkpoints(self.warehouse) - before)
         self.runs += 1
         output = proc.stdout + proc.stderr
         (self.work / f"run-{self.runs:03d}.log").write_text(output)
@@ -175,8 +179,13 @@ class Job:
         doc = json.loads(proc.stdout.strip().splitlines()[-1])
         return {"seconds": round(seconds, 3), "load_1m": load, "counts": doc.get("counts"),
                 "run_id": doc.get("run_id"), "profiled": profiled,
-                "profile": doc.get("profile"),
+                "profile": doc.get("profile"), "checkpoints": written,
                 "command": " ".join(cmd), "log": f"run-{self.runs:03d}.log"}
+
+
+def checkpoints(warehouse: Path) -> set[Path]:
+    """The Delta checkpoint files of every table under `warehouse`."""
+    return set(warehouse.glob("**/_delta_log/*.checkpoint*.parquet"))
 
 
 def topicctl(binary: Path, cluster: Path, pattern: str, log: Path) -> dict[str, Any]:
@@ -343,17 +352,27 @@ def _named(entries: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{e['name']} {e['count']}x {e['seconds']:.2f}s" for e in entries) or "-"
 
 
+def _server(entry: Mapping[str, Any]) -> str:
+    server = entry.get("server_requests") or {}
+    if not server.get("count"):
+        return "-"
+    return f"{server['count']} (" + ", ".join(
+        f"{e['name']} {e['count']}" for e in server["by_kind"]) + ")"
+
+
 def profile_table(profile: Mapping[str, Any]) -> list[str]:
-    """A run's profile as a Markdown table: its steps, then the totals."""
-    lines = ["| step | s | Spark work (n, s) | Delta commits | Kafka requests | admin tasks |",
-             "|---|---|---|---|---|---|"]
+    """A run's profile as a Markdown table: its steps, then the totals; the requests to the
+    Spark Connect server by method, the Delta commits by table."""
+    lines = ["| step | s | Spark work (n, s) | server requests | Delta commits | Kafka requests "
+             "| admin tasks |",
+             "|---|---|---|---|---|---|---|"]
     for s in [*profile["steps"], {"step": "**total**", **profile["totals"]}]:
         tasks = s.get("tasks") or {}
         ran = f"{tasks['count']}x {tasks['seconds']:.2f}s" if tasks.get("count") else "-"
         lines.append(
             f"| {s['step']} | {s['seconds']:.2f} | {s['spark']['count']}, "
-            f"{s['spark']['seconds']:.2f} | {_named(s['commits'])} | {_named(s['requests'])} "
-            f"| {ran} |")
+            f"{s['spark']['seconds']:.2f} | {_server(s)} | {_named(s['commits'])} "
+            f"| {_named(s['requests'])} | {ran} |")
     return lines
 
 
@@ -386,7 +405,10 @@ def summary(result: Mapping[str, Any]) -> str:
         lines += ["", f"Profile of a `{name}` run ({profiled['seconds']:.1f} s launch to exit, "
                       f"load {profiled['load_1m']:.1f}; Spark work: "
                       f"{profiled['profile']['spark_measures']}):", "",
-                  *profile_table(profiled["profile"])]
+                  *profile_table(profiled["profile"]),
+                  "", "Delta checkpoints written by the case's runs: " + (", ".join(
+                      f"{r['seconds']:.1f}s run: {len(r.get('checkpoints') or [])}"
+                      for r in job))]
         if profiled.get("parallelism"):
             lines.append(f"\nadmin tasks' time over their step's: {profiled['parallelism']}")
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """`maintain` on real Delta tables, through spark-submit.sh as a thin client of the session's
-Spark Connect server: compaction, snapshot retention and VACUUM, with every row the job must
-keep kept."""
+Spark Connect server: compaction, snapshot retention, VACUUM and each table's checkpoint, with
+every row the job must keep kept."""
 
 from __future__ import annotations
 
@@ -82,6 +82,22 @@ def test_maintain_compacts_prunes_old_snapshots_and_vacuums(spark: Any,
     assert _parquet_files(audit) == _live_files(spark, audit)
     assert _parquet_files(snapshots) == _live_files(spark, snapshots)
     assert len(_parquet_files(audit)) == 1
+    # Each table's checkpoint written by maintain (at its next-to-last commit: the one that
+    # set the interval to 1; the last sets it back), and tables made by an earlier release
+    # given the job's checkpoint interval: a run's commits write none.
+    for path in (audit, snapshots):
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select(
+            "version", "operation").orderBy("version").collect()
+        latest = history[-1]["version"]
+        assert [tuple(r) for r in history[-2:]] == [
+            (latest - 1, "SET TBLPROPERTIES"), (latest, "SET TBLPROPERTIES")]
+        assert sorted(f.name for f in (path / "_delta_log").glob("*.checkpoint.parquet")) == [
+            f"{latest - 1:020d}.checkpoint.parquet"]
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").select("properties").first()
+        assert detail is not None
+        assert detail["properties"] == {
+            "delta.checkpointInterval": "1000",
+            "delta.setTransactionRetentionDuration": "interval 7 days"}
     runs = (spark.read.format("delta").load(str(warehouse / "provision_runs"))
             .select("run_id", "command", "status", "exit_code", "outcome_counts").collect())
     assert [tuple(r) for r in runs] == [

@@ -1,6 +1,7 @@
 """`--profile` through spark-submit.sh, classic and Spark Connect: a run tells, per step and in
-all, its wall time, the Spark work it ran, the Delta commits it made (by table) and the Kafka
-requests it sent (by API, the admin tasks' included), in its JSON document and printed."""
+all, its wall time, the Spark work it ran, the Delta commits it made (by table), the Kafka
+requests it sent (by API, the admin tasks' included) and its requests to a Spark Connect
+server (by method), in its JSON document and printed."""
 
 from __future__ import annotations
 
@@ -95,6 +96,23 @@ def test_a_profile_counts_each_steps_spark_work_commits_and_requests(
     # The steps tile the run: their times, each rounded to the millisecond, add up to its.
     assert sum(s["seconds"] for s in profile["steps"]) == pytest.approx(
         profile["totals"]["seconds"], abs=0.0005 * (len(profile["steps"]) + 1))
+    # Every request to the server, by method: through Connect the operations, their
+    # releases and the releases of checkpointed data, schema questions, settings and (new
+    # warehouse) the details of the errors the lookups of tables not made yet answer; the
+    # code's artifacts only when the server session did not have them yet. Classic Spark
+    # has no server.
+    server = _named(profile["totals"]["server_requests"]["by_kind"])
+    if mode == "connect":
+        assert set(server) - {"AddArtifacts", "ArtifactStatus"} == {
+            "AnalyzePlan", "Config", "ExecutePlan", "ExecutePlan (release cached data)",
+            "FetchErrorDetails", "ReleaseExecute"}
+        assert profile["totals"]["server_requests"]["count"] == sum(server.values())
+        # The operations, schema questions and settings requests are the Spark work counted.
+        for method in ("ExecutePlan", "AnalyzePlan", "Config"):
+            assert server[method] == sum(e["count"] for e in spark_total["by_kind"]
+                                         if e["name"].split(":")[0] == method), method
+    else:
+        assert server == {}
     printed = altered.output
     assert "profile (spark: " in printed
     assert any(line.startswith("  total ") for line in printed.splitlines())

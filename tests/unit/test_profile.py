@@ -44,7 +44,8 @@ def test_each_thing_is_counted_in_the_step_it_started_in_and_in_the_totals() -> 
         "step": "start", "seconds": 1.0,
         "spark": {"count": 1, "seconds": 0.25, "by_kind": [
             {"name": "job", "count": 1, "seconds": 0.25}]},
-        "commits": [], "requests": [], "tasks": {"count": 0, "seconds": 0}}
+        "commits": [], "requests": [], "server_requests": {"count": 0, "by_kind": []},
+        "tasks": {"count": 0, "seconds": 0}}
     assert report["steps"][1]["commits"] == [
         {"name": "topic_audit", "count": 1, "seconds": 0.8}]
     assert report["steps"][1]["requests"] == [
@@ -62,6 +63,7 @@ def test_each_thing_is_counted_in_the_step_it_started_in_and_in_the_totals() -> 
                     {"name": "topic_audit", "count": 2, "seconds": 1.3}],
         "requests": [{"name": "DescribeConfigs", "count": 2, "seconds": 0.2},
                      {"name": "Metadata", "count": 3, "seconds": 0.1}],
+        "server_requests": {"count": 0, "by_kind": []},
         "tasks": {"count": 0, "seconds": 0}}
 
 
@@ -276,6 +278,62 @@ def test_connect_operations_last_from_their_request_to_their_last_answer() -> No
     assert spans == [{"name": "AnalyzePlan", "count": 1, "seconds": 1.0},
                      {"name": "Config", "count": 1, "seconds": 1.0},
                      {"name": "ExecutePlan: apply: plan", "count": 1, "seconds": 6.0}]
+
+
+def _named_counts(entries: list[dict[str, Any]]) -> dict[str, int]:
+    return {e["name"]: e["count"] for e in entries}
+
+
+def test_every_request_to_the_server_is_counted_by_its_method_but_the_profiles_own() -> None:
+    p = Profile(started=0.0)
+    p.mark("snapshot", 1e12)
+    interceptor = profile.ConnectCalls(p).interceptor()
+    own = ("x", f"spark-session-1-{profile.OWN_TAG}")
+
+    def stream(details: Any, request: Any) -> Any:
+        return iter(["complete"])
+
+    list(interceptor.intercept_unary_stream(stream, _Details("ExecutePlan"),
+                                            _Request("op-1", ("apply: plan",))))
+    interceptor.intercept_unary_unary(lambda d, r: "released", _Details("ReleaseExecute"),
+                                      _Request("op-1"))
+    list(interceptor.intercept_unary_stream(stream, _Details("ReattachExecute"),
+                                            _Request("op-1")))
+    list(interceptor.intercept_unary_stream(stream, _Details("ExecutePlan"),
+                                            _Request("op-2")))
+    interceptor.intercept_unary_unary(lambda d, r: _Answer(), _Details("AnalyzePlan"),
+                                      _Request())
+    interceptor.intercept_unary_unary(lambda d, r: _Answer(), _Details("Config"), _Request())
+    interceptor.intercept_unary_unary(lambda d, r: "statuses", _Details("ArtifactStatus"),
+                                      _Request())
+    # A checkpointed DataFrame's server copy released as it is collected: a unary ExecutePlan.
+    interceptor.intercept_unary_unary(lambda d, r: "removed", _Details("ExecutePlan"),
+                                      _Request(tags=("apply: plan",)))
+    added = interceptor.intercept_stream_unary(lambda d, rs: list(rs),
+                                               _Details("AddArtifacts"), iter(["a", "b"]))
+    # The profile's own operation and the requests that continue and release it: not counted.
+    list(interceptor.intercept_unary_stream(stream, _Details("ExecutePlan"),
+                                            _Request("op-own", own)))
+    interceptor.intercept_unary_unary(lambda d, r: "released", _Details("ReleaseExecute"),
+                                      _Request("op-own"))
+
+    assert added == ["a", "b"]  # the stream of requests reaches the server whole
+    report = p.report()
+    server = {"count": 9, "by_kind": [
+        {"name": "AddArtifacts", "count": 1}, {"name": "AnalyzePlan", "count": 1},
+        {"name": "ArtifactStatus", "count": 1}, {"name": "Config", "count": 1},
+        {"name": "ExecutePlan", "count": 2},
+        {"name": "ExecutePlan (release cached data)", "count": 1},
+        {"name": "ReattachExecute", "count": 1}, {"name": "ReleaseExecute", "count": 1}]}
+    assert report["totals"]["server_requests"] == server
+    assert report["steps"][0]["server_requests"] == server
+    assert render_profile(report)[-1].endswith(
+        "  server requests 9 (AddArtifacts 1, AnalyzePlan 1, ArtifactStatus 1, Config 1, "
+        "ExecutePlan 2, ExecutePlan (release cached data) 1, ReattachExecute 1, "
+        "ReleaseExecute 1)")
+    # Only the operations are Spark work: the release is not an action of the run.
+    assert _named_counts(report["totals"]["spark"]["by_kind"]) == {
+        "AnalyzePlan": 1, "Config": 1, "ExecutePlan": 1, "ExecutePlan: apply: plan": 1}
 
 
 def test_spark_work_is_named_by_its_job_labels_but_the_run_tag() -> None:

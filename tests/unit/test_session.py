@@ -23,6 +23,7 @@ from provisioning.session import (
     redact_remote,
     slow_settings,
 )
+from provisioning.session.remembered import remember_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -274,3 +275,69 @@ def test_a_shared_session_id_is_random_kept_by_this_client_and_never_derived(
     kept = list((own_temp / f"topic-provisioning-artifacts-{os.getuid()}").glob("session-*"))
     assert [stat.S_IMODE(p.stat().st_mode) for p in kept] == [0o600]
     assert uuid.UUID(first).version == 4
+
+
+class _Client:
+    """The part of a Connect client that `remember_settings` wraps: its Config requests,
+    answered from a dict of the server's settings, each request recorded."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+        self.asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def config(self, operation: Any) -> Any:
+        from pyspark.sql.connect.client.core import ConfigResult
+
+        kind = operation.WhichOneof("op_type")
+        if kind == "set":
+            pairs = [(p.key, p.value) for p in operation.set.pairs]
+            self.asked.append(("set", tuple(k for k, _ in pairs)))
+            self.settings.update(pairs)
+            return ConfigResult([], [])
+        if kind == "get_with_default":
+            pairs = [(p.key, p.value) for p in operation.get_with_default.pairs]
+            self.asked.append(("get_with_default", tuple(k for k, _ in pairs)))
+            return ConfigResult([(k, self.settings.get(k, d)) for k, d in pairs], [])
+        keys = tuple(operation.get.keys)
+        self.asked.append(("get", keys))
+        return ConfigResult([(k, self.settings.get(k)) for k in keys], [])
+
+
+def _get(*keys: str) -> Any:
+    from pyspark.sql.connect.proto import base_pb2 as pb
+
+    return pb.ConfigRequest.Operation(get=pb.ConfigRequest.Get(keys=keys))
+
+
+def test_sql_settings_read_before_are_answered_without_a_request_until_a_set() -> None:
+    from pyspark.sql.connect.proto import base_pb2 as pb
+
+    client = _Client({"spark.sql.session.timeZone": "UTC", "spark.sql.a": "1",
+                      "spark.topic_provisioning.shipped": "x"})
+    remember_settings(client)
+    zone_and_a = ("spark.sql.session.timeZone", "spark.sql.a")
+
+    assert client.config(_get(*zone_and_a)).pairs == [
+        ("spark.sql.session.timeZone", "UTC"), ("spark.sql.a", "1")]
+    assert client.config(_get(*zone_and_a)).pairs == [
+        ("spark.sql.session.timeZone", "UTC"), ("spark.sql.a", "1")]
+    assert client.config(_get("spark.sql.a")).pairs == [("spark.sql.a", "1")]
+    # Settings of other prefixes are always asked.
+    assert client.config(_get("spark.topic_provisioning.shipped")).pairs == [
+        ("spark.topic_provisioning.shipped", "x")]
+    assert client.config(_get("spark.topic_provisioning.shipped")).pairs == [
+        ("spark.topic_provisioning.shipped", "x")]
+    # A read with a default: kept apart from the read without, by its default.
+    with_default = pb.ConfigRequest.Operation(get_with_default=pb.ConfigRequest.GetWithDefault(
+        pairs=[pb.KeyValue(key="spark.sql.unset", value="true")]))
+    assert client.config(with_default).pairs == [("spark.sql.unset", "true")]
+    assert client.config(with_default).pairs == [("spark.sql.unset", "true")]
+    # A set forgets every answer kept: the next read asks the server again.
+    client.config(pb.ConfigRequest.Operation(
+        set=pb.ConfigRequest.Set(pairs=[pb.KeyValue(key="spark.sql.a", value="2")])))
+    assert client.config(_get("spark.sql.a")).pairs == [("spark.sql.a", "2")]
+    assert client.asked == [
+        ("get", zone_and_a), ("get", ("spark.topic_provisioning.shipped",)),
+        ("get", ("spark.topic_provisioning.shipped",)),
+        ("get_with_default", ("spark.sql.unset",)), ("set", ("spark.sql.a",)),
+        ("get", ("spark.sql.a",))]

@@ -47,6 +47,7 @@ from pyspark.sql.types import StructType
 
 from provisioning import retry
 from provisioning.delta.tables import (
+    CHECKPOINT_INTERVAL,
     TableRef,
     append,
     create_table,
@@ -68,10 +69,12 @@ _EVENT_COLUMNS = ("event", "written_epoch", "takes_over", "boot_id", "pid_namesp
                   "pid_start")
 # Table properties of a lock table: row tracking gives each row its commit version (the
 # order of events); auto compaction keeps the file count of a table every run appends to
-# small between `maintain` runs.
+# small between `maintain` runs; its checkpoints are `maintain`'s, as the job's other
+# tables' (`delta.tables.CHECKPOINT_INTERVAL`).
 LOCK_TABLE_PROPERTIES = {
     "delta.enableRowTracking": "true",
     "delta.autoOptimize.autoCompact": "true",
+    "delta.checkpointInterval": CHECKPOINT_INTERVAL,
 }
 
 

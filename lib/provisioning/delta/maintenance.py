@@ -4,8 +4,9 @@ Every run appends one small commit per phase to the audit table, so a table writ
 an hourly schedule gathers thousands of small files a month. `maintain` compacts them
 (OPTIMIZE), drops snapshot rows older than the configured retention (never a cluster's
 newest snapshot) and the lock events
-of runs whose leases ended over a day ago, and removes the files no version inside the
-VACUUM retention still needs.
+of runs whose leases ended over a day ago, removes the files no version inside the
+VACUUM retention still needs, and writes each table's checkpoint (the job's tables take one
+only every CHECKPOINT_INTERVAL commits, so that a run's commits do not pay for it).
 
 The audit and runs tables are never pruned: they are the record of what was changed.
 The manifest tables are not the job's and are left alone (`report --topic` reads their
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Mapping
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from provisioning.conf import Conf
 from provisioning.delta.tables import (
+    CHECKPOINT_INTERVAL,
     TABLE_PROPERTIES,
     TableRef,
     collated_columns,
@@ -128,17 +131,30 @@ def _plain_schema(spark: SparkSession, ref: TableRef) -> list[str]:
     return collated
 
 
-def _set_properties(spark: SparkSession, ref: TableRef) -> None:
+def _set_properties(spark: SparkSession, ref: TableRef,
+                    wanted: Mapping[str, str] = TABLE_PROPERTIES) -> None:
     """Give a table created by an earlier release the properties the job's tables get when
-    it creates them (TABLE_PROPERTIES: the transaction ids of idempotent writes expire)."""
+    it creates them (TABLE_PROPERTIES: the transaction ids of idempotent writes expire, a
+    checkpoint every CHECKPOINT_INTERVAL commits)."""
     detail = spark.sql(f"DESCRIBE DETAIL {sql_target(spark, ref)}").select("properties").first()
     have = dict(detail["properties"] or {}) if detail is not None else {}
-    missing = {k: v for k, v in TABLE_PROPERTIES.items() if have.get(k) != v}
+    missing = {k: v for k, v in wanted.items() if have.get(k) != v}
     if missing:
         listed = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
         retry_conflicts(functools.partial(
             _collect, spark, f"ALTER TABLE {sql_name(spark, ref)} SET TBLPROPERTIES ({listed})"),
             ref)
+
+
+def _checkpoint(spark: SparkSession, ref: TableRef) -> None:
+    """Write a checkpoint of the table, off any run's path: Delta writes one after a commit
+    whose version the table's `delta.checkpointInterval` divides, so a commit that sets the
+    interval to 1 writes one, and the next sets it back (CHECKPOINT_INTERVAL). A reader then
+    replays one commit after the checkpoint."""
+    for interval in ("1", CHECKPOINT_INTERVAL):
+        statement = (f"ALTER TABLE {sql_name(spark, ref)} "
+                     f"SET TBLPROPERTIES ('delta.checkpointInterval' = '{interval}')")
+        retry_conflicts(functools.partial(_collect, spark, statement), ref)
 
 
 def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
@@ -161,8 +177,8 @@ def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
                 # The lock log is never rewritten (its order is its rows' commit versions),
                 # and was always created with plain types.
                 retyped = _plain_schema(spark, ref) if role != "locks" else []
-                if role != "locks":
-                    _set_properties(spark, ref)
+                _set_properties(spark, ref, TABLE_PROPERTIES if role != "locks"
+                                else {"delta.checkpointInterval": CHECKPOINT_INTERVAL})
                 if role == "snapshots" and cutoff is not None:
                     deleted = _delete_older_snapshots(spark, ref, cutoff)
                 if role == "locks":
@@ -174,6 +190,7 @@ def maintain_tables(spark: SparkSession, conf: Conf, now: dt.datetime,
                 hours = keep.vacuum_retain_hours
                 spark.sql(f"VACUUM {sql_target(spark, ref)} RETAIN {hours} HOURS").collect()
                 doomed = _vacuumed(spark, ref)
+                _checkpoint(spark, ref)
             except PySparkException as exc:
                 raise MaintenanceFailed(
                     f"{role} table {name}: {_first_line(exc)} (tables before it were "

@@ -257,7 +257,14 @@ def plain_types(df: DataFrame, schema: StructType | None = None) -> DataFrame:
 # releases wrote one with every append (`delta.idempotent` says why no longer), and a
 # user's own writer may.
 TRANSACTION_RETENTION = "interval 7 days"
-TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTION}
+# How many commits of a job's table come between two of its checkpoints. Delta writes one
+# in the commit that reaches the interval (by default every tenth, 1.0 to 1.5 s of that
+# commit), so a run's commits would pay one every few runs; the job's tables take one only
+# every thousandth commit, and `maintain` writes one after its own commits
+# (`delta.maintenance`), which keeps the log a reader replays short.
+CHECKPOINT_INTERVAL = "1000"
+TABLE_PROPERTIES = {"delta.setTransactionRetentionDuration": TRANSACTION_RETENTION,
+                    "delta.checkpointInterval": CHECKPOINT_INTERVAL}
 
 
 def append(df: DataFrame, ref: TableRef, *, attempts: int = 5,

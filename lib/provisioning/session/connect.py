@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from provisioning.errors import ConnectServerUnfit, SparkUnreachable
 from provisioning.session.profile import Profile, connect_interceptor
+from provisioning.session.remembered import remember_settings
 from provisioning.session.settings import DELTA_EXTENSION, is_connect
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
         raise SparkUnreachable(f"cannot reach the Spark Connect server at {where}: "
                                f"{type(exc).__name__}: {first}") from exc
     ship_code(spark, have)
+    remember_settings(spark.client)  # type: ignore[attr-defined]
     # A shared session stays open on the server for the next run: only this client's
     # channel closes at exit, after the run's checkpointed data was released (each
     # checkpointed DataFrame releases its server copy when it is collected).

@@ -17,7 +17,8 @@ The Spark work is measured where each mode can see it, without `sparkContext` or
   on the session's channel): each action or command the run makes (ExecutePlan, from its
   request to the end of its answer, reattached streams included), each schema or plan
   question (AnalyzePlan) and each settings request (Config). A server runs one action as
-  zero or more Spark jobs, which its client cannot see.
+  zero or more Spark jobs, which its client cannot see. Every request the client sends the
+  server, of any method (ReleaseExecute, AddArtifacts, ...), is counted by its method too.
 
 The profile's own queries (the executors' request timings collected once per admin job)
 carry `OWN_TAG` and are not counted. Times of things that overlap (commits on helper
@@ -27,6 +28,7 @@ threads, a step's Spark jobs) add up to more than the wall time.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -47,6 +49,9 @@ from provisioning.session.tags import APPEND_TAG, RUN_TAG
 log = logging.getLogger(__name__)
 
 SPARK, COMMIT, REQUEST, TASK = "spark", "commit", "request", "task"
+# One request to the Spark Connect server (a round trip), named by its method.
+SERVER = "server"
+RELEASE_CACHED = "ExecutePlan (release cached data)"  # see ConnectCalls.interceptor
 # The tag of the profile's own Spark operations: left out of the counts.
 OWN_TAG = "topic-provisioning profile"
 # The step a profile's last mark ends: writing the runs row, giving the lock back.
@@ -100,7 +105,8 @@ class Profile:
 
     def report(self) -> dict[str, Any]:
         """The profile as plain values: `steps` (each: name, seconds, spark, commits,
-        requests, admin tasks) and `totals`, with what `spark` measures in this mode."""
+        requests, server requests, admin tasks) and `totals`, with what `spark` measures in
+        this mode."""
         late: list[Span] = []
         for source in self._late:
             try:
@@ -151,6 +157,9 @@ def _summed(spans: list[Span]) -> dict[str, Any]:
                       "by_kind": by_name(SPARK)},
             "commits": by_name(COMMIT),
             "requests": by_name(REQUEST),
+            "server_requests": {"count": sum(s.count for s in spans if s.what == SERVER),
+                                "by_kind": [{"name": e["name"], "count": e["count"]}
+                                            for e in by_name(SERVER)]},
             "tasks": {"count": len(tasks), "seconds": round(sum(s.seconds for s in tasks), 3)}}
 
 
@@ -305,8 +314,8 @@ def connect_interceptor(profile: Profile) -> Any:
 class ConnectCalls:
     """A Spark Connect client's requests as Spans: every ExecutePlan operation (one action or
     command of the run) from its request to its last answer (a stream the client
-    reattaches continues the operation), every AnalyzePlan and Config request; the
-    profile's own operations (tagged OWN_TAG) left out."""
+    reattaches continues the operation), every AnalyzePlan and Config request, and every
+    request counted by its method (`SERVER`); the profile's own operations left out."""
 
     _OPERATIONS = ("ExecutePlan", "ReattachExecute")
     _COUNTED = ("AnalyzePlan", "Config")
@@ -316,6 +325,7 @@ class ConnectCalls:
         self._operations: dict[str, list[float]] = {}
         self._names: dict[str, str] = {}
         self._own: set[str] = set()
+        self._calls = itertools.count()
         self._lock = threading.Lock()
         profile.later(self.spans)
         profile.spark_measure = ("client requests to the Spark Connect server: ExecutePlan "
@@ -333,10 +343,24 @@ class ConnectCalls:
             if times is not None:
                 times[1] = max(times[1], at)
 
+    def sent(self, method: str, request: Any, at: float | None = None) -> None:
+        """One request of `method` at `at`, unless of the profile's own operations."""
+        tags = [str(t) for t in getattr(request, "tags", ()) or ()]
+        operation = str(getattr(request, "operation_id", "") or "")
+        with self._lock:
+            if any(t.endswith(OWN_TAG) for t in tags):
+                if operation:
+                    self._own.add(operation)
+                return
+            if operation and operation in self._own:
+                return
+        self.profile.add(Span(SERVER, method, time.time() if at is None else at, 0.0))
+
     def _stream(self, method: str, request: Any, answers: Any) -> Any:
         # Without an id (a client that does not reattach) each request is an operation.
-        operation = str(getattr(request, "operation_id", "") or "") or f"call-{id(answers)}"
+        operation = str(getattr(request, "operation_id", "") or "") or f"c{next(self._calls)}"
         now = time.time()
+        self.sent(method, request, now)
         with self._lock:
             if method == "ExecutePlan" or operation not in self._operations:
                 self._operations.setdefault(operation, [now, now])
@@ -353,21 +377,29 @@ class ConnectCalls:
         calls = self
 
         class Interceptor(grpc.UnaryStreamClientInterceptor,
-                          grpc.UnaryUnaryClientInterceptor):
+                          grpc.UnaryUnaryClientInterceptor,
+                          grpc.StreamUnaryClientInterceptor):
             def intercept_unary_stream(self, continuation: Any, details: Any,
                                        request: Any) -> Any:
                 method = str(details.method).rsplit("/", 1)[-1]
                 answers = continuation(details, request)
                 if method in ConnectCalls._OPERATIONS:
                     return calls._stream(method, request, answers)
+                calls.sent(method, request)
                 return answers
 
             def intercept_unary_unary(self, continuation: Any, details: Any,
                                       request: Any) -> Any:
                 method = str(details.method).rsplit("/", 1)[-1]
+                if method == "ExecutePlan":
+                    # pyspark releases a collected DataFrame's checkpointed data on the
+                    # server by a unary ExecutePlan (RemoveCachedRemoteRelation).
+                    method = RELEASE_CACHED
                 if method not in ConnectCalls._COUNTED:
+                    calls.sent(method, request)
                     return continuation(details, request)
                 start = time.time()
+                calls.sent(method, request, start)
                 answer = continuation(details, request)
                 # The caller asks the answer for its error.
                 with contextlib.suppress(Exception):
@@ -375,6 +407,11 @@ class ConnectCalls:
                 calls.profile.add(Span(SPARK, labelled(method, getattr(request, "tags", ())),
                                        start, time.time() - start))
                 return answer
+
+            def intercept_stream_unary(self, continuation: Any, details: Any,
+                                       requests: Any) -> Any:  # AddArtifacts
+                calls.sent(str(details.method).rsplit("/", 1)[-1], None)
+                return continuation(details, requests)
 
         return Interceptor()
 

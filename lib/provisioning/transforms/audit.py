@@ -149,7 +149,9 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
     }
     if action is not None:
         given["action"] = F.lit(action)
-    return to_schema(joined, AUDIT, given, sources=("r.", "p."))
+    # The sides' columns from their own DataFrames: the plan's schema is asked once a run.
+    return to_schema(joined, AUDIT, given, sources=("r.", "p."),
+                     known={"r.": results.columns, "p.": plan.columns})
 
 
 def phase_order() -> Column:
