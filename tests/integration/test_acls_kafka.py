@@ -73,6 +73,16 @@ def state(admin: ClusterAdmin) -> list[tuple[str, ...]]:
     return sorted(key(x) for x in found)
 
 
+def assert_state(admin: ClusterAdmin, expected: list[tuple[str, ...]]) -> None:
+    """The cluster's bindings are `expected`, once the broker's view caught up: CreateAcls
+    and DeleteAcls are answered once the controller committed them, and the broker's own
+    DescribeAcls follows the metadata log a moment later."""
+    deadline = time.monotonic() + 15
+    while state(admin) != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert state(admin) == expected
+
+
 def ok(attempts: int = 1, **extra: Any) -> dict[str, Any]:
     return {"error_code": 0, "error_name": "NONE", "error_message": None,
             "attempts": attempts, **extra}
@@ -101,13 +111,7 @@ def admin(secured: KafkaCluster) -> Iterator[ClusterAdmin]:
                 {key(y) for y in BASELINE}]
         if left:
             delete_acls(connected, left, 100)
-        # DeleteAcls is answered once the controller committed it; the broker's own view
-        # (DescribeAcls) follows the metadata log a moment later.
-        deadline = time.monotonic() + 15
-        while (state(connected) != sorted(key(x) for x in BASELINE)
-               and time.monotonic() < deadline):
-            time.sleep(0.2)
-        assert state(connected) == sorted(key(x) for x in BASELINE)
+        assert_state(connected, sorted(key(x) for x in BASELINE))
 
 
 BATCH = [
@@ -125,14 +129,14 @@ BATCH = [
 def test_a_batch_is_created_in_requests_of_batch_size_and_read_back_exactly(
         admin: ClusterAdmin) -> None:
     assert create_acls(admin, BATCH, batch_size=3) == [ok()] * len(BATCH)
-    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH)
+    assert_state(admin, sorted(key(x) for x in BASELINE + BATCH))
 
 
 def test_creating_a_binding_that_exists_succeeds_and_changes_nothing(
         admin: ClusterAdmin) -> None:
     assert create_acls(admin, BATCH[:2], 10) == [ok()] * 2
     assert create_acls(admin, BATCH[:2] + BATCH[:1], 10) == [ok()] * 3
-    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH[:2])
+    assert_state(admin, sorted(key(x) for x in BASELINE + BATCH[:2]))
 
 
 def test_deletes_match_exactly_one_binding_each_or_none(admin: ClusterAdmin) -> None:
@@ -145,7 +149,7 @@ def test_deletes_match_exactly_one_binding_each_or_none(admin: ClusterAdmin) -> 
              b("User:intruder", "TOPIC", "orders", "READ", host="10.0.0.7")]
     results = delete_acls(admin, [*gone, *never], batch_size=2)
     assert results == [ok(deleted=1, resent=False)] * 4 + [ok(deleted=0, resent=False)] * 3
-    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH if x not in gone)
+    assert_state(admin, sorted(key(x) for x in BASELINE + BATCH if x not in gone))
 
 
 def test_an_invalid_binding_fails_alone_in_its_batch(admin: ClusterAdmin) -> None:
@@ -159,7 +163,7 @@ def test_an_invalid_binding_fails_alone_in_its_batch(admin: ClusterAdmin) -> Non
         "Could not parse principal from `orders-app` (no colon is present separating the "
         "principal type from the principal name)")
     assert results[3]["error_message"] == "Invalid empty resource name"
-    assert state(admin) == sorted(key(x) for x in BASELINE + good)
+    assert_state(admin, sorted(key(x) for x in BASELINE + good))
 
 
 def test_without_alter_on_the_cluster_every_binding_is_refused(
@@ -178,7 +182,7 @@ def test_without_alter_on_the_cluster_every_binding_is_refused(
         "ALTER on the cluster resource (kafka-cluster), and it holds DESCRIBE, "
         "IDEMPOTENT_WRITE; grant it ALTER on the cluster, or leave this cluster's ACLs to "
         "another principal")
-    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH[:1])
+    assert_state(admin, sorted(key(x) for x in BASELINE + BATCH[:1]))
 
 
 def test_authorized_operations_of_the_super_user_and_of_limited_users(
@@ -272,7 +276,7 @@ def test_grant_verify_revoke_verify_give_one_result_per_binding(
     gone = list(acl_results([{**r, "action": "REVOKE"} for r in good[:2]], clusters, creds,
                             KAFKA, VERIFY))
     assert _without_attempts(gone) == _without_attempts(_done(good[:2], "verify", "revoked"))
-    assert state(admin) == sorted(key(x) for x in BASELINE + BATCH[2:3])
+    assert_state(admin, sorted(key(x) for x in BASELINE + BATCH[2:3]))
 
 
 def test_verify_fails_a_binding_that_never_shows_once_its_time_is_up(
