@@ -9,6 +9,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+# The tests start brokers with a preexec hook (a forked child, not vfork), from a process
+# that holds a Spark Connect client: gRPC's fork handlers would restart its poller in the
+# child, which aborts once the child closes the poller's descriptor, before the broker's
+# exec. Set before anything imports grpc.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import pytest
 
 from dev.sparkconnect import G1_REGIONS, SMALL_BUFFERS
