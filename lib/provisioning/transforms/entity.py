@@ -43,6 +43,7 @@ from provisioning.transforms.policies import Cut, with_policies
 from provisioning.transforms.policies.base import Transform, per_cluster_cap, with_violation
 from provisioning.transforms.policies.columns import no_violations_yet
 from provisioning.transforms.shape import to_schema
+from provisioning.transforms.validation import is_valid
 from schemas import AUDIT, column_names
 
 # A policy of an entity kind: (its parameters, the kind's policy context) -> transform.
@@ -87,10 +88,6 @@ class Subject:
 def force_hint(nouns: Nouns) -> str:
     """How a policy's message says it is lifted: by the manifest row's `force`."""
     return f"or set `force: true` on its {nouns.noun} manifest row"
-
-
-def _valid() -> Column:
-    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
 
 
 def per_cluster(df: DataFrame) -> dict[str, int]:
@@ -285,7 +282,7 @@ class EntityModel(ABC):
         changes every other policy let through."""
         nouns = self.nouns
         return per_cluster_cap(
-            nouns.cap, F.col("action").isin(*self.changes) & _valid() & no_violations_yet(),
+            nouns.cap, F.col("action").isin(*self.changes) & is_valid() & no_violations_yet(),
             context.max_changes_per_cluster, f"{nouns.noun} changes", self.cap_refuses,
             f"{nouns.name}.max_changes_per_cluster", column_names(self.plan_schema))
 
@@ -300,9 +297,9 @@ class EntityModel(ABC):
         """
         prefix = self.nouns.prefix
         judged = with_policies(
-            plan.where(_valid()), specs, context, prefix, self.policies, self.always_on, cut,
+            plan.where(is_valid()), specs, context, prefix, self.policies, self.always_on, cut,
             last=((self.nouns.cap, self.cap_policy),),
             schema=self.plan_schema, table=f"{prefix.upper()}_PLAN",
             who=f"the plan given to the {self.nouns.noun} policies")
         columns = column_names(self.plan_schema)
-        return judged.select(*columns).unionByName(plan.where(~_valid()).select(*columns))
+        return judged.select(*columns).unionByName(plan.where(~is_valid()).select(*columns))

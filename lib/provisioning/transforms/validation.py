@@ -20,8 +20,37 @@ def _reasons(*checks: Column) -> Column:
     return F.filter(F.array(*checks), lambda r: r.isNotNull())
 
 
-def _when(condition: Column, message: Column | str) -> Column:
+def reason_when(condition: Column, message: Column | str) -> Column:
+    """`message` where `condition` holds, else null: one check of a row."""
     return F.when(condition, message if isinstance(message, Column) else F.lit(message))
+
+
+
+def is_valid() -> Column:
+    """The row has no reason against it (`row_errors` empty or null)."""
+    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
+
+
+def with_reasons(df: DataFrame, checks: Sequence[Column]) -> DataFrame:
+    """`df` with the non-null `checks` appended to its `row_errors`; spelled as a two-way
+    split, as concat over coalesce would make the column non-nullable."""
+    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
+    current = F.col("row_errors")
+    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
+                         .otherwise(F.concat(current, reasons)))
+
+
+def with_copies_refused(df: DataFrame, key: Sequence[str], named: Column,
+                        reason: Callable[[Column], Column]) -> DataFrame:
+    """`df` with every `named` row whose `key` another row has too refused: `reason(others)`
+    is its reason, `others` the other rows' sources (`table@version`, sorted), or "another
+    row of the same table". Which copy is meant cannot be guessed, so none goes on."""
+    source = F.concat_ws("@", "source_table", F.col("source_version").cast("string"))
+    copies = df.withColumn("_sources", F.collect_list(source).over(Window.partitionBy(*key)))
+    others = F.array_join(F.array_sort(F.array_remove("_sources", source)), ", ")
+    refused = reason_when(named & (F.size("_sources") > 1), reason(
+        F.when(others == "", F.lit("another row of the same table")).otherwise(others)))
+    return with_reasons(copies, [refused]).drop("_sources")
 
 
 def _topic_reasons() -> list[Column]:
@@ -31,13 +60,13 @@ def _topic_reasons() -> list[Column]:
     too_long = ~missing & (F.length(topic) > MAX_TOPIC_LENGTH)
     dots = topic.isin(".", "..")
     return [
-        _when(missing, "topic: is missing or empty"),
-        _when(bad_chars, F.format_string(
+        reason_when(missing, "topic: is missing or empty"),
+        reason_when(bad_chars, F.format_string(
             "topic: '%s' has characters outside [a-zA-Z0-9._-]", topic)),
-        _when(too_long, F.format_string(
+        reason_when(too_long, F.format_string(
             "topic: name is %d characters long; Kafka allows at most %d",
             F.length(topic), F.lit(MAX_TOPIC_LENGTH))),
-        _when(dots, F.format_string("topic: '%s' is not a legal topic name", topic)),
+        reason_when(dots, F.format_string("topic: '%s' is not a legal topic name", topic)),
     ]
 
 
@@ -48,8 +77,8 @@ def cluster_reasons(known_clusters: Sequence[str]) -> list[Column]:
     missing = cluster.isNull() | (cluster == "")
     unknown = ~missing & ~cluster.isin(*known_clusters) if known_clusters else ~missing
     return [
-        _when(missing, "cluster: is missing"),
-        _when(unknown, F.format_string(
+        reason_when(missing, "cluster: is missing"),
+        reason_when(unknown, F.format_string(
             "cluster: '%s' is not defined in the conf (known: %s)",
             cluster, F.lit(", ".join(sorted(known_clusters)) or "none"))),
     ]
@@ -75,27 +104,27 @@ def _shape_reasons() -> list[Column]:
     empty_config_key = configs.isNotNull() & F.exists(F.map_keys(configs), lambda k: k == "")
 
     return [
-        _when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
+        reason_when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
             "state: '%s' must be present or absent", state)),
-        _when(partitions < 1, F.format_string(
+        reason_when(partitions < 1, F.format_string(
             "partitions: must be >= 1 (or null for the broker default), got %d", partitions)),
-        _when(rf < 1, F.format_string(
+        reason_when(rf < 1, F.format_string(
             "replication_factor: must be >= 1 (or null for the broker default), got %d", rf)),
-        _when(has_assignment & (partitions.isNotNull() | rf.isNotNull()),
+        reason_when(has_assignment & (partitions.isNotNull() | rf.isNotNull()),
               "replica_assignment: excludes partitions and replication_factor (KIP-4); "
               "give one or the other"),
-        _when(gapped, F.format_string(
+        reason_when(gapped, F.format_string(
             "replica_assignment: partitions must be numbered 0..n-1, got [%s]",
             F.array_join(keys.cast("array<string>"), ", "))),
-        _when(uneven, F.format_string(
+        reason_when(uneven, F.format_string(
             "replica_assignment: every partition needs the same number of replicas, got [%s]",
             F.array_join(F.array_sort(replica_counts).cast("array<string>"), ", "))),
-        _when(no_replicas, "replica_assignment: a partition lists no broker"),
-        _when(repeated_broker, "replica_assignment: a partition lists the same broker twice"),
-        _when(null_config, F.format_string(
+        reason_when(no_replicas, "replica_assignment: a partition lists no broker"),
+        reason_when(repeated_broker, "replica_assignment: a partition lists the same broker twice"),
+        reason_when(null_config, F.format_string(
             "configs: no value given for %s",
             F.array_join(F.map_keys(F.map_filter(configs, lambda _, v: v.isNull())), ", "))),
-        _when(empty_config_key, "configs: a config name is empty"),
+        reason_when(empty_config_key, "configs: a config name is empty"),
     ]
 
 
@@ -134,5 +163,5 @@ def with_duplicate_errors(df: DataFrame) -> DataFrame:
         "duplicate: (%s, %s) appears %d times, in %s; no copy is applied",
         F.col("cluster"), F.col("topic"), copies, sources)
     return df.withColumn(
-        "row_errors", F.concat("row_errors", _reasons(_when(duplicate, reason))))
+        "row_errors", F.concat("row_errors", _reasons(reason_when(duplicate, reason))))
 

@@ -28,6 +28,7 @@ from provisioning.kinds.acls.names import (
     TOPIC_RESOURCE,
 )
 from provisioning.names import ABSENT, NOOP, PRESENT
+from provisioning.transforms.validation import is_valid
 from schemas import ACL_BINDING, ACL_MANIFEST, ACL_PLAN, BINDING_KEY, column_names
 
 KEY = list(BINDING_KEY)
@@ -54,10 +55,6 @@ def expand_bindings(desired: DataFrame) -> DataFrame:
         *_ROW_COLUMNS)
 
 
-def _valid() -> Column:
-    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
-
-
 def _source() -> Column:
     """"table@version (owner O)" of a manifest row, for notes."""
     return F.concat_ws("", F.col("source_table"), F.lit("@"),
@@ -77,7 +74,7 @@ def merge_bindings(expanded: DataFrame) -> DataFrame:
     same = Window.partitionBy(*KEY)
     present = F.col("state") != ABSENT
     any_present = F.max(present.cast("int")).over(same) == 1
-    rows = expanded.where(_valid()).withColumn("_winner", present == any_present)
+    rows = expanded.where(is_valid()).withColumn("_winner", present == any_present)
     winner = F.col("_winner")
     first = F.sort_array(F.collect_list(F.when(winner, F.struct(
         F.col("owner").isNull().alias("no_owner"), "owner", "source_table",
@@ -134,7 +131,7 @@ def plan_acls(desired: DataFrame, live: DataFrame, remove_unlisted: bool = False
     expanded = expand_bindings(desired)
     valid = merge_bindings(expanded).join(_live_side(live), on=KEY, how="left")
     # Never merged: each keeps its reasons. Null binding columns match no live binding.
-    invalid = (expanded.where(~_valid())
+    invalid = (expanded.where(~is_valid())
                .join(_live_side(live), on=KEY, how="left")
                .withColumn("note", F.lit(None).cast("string")))
     planned = (valid.unionByName(invalid.select(*valid.columns))

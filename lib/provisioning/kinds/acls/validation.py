@@ -31,15 +31,11 @@ from provisioning.kinds.acls.names import (
     WILDCARD,
 )
 from provisioning.names import PRESENT, STATES
-from provisioning.transforms.validation import cluster_reasons
+from provisioning.transforms.validation import cluster_reasons, reason_when
 from schemas import ACL_DESIRED, column_names
 
 _EVERY_OPERATION = tuple(dict.fromkeys(
     op for ops in OPERATIONS_BY_RESOURCE.values() for op in ops))
-
-
-def _when(condition: Column, message: Column | str) -> Column:
-    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
 
 
 def _strings(values: Sequence[str]) -> Column:
@@ -77,8 +73,8 @@ def _principal_reasons() -> list[Column]:
     principal = F.col("principal")
     missing = principal.isNull() | (principal == "")
     return [
-        _when(missing, "principal: is missing"),
-        _when(~missing & ~principal.rlike(PRINCIPAL_FORMAT), F.format_string(
+        reason_when(missing, "principal: is missing"),
+        reason_when(~missing & ~principal.rlike(PRINCIPAL_FORMAT), F.format_string(
             "principal: '%s' is not Type:name (e.g. User:orders-app)", principal)),
     ]
 
@@ -91,20 +87,21 @@ def _resource_reasons() -> list[Column]:
     prefixed = pattern == PREFIXED
     cluster = kind == CLUSTER_RESOURCE
     return [
-        _when(kind.isNull(), "resource_type: is missing"),
-        _when(~kind.isin(*RESOURCE_TYPES), F.format_string(
+        reason_when(kind.isNull(), "resource_type: is missing"),
+        reason_when(~kind.isin(*RESOURCE_TYPES), F.format_string(
             "resource_type: '%s' is not one of %s", kind, F.lit(", ".join(RESOURCE_TYPES)))),
-        _when(~pattern.isin(*PATTERN_TYPES), F.format_string(
+        reason_when(~pattern.isin(*PATTERN_TYPES), F.format_string(
             "pattern_type: '%s' is not one of %s", pattern, F.lit(", ".join(PATTERN_TYPES)))),
-        _when(no_name & prefixed, "resource_name: a PREFIXED binding needs a non-empty prefix"),
-        _when(no_name & ~prefixed, "resource_name: is missing or empty"),
-        _when(prefixed & (name == WILDCARD),
+        reason_when(no_name & prefixed,
+                    "resource_name: a PREFIXED binding needs a non-empty prefix"),
+        reason_when(no_name & ~prefixed, "resource_name: is missing or empty"),
+        reason_when(prefixed & (name == WILDCARD),
               "resource_name: '*' (every resource) is a LITERAL name only; a PREFIXED '*' "
               "would match only names that start with '*'"),
-        _when(cluster & ~no_name & (name != CLUSTER_RESOURCE_NAME), F.format_string(
+        reason_when(cluster & ~no_name & (name != CLUSTER_RESOURCE_NAME), F.format_string(
             "resource_name: a CLUSTER binding names '%s', got '%s'",
             F.lit(CLUSTER_RESOURCE_NAME), name)),
-        _when(cluster & prefixed, "pattern_type: a CLUSTER binding is LITERAL"),
+        reason_when(cluster & prefixed, "pattern_type: a CLUSTER binding is LITERAL"),
     ]
 
 
@@ -133,13 +130,13 @@ def _operation_reasons() -> list[Column]:
         if resource != TOPIC_RESOURCE:
             valid_text = valid_text.when(kind == resource, F.lit(", ".join(names)))
     return [
-        _when(ops.isNull() | (F.size(ops) == 0), "operations: name at least one operation"),
-        _when(F.exists(ops, lambda o: o.isNull()), "operations: an operation is null"),
-        _when(F.size(unknown) > 0, F.format_string(
+        reason_when(ops.isNull() | (F.size(ops) == 0), "operations: name at least one operation"),
+        reason_when(F.exists(ops, lambda o: o.isNull()), "operations: an operation is null"),
+        reason_when(F.size(unknown) > 0, F.format_string(
             "operations: unknown operation(s) %s (Kafka's operations, or the shorthands "
             "PRODUCE and CONSUME)",
             F.array_join(unknown, ", "))),
-        _when(kind.isin(*RESOURCE_TYPES) & (F.size(wrong) > 0), F.format_string(
+        reason_when(kind.isin(*RESOURCE_TYPES) & (F.size(wrong) > 0), F.format_string(
             "operations: %s not valid on a %s binding, which takes %s",
             F.array_join(wrong, ", "), kind, valid_text)),
     ]
@@ -149,9 +146,9 @@ def _value_reasons() -> list[Column]:
     permission = F.col("permission")
     state = F.col("state")
     return [
-        _when(~permission.isin(*PERMISSIONS), F.format_string(
+        reason_when(~permission.isin(*PERMISSIONS), F.format_string(
             "permission: '%s' is not one of %s", permission, F.lit(", ".join(PERMISSIONS)))),
-        _when(~state.isin(*STATES), F.format_string(
+        reason_when(~state.isin(*STATES), F.format_string(
             "state: '%s' must be present or absent", state)),
     ]
 

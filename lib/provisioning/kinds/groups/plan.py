@@ -21,13 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.kinds.groups.names import ALTER, DELETE
 from provisioning.names import ABSENT, NOOP, PRESENT, STATES
 from provisioning.transforms.policies.base import Transform
-from provisioning.transforms.validation import cluster_reasons
+from provisioning.transforms.validation import (
+    cluster_reasons,
+    is_valid,
+    reason_when,
+    with_copies_refused,
+    with_reasons,
+)
 from schemas import column_names
 from schemas.groups import GROUP_DESIRED, GROUP_KEY, GROUP_LIVE, GROUP_MANIFEST, GROUP_PLAN
 
@@ -51,22 +57,6 @@ def group_text() -> Column:
     return F.coalesce(F.col("group"), F.lit("(no group)"))
 
 
-def _when(condition: Column, message: Column | str) -> Column:
-    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
-
-
-def _valid() -> Column:
-    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
-
-
-def with_reasons(df: DataFrame, checks: list[Column]) -> DataFrame:
-    """`df` with the non-null `checks` appended to its `row_errors`."""
-    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
-    current = F.col("row_errors")
-    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
-                         .otherwise(F.concat(current, reasons)))
-
-
 def _names_where(configs: Column, bad: Callable[[Column, Column], Column]) -> Column:
     """The config names of `configs` whose entry is `bad` (a lambda's k, v), sorted, joined."""
     return F.array_join(F.array_sort(F.map_keys(F.map_filter(configs, bad))), ", ")
@@ -79,18 +69,18 @@ def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
     unset = _names_where(configs, lambda k, v: v.isNull())
     return [
         *cluster_reasons(known_clusters),
-        _when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
+        reason_when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
             "state: '%s' must be present or absent", state)),
-        _when(group.isNull(), "group: is missing"),
-        _when(group.isNotNull() & ~group.rlike(GROUP_NAME), F.format_string(
+        reason_when(group.isNull(), "group: is missing"),
+        reason_when(group.isNotNull() & ~group.rlike(GROUP_NAME), F.format_string(
             "group: '%s' is not a group id the job manages (1 to 255 characters, no control "
             "character, not blank)", group)),
-        _when(F.size(F.map_filter(configs, lambda k, v: F.trim(k) == "")) > 0,
+        reason_when(F.size(F.map_filter(configs, lambda k, v: F.trim(k) == "")) > 0,
               F.format_string("configs: a config name is empty ('%s')", blank)),
-        _when(F.size(F.map_filter(configs, lambda k, v: v.isNull())) > 0, F.format_string(
+        reason_when(F.size(F.map_filter(configs, lambda k, v: v.isNull())) > 0, F.format_string(
             "configs: %s has no value (null); give each config a value, or leave it out",
             unset)),
-        _when((state == ABSENT) & (F.size(configs) > 0),
+        reason_when((state == ABSENT) & (F.size(configs) > 0),
               "configs: an absent group sets no configs; leave configs out or make the row "
               "present"),
     ]
@@ -101,19 +91,13 @@ def with_group_row_errors(known_clusters: tuple[str, ...]) -> Transform:
     too refused, naming the other rows' sources."""
 
     def transform(df: DataFrame) -> DataFrame:
-        checked = with_reasons(df, row_reasons(known_clusters))
-        same = Window.partitionBy(*KEY)
-        source = F.concat_ws("@", "source_table", F.col("source_version").cast("string"))
-        copies = checked.withColumn("_sources", F.collect_list(source).over(same)) \
-            .withColumn("_source", source)
-        named = F.col("cluster").isNotNull() & F.col("group").isNotNull()
-        others = F.array_join(F.array_sort(F.array_remove("_sources", F.col("_source"))),
-                              ", ")
-        duplicate = _when(named & (F.size("_sources") > 1), F.format_string(
-            "duplicate: group %s on cluster %s is also named by %s; no copy is applied (one "
-            "row per group)", F.col("group"), F.col("cluster"),
-            F.when(others == "", F.lit("another row of the same table")).otherwise(others)))
-        return with_reasons(copies, [duplicate]).select(*column_names(GROUP_DESIRED))
+        checked = with_copies_refused(
+            with_reasons(df, row_reasons(known_clusters)), KEY,
+            F.col("cluster").isNotNull() & F.col("group").isNotNull(),
+            lambda others: F.format_string(
+                "duplicate: group %s on cluster %s is also named by %s; no copy is applied "
+                "(one row per group)", F.col("group"), F.col("cluster"), others))
+        return checked.select(*column_names(GROUP_DESIRED))
 
     return transform
 
@@ -168,7 +152,7 @@ def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -
     unlisted = _live(live).alias("l").join(
         named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
         how="left_anti")
-    guarded = (desired.where(~_valid()).select(*KEY).distinct()
+    guarded = (desired.where(~is_valid()).select(*KEY).distinct()
                .withColumn("_guarded", F.lit(True)))
     facts = unlisted.join(guarded, on=KEY, how="left")
     is_guarded = F.coalesce(F.col("_guarded"), F.lit(False))
@@ -201,7 +185,7 @@ def plan_groups(desired: DataFrame, live: DataFrame, remove_unlisted: bool) -> D
 def unmanaged_groups(live: DataFrame, desired: DataFrame) -> DataFrame:
     """The GROUP_LIVE rows no valid GROUP_DESIRED row names (what `report --unmanaged-groups`
     lists and `import --groups` writes)."""
-    named = desired.where(_valid()).select(*KEY).alias("n")
+    named = desired.where(is_valid()).select(*KEY).alias("n")
     return _live(live).alias("l").join(
         named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
         how="left_anti").select(*column_names(GROUP_LIVE))

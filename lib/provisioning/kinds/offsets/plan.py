@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.kinds.offsets.names import (
@@ -36,7 +36,13 @@ from provisioning.kinds.offsets.names import (
     VALUELESS,
 )
 from provisioning.transforms.policies.base import Transform
-from provisioning.transforms.validation import cluster_reasons
+from provisioning.transforms.validation import (
+    cluster_reasons,
+    is_valid,
+    reason_when,
+    with_copies_refused,
+    with_reasons,
+)
 from schemas import column_names
 from schemas.offsets import OFFSET_LIVE, OFFSET_PLAN, OFFSET_RESET_DESIRED
 
@@ -51,22 +57,6 @@ DURATION_FORM = (r"^P(?=\d|T\d)(?:(\d{1,6})D)?"
 SIGNED = r"^[+-]?\d{1,18}$"
 UNSIGNED = r"^\d{1,18}$"
 _MS = {1: 86_400_000, 2: 3_600_000, 3: 60_000, 4: 1_000}
-
-
-def _when(condition: Column, message: Column | str) -> Column:
-    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
-
-
-def _valid() -> Column:
-    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
-
-
-def with_reasons(df: DataFrame, checks: list[Column]) -> DataFrame:
-    """`df` with the non-null `checks` appended to its `row_errors`."""
-    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
-    current = F.col("row_errors")
-    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
-                         .otherwise(F.concat(current, reasons)))
 
 
 def duration_ms(value: Column) -> Column:
@@ -109,25 +99,25 @@ def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
             OFFSET: "an offset: an integer, 0 or more"}
     named_twice = F.size(parts) != F.size(F.array_distinct(parts))
     return [
-        _when(rid.isNull() | (F.trim(rid) == ""), "request_id: is missing"),
+        reason_when(rid.isNull() | (F.trim(rid) == ""), "request_id: is missing"),
         *cluster_reasons(known_clusters),
-        _when(group.isNull(), "group: is missing"),
-        _when(group.isNotNull() & ~group.rlike(GROUP_NAME), F.format_string(
+        reason_when(group.isNull(), "group: is missing"),
+        reason_when(group.isNotNull() & ~group.rlike(GROUP_NAME), F.format_string(
             "group: '%s' is not a legal group id (1 to 255 characters, no control "
             "character, not blank)", group)),
-        _when(topic.isNull(), "topic: is missing"),
-        _when(topic.isNotNull() & ~topic.rlike(TOPIC_NAME), F.format_string(
+        reason_when(topic.isNull(), "topic: is missing"),
+        reason_when(topic.isNotNull() & ~topic.rlike(TOPIC_NAME), F.format_string(
             "topic: '%s' is not a legal topic name (1 to 249 of a-z A-Z 0-9 . _ -)",
             topic)),
-        _when(F.exists(parts, lambda p: p.isNull() | (p < 0)),
+        reason_when(F.exists(parts, lambda p: p.isNull() | (p < 0)),
               "partitions: a partition is null or negative"),
-        _when(named_twice, "partitions: a partition is named twice"),
-        _when(to.isNull(), F.lit("to: is missing; one of " + ", ".join(TOS))),
-        _when(to.isNotNull() & ~to.isin(*TOS), F.format_string(
+        reason_when(named_twice, "partitions: a partition is named twice"),
+        reason_when(to.isNull(), F.lit("to: is missing; one of " + ", ".join(TOS))),
+        reason_when(to.isNotNull() & ~to.isin(*TOS), F.format_string(
             "to: '%s' is not one of " + ", ".join(TOS), to)),
-        _when(to.isin(*VALUELESS) & value.isNotNull(), F.format_string(
+        reason_when(to.isin(*VALUELESS) & value.isNotNull(), F.format_string(
             "value: %s takes no value (got '%s')", to, value)),
-        *[_when((to == t) & (value.isNull() | unread), F.format_string(
+        *[reason_when((to == t) & (value.isNull() | unread), F.format_string(
             "value: '%s' is not %s", F.coalesce(value, F.lit("(null)")), F.lit(text)))
           for t, text in form.items()],
     ]
@@ -140,19 +130,11 @@ def with_reset_row_errors(known_clusters: tuple[str, ...], now: dt.datetime) -> 
     def transform(df: DataFrame) -> DataFrame:
         read = df.transform(with_values(now))
         checked = with_reasons(read, row_reasons(known_clusters))
-        source = F.concat_ws("@", "source_table", F.col("source_version").cast("string"))
-        same = Window.partitionBy("request_id")
-        copies = (checked.withColumn("_sources", F.collect_list(source).over(same))
-                  .withColumn("_source", source))
-        others = F.array_join(F.array_sort(F.array_remove("_sources", F.col("_source"))),
-                              ", ")
-        duplicate = _when(F.col("request_id").isNotNull() & (F.size("_sources") > 1),
-                          F.format_string(
-                              "request_id: %s is also the id of %s; no copy is applied "
-                              "(ids are unique)", F.col("request_id"),
-                              F.when(others == "", F.lit("another row of the same table"))
-                              .otherwise(others)))
-        return with_reasons(copies, [duplicate]).select(*column_names(OFFSET_RESET_DESIRED))
+        return with_copies_refused(
+            checked, ["request_id"], F.col("request_id").isNotNull(),
+            lambda others: F.format_string(
+                "request_id: %s is also the id of %s; no copy is applied (ids are unique)",
+                F.col("request_id"), others)).select(*column_names(OFFSET_RESET_DESIRED))
 
     return transform
 
@@ -168,12 +150,12 @@ def _topic_reasons(requests: DataFrame, live: DataFrame) -> DataFrame:
     lacking = F.array_sort(F.array_except("partitions", F.coalesce("_have", F.array())))
     read = F.col("_have").isNotNull() & ~gone
     checks = [
-        _when(_valid() & F.col("_have").isNull(), F.format_string(
+        reason_when(is_valid() & F.col("_have").isNull(), F.format_string(
             "cluster %s: the request's offsets could not be read; nothing is planned",
             F.col("cluster"))),
-        _when(_valid() & gone, F.format_string(
+        reason_when(is_valid() & gone, F.format_string(
             "topic: %s does not exist on cluster %s", F.col("topic"), F.col("cluster"))),
-        _when(_valid() & read & (F.size(lacking) > 0), F.format_string(
+        reason_when(is_valid() & read & (F.size(lacking) > 0), F.format_string(
             "partitions: topic %s has no partition %s (it has %d)", F.col("topic"),
             F.array_join(lacking, ", "), F.size("_have"))),
     ]
@@ -204,7 +186,7 @@ def _targets(rows: DataFrame) -> DataFrame:
             .withColumn("lag_before", end - committed)
             .withColumn("lag_after", end - F.col("target"))
             .withColumn("note", note)
-            .transform(with_reasons, [_when(no_base, F.format_string(
+            .transform(with_reasons, [reason_when(no_base, F.format_string(
                 "shift: partition %d has no committed offset to shift from",
                 F.col("partition")))]))
 
@@ -218,16 +200,16 @@ def plan_resets(requests: DataFrame, live: DataFrame, done: DataFrame) -> DataFr
     marked = requests.join(ran, on="request_id", how="left")
     is_done = F.col("done_by").isNotNull()
     read = live.select(*column_names(OFFSET_LIVE)).drop("cluster")
-    checked = _topic_reasons(marked.where(~is_done | ~_valid()), read)
+    checked = _topic_reasons(marked.where(~is_done | ~is_valid()), read)
     named = F.col("partitions").isNull() | F.array_contains("partitions", F.col("partition"))
-    parts = (checked.where(_valid()).join(read.where(F.col("partition").isNotNull()),
+    parts = (checked.where(is_valid()).join(read.where(F.col("partition").isNotNull()),
                                           on="request_id", how="inner")
              .where(named).transform(_targets))
     whole = [F.lit(None).cast(OFFSET_PLAN[c].dataType).alias(c) for c in
              ("partition", "committed", "log_start", "log_end", "wanted", "target",
               "clamped", "lag_before", "lag_after", "note")]
-    refused = checked.where(~_valid()).select("*", *whole)
-    finished = marked.where(is_done & _valid()).select("*", *whole)
+    refused = checked.where(~is_valid()).select("*", *whole)
+    finished = marked.where(is_done & is_valid()).select("*", *whole)
     rows = (parts.unionByName(refused, allowMissingColumns=True)
             .unionByName(finished, allowMissingColumns=True))
     action = (F.when(is_done, F.lit(DONE)).when(F.col("to") == DELETE_TO, F.lit(DELETE))

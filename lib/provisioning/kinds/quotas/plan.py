@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from provisioning.kinds.quotas.names import IP_KEYS, KEYS, REMOVE, SET_ACTION, USER_CLIENT_KEYS
 from provisioning.names import ABSENT, NOOP, PRESENT
+from provisioning.transforms.validation import is_valid, reason_when
 from schemas import column_names
 from schemas.quotas import (
     ENTITY_COLUMNS,
@@ -68,10 +69,6 @@ def value_text(value: Column) -> Column:
     return F.when(whole, value.cast("long").cast("string")).otherwise(value.cast("string"))
 
 
-def _when(condition: Column, message: Column) -> Column:
-    return F.when(condition, message)
-
-
 def _about(text: str, *args: Column) -> Column:
     """"quotas.<key>: <text>" with `args` formatted into `text`."""
     return F.format_string(f"quotas.%s: {text}", F.col("key"), *args)
@@ -91,24 +88,20 @@ def key_reasons(judge_value: Column) -> list[Column]:
     finite = ~F.isnan(value) & (F.abs(value) != float("inf"))
     judged = judge_value & value.isNotNull() & finite
     reasons = [
-        _when(~key.isin(*KEYS), _about("unknown quota key (Kafka's: %s)",
+        reason_when(~key.isin(*KEYS), _about("unknown quota key (Kafka's: %s)",
                                        F.lit(", ".join(KEYS)))),
-        _when(is_user_client & key.isin(*IP_KEYS), _about(
+        reason_when(is_user_client & key.isin(*IP_KEYS), _about(
             "only an ip entity takes it, and %s is not one", entity_text())),
-        _when(is_ip & key.isin(*USER_CLIENT_KEYS), _about(
+        reason_when(is_ip & key.isin(*USER_CLIENT_KEYS), _about(
             "an ip entity takes only %s", F.lit(", ".join(IP_KEYS)))),
-        _when(judge_value & value.isNull(), _about("no value given")),
-        _when(judge_value & value.isNotNull() & ~finite, _about(
+        reason_when(judge_value & value.isNull(), _about("no value given")),
+        reason_when(judge_value & value.isNotNull() & ~finite, _about(
             "%s is not a finite number", value_text(value))),
-        _when(judged & (value <= 0), _about(
+        reason_when(judged & (value <= 0), _about(
             "must be > 0, got %s (to drop a quota, list it in a `state: absent` row)",
             value_text(value))),
     ]
     return reasons
-
-
-def _valid() -> Column:
-    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
 
 
 def _wants_absent(state: Column) -> Column:
@@ -183,7 +176,7 @@ def _unlisted_rows(unlisted: DataFrame, desired: DataFrame, remove_unlisted: boo
                    ) -> DataFrame:
     """QUOTA_PLAN rows of the live keys no row lists: NOOP (left alone), or REMOVE with
     `remove_unlisted` unless a rejected row names the entity."""
-    guarded = (desired.where(~_valid()).select(*ENTITY).distinct()
+    guarded = (desired.where(~is_valid()).select(*ENTITY).distinct()
                .withColumn("_guarded", F.lit(True)).alias("g"))
     u = unlisted.alias("u")
     facts = u.join(guarded, on=_same("u", "g", ENTITY), how="left").select(
@@ -227,13 +220,13 @@ def unmanaged_quotas(live: DataFrame, desired: DataFrame) -> DataFrame:
     --unmanaged-quotas` lists and `check` reports). An absent row that lists no key manages
     every key of its entity. Rejected rows manage nothing: their entities' quotas are shown
     as unmanaged until the rows are fixed."""
-    return _uncovered(live, _key_rows(desired.where(_valid()), live))
+    return _uncovered(live, _key_rows(desired.where(is_valid()), live))
 
 
 def unnamed_entities(live: DataFrame, desired: DataFrame) -> DataFrame:
     """The QUOTA_LIVE rows of the entities no valid QUOTA_DESIRED row names (what `import
     --quotas` writes: an entity a manifest names already is left out whole)."""
-    named = desired.where(_valid()).select(*ENTITY).alias("n")
+    named = desired.where(is_valid()).select(*ENTITY).alias("n")
     return live.alias("l").join(named, on=_same("l", "n", ENTITY), how="left_anti").select(
         *column_names(QUOTA_LIVE))
 

@@ -14,7 +14,7 @@ in the plan; the other rows go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from provisioning.kinds.quotas.names import DEFAULT
 from provisioning.kinds.quotas.plan import entity_text
 from provisioning.names import ABSENT, STATES
-from provisioning.transforms.validation import cluster_reasons
+from provisioning.transforms.validation import cluster_reasons, reason_when, with_reasons
 from schemas import column_names
 from schemas.quotas import ENTITY_COLUMNS, QUOTA_DESIRED
 
@@ -50,22 +50,6 @@ def _ipv6_pattern() -> str:
 IPV6 = _ipv6_pattern()
 
 
-def _when(condition: Column, message: Column | str) -> Column:
-    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
-
-
-def _reasons(checks: Sequence[Column]) -> Column:
-    return F.filter(F.array(*checks), lambda r: r.isNotNull())
-
-
-def with_reasons(df: DataFrame, reasons: Column) -> DataFrame:
-    """`df` with `reasons` (an array, nulls left out) appended to its `row_errors`; spelled
-    as a two-way split, as concat over coalesce would make the column non-nullable."""
-    current = F.col("row_errors")
-    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
-                         .otherwise(F.concat(current, reasons)))
-
-
 def is_ip_literal(ip: Column) -> Column:
     """`ip` is an IPv4 or IPv6 literal (IPV4, IPV6)."""
     return ip.rlike(IPV4) | ip.rlike(IPV6)
@@ -75,17 +59,17 @@ def _entity_reasons() -> list[Column]:
     user, client, ip = (F.col(c) for c in ENTITY_COLUMNS)
     none_set = user.isNull() & client.isNull() & ip.isNull()
     reasons = [
-        _when(none_set, "entity: names no entity type; set entity_user, entity_client_id or "
+        reason_when(none_set, "entity: names no entity type; set entity_user, entity_client_id or "
               f"entity_ip (`{DEFAULT}` for a type's default entity)"),
-        _when(ip.isNotNull() & (user.isNotNull() | client.isNotNull()), F.format_string(
+        reason_when(ip.isNotNull() & (user.isNotNull() | client.isNotNull()), F.format_string(
             "entity: %s combines an ip with a user or client-id, which Kafka refuses; an ip "
             "entity stands alone: split it into an ip row and a user / client-id row",
             entity_text())),
     ]
-    reasons += [_when(F.col(c) == "", f"{c}: is empty; name the {kind}, or `{DEFAULT}` for "
+    reasons += [reason_when(F.col(c) == "", f"{c}: is empty; name the {kind}, or `{DEFAULT}` for "
                       f"the default {kind}")
                 for c, kind in zip(ENTITY_COLUMNS, ("user", "client-id", "ip"), strict=True)]
-    reasons.append(_when((ip != "") & (ip != DEFAULT) & ~is_ip_literal(ip), F.format_string(
+    reasons.append(reason_when((ip != "") & (ip != DEFAULT) & ~is_ip_literal(ip), F.format_string(
         "entity_ip: '%s' is not an IPv4 or IPv6 address nor `%s`; name one address (host "
         "names and CIDR ranges are refused)", ip, F.lit(DEFAULT))))
     return reasons
@@ -97,9 +81,9 @@ def _row_reasons() -> list[Column]:
     wants_absent = F.coalesce(state == ABSENT, F.lit(False))
     no_quota = quotas.isNull() | (F.size(quotas) == 0)
     return [
-        _when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
+        reason_when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
             "state: '%s' must be present or absent", state)),
-        _when(~wants_absent & no_quota, "quotas: a present row asks for at least one quota "
+        reason_when(~wants_absent & no_quota, "quotas: a present row asks for at least one quota "
               "(e.g. {producer_byte_rate: 1048576}); to remove the entity's quotas, say "
               "`state: absent`"),
     ]
@@ -115,7 +99,7 @@ def with_quota_row_errors(known_clusters: tuple[str, ...]
 
     def transform(df: DataFrame) -> DataFrame:
         checks = [*cluster_reasons(known_clusters), *_entity_reasons(), *_row_reasons()]
-        return with_reasons(df, _reasons(checks)).select(*column_names(QUOTA_DESIRED))
+        return with_reasons(df, checks).select(*column_names(QUOTA_DESIRED))
 
     return transform
 
@@ -151,5 +135,5 @@ def with_duplicate_entity_errors(df: DataFrame) -> DataFrame:
     reason = F.format_string(
         "duplicate: entity %s on cluster %s is also named by %s; no copy is applied (one "
         "row per entity)", entity_text(), F.col("cluster"), F.array_join(others, ", "))
-    return (with_reasons(copies, _reasons([_when(duplicate, reason)]))
+    return (with_reasons(copies, [reason_when(duplicate, reason)])
             .select(*column_names(QUOTA_DESIRED)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.kinds.users.conf import (
@@ -43,7 +43,13 @@ from provisioning.kinds.users.names import (
 )
 from provisioning.names import ABSENT, NOOP, PRESENT, STATES
 from provisioning.transforms.policies.base import Transform
-from provisioning.transforms.validation import cluster_reasons
+from provisioning.transforms.validation import (
+    cluster_reasons,
+    is_valid,
+    reason_when,
+    with_copies_refused,
+    with_reasons,
+)
 from schemas import column_names
 from schemas.users import USER_DESIRED, USER_KEY, USER_LIVE, USER_MANIFEST, USER_PLAN
 
@@ -64,24 +70,8 @@ def credential_text() -> Column:
                        F.coalesce("mechanism", F.lit("(no mechanism)")))
 
 
-def _when(condition: Column, message: Column | str) -> Column:
-    return F.when(condition, message if isinstance(message, Column) else F.lit(message))
-
-
-def _valid() -> Column:
-    return F.coalesce(F.size("row_errors") == 0, F.lit(True))
-
-
 def _absent() -> Column:
     return F.coalesce(F.col("state") == ABSENT, F.lit(False))
-
-
-def with_reasons(df: DataFrame, checks: list[Column]) -> DataFrame:
-    """`df` with the non-null `checks` appended to its `row_errors`."""
-    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
-    current = F.col("row_errors")
-    return df.withColumn("row_errors", F.when(current.isNull(), reasons)
-                         .otherwise(F.concat(current, reasons)))
 
 
 def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
@@ -91,23 +81,23 @@ def row_reasons(known_clusters: tuple[str, ...]) -> list[Column]:
     present = ~_absent()
     return [
         *cluster_reasons(known_clusters),
-        _when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
+        reason_when(state.isNotNull() & ~state.isin(*STATES), F.format_string(
             "state: '%s' must be present or absent", state)),
-        _when(user.isNull(), "user: is missing"),
-        _when(user.isNotNull() & ((user == "*") | ~user.rlike(USER_NAME)), F.format_string(
+        reason_when(user.isNull(), "user: is missing"),
+        reason_when(user.isNotNull() & ((user == "*") | ~user.rlike(USER_NAME)), F.format_string(
             "user: '%s' is not a user name the job sets (1 to 255 characters, no "
             "whitespace, control character, `,` or `=`, not `*`)", user)),
-        _when(mechanism.isNull(), "mechanism: is missing (SCRAM-SHA-256 or SCRAM-SHA-512)"),
-        _when(mechanism.isNotNull() & ~mechanism.isin(*MECHANISMS), F.format_string(
+        reason_when(mechanism.isNull(), "mechanism: is missing (SCRAM-SHA-256 or SCRAM-SHA-512)"),
+        reason_when(mechanism.isNotNull() & ~mechanism.isin(*MECHANISMS), F.format_string(
             "mechanism: '%s' is not SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)),
-        _when(iterations.isNotNull() & ((iterations < MIN_ITERATIONS)
+        reason_when(iterations.isNotNull() & ((iterations < MIN_ITERATIONS)
                                         | (iterations > MAX_ITERATIONS)), F.format_string(
             f"iterations: %d is outside what the broker takes ({MIN_ITERATIONS} to "
             f"{MAX_ITERATIONS})", iterations)),
-        _when(present & env.isNull() & file.isNull(),
+        reason_when(present & env.isNull() & file.isNull(),
               "password: no password source; set password_env or password_file (the job "
               "reads the password there; never put it in the table)"),
-        _when(env.isNotNull() & file.isNotNull(),
+        reason_when(env.isNotNull() & file.isNotNull(),
               "password: both password_env and password_file are set; keep one"),
     ]
 
@@ -148,19 +138,12 @@ def with_user_row_errors(known_clusters: tuple[str, ...]) -> Transform:
     def transform(df: DataFrame) -> DataFrame:
         checked = with_reasons(df, row_reasons(known_clusters)).withColumn(
             "iterations", F.coalesce("iterations", F.lit(DEFAULT_ITERATIONS)))
-        same = Window.partitionBy(*KEY)
-        source = F.concat_ws("@", "source_table", F.col("source_version").cast("string"))
-        copies = checked.withColumn("_sources", F.collect_list(source).over(same)) \
-            .withColumn("_source", source)
         named = F.col("cluster").isNotNull() & F.col("user").isNotNull() \
             & F.col("mechanism").isNotNull()
-        others = F.array_join(F.array_sort(F.array_remove("_sources", F.col("_source"))),
-                              ", ")
-        duplicate = _when(named & (F.size("_sources") > 1), F.format_string(
+        return with_copies_refused(checked, KEY, named, lambda others: F.format_string(
             "duplicate: credential %s on cluster %s is also named by %s; no copy is applied "
-            "(one row per user and mechanism)", credential_text(), F.col("cluster"),
-            F.when(others == "", F.lit("another row of the same table")).otherwise(others)))
-        return with_reasons(copies, [duplicate]).select(*column_names(USER_DESIRED))
+            "(one row per user and mechanism)", credential_text(), F.col("cluster"), others)
+        ).select(*column_names(USER_DESIRED))
 
     return transform
 
@@ -183,10 +166,10 @@ def _listed_rows(desired: DataFrame, live: DataFrame) -> DataFrame:
     version, applied = F.col("d.password_version"), F.col("l.applied_version")
     rotated = ~F.coalesce(version, F.lit("")).eqNullSafe(F.coalesce(applied, F.lit("")))
     other_iterations = asked != found
-    why = F.concat_ws("; ", _when(~is_live, "new credential"),
-                      _when(is_live & other_iterations, F.format_string(
+    why = F.concat_ws("; ", reason_when(~is_live, "new credential"),
+                      reason_when(is_live & other_iterations, F.format_string(
                           "iterations %d -> %d", found, asked)),
-                      _when(is_live & rotated, F.format_string(
+                      reason_when(is_live & rotated, F.format_string(
                           "password_version %s -> %s (the password is set again)",
                           F.coalesce(applied, F.lit("(none applied)")),
                           F.coalesce(version, F.lit("(none)")))))
@@ -214,7 +197,7 @@ def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -
     unlisted = _live(live).alias("l").join(
         named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
         how="left_anti")
-    guarded = (desired.where(~_valid()).select("cluster", "user").distinct()
+    guarded = (desired.where(~is_valid()).select("cluster", "user").distinct()
                .withColumn("_guarded", F.lit(True)))
     facts = unlisted.join(guarded, on=["cluster", "user"], how="left")
     is_guarded = F.coalesce(F.col("_guarded"), F.lit(False))
@@ -246,7 +229,7 @@ def plan_users(desired: DataFrame, live: DataFrame, remove_unlisted: bool) -> Da
 def unmanaged_users(live: DataFrame, desired: DataFrame) -> DataFrame:
     """The USER_LIVE rows no valid USER_DESIRED row names (what `report --unmanaged-users`
     lists, `check` reports and `import --users` writes)."""
-    named = desired.where(_valid()).select(*KEY).alias("n")
+    named = desired.where(is_valid()).select(*KEY).alias("n")
     return _live(live).alias("l").join(
         named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
         how="left_anti").select(*column_names(USER_LIVE))
