@@ -13,13 +13,12 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
-    LongType,
     StringType,
     StructField,
     TimestampType,
 )
 
-from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+from schemas.tables import ANSWER_COLUMNS, PLAN_SOURCE, desired, fields
 
 # One ACL binding beside its cluster (Kafka's AclBinding), as the audit table holds it.
 ACL_BINDING_STRUCT = fields(
@@ -77,10 +76,7 @@ ACL_PLAN = fields(
     ("owner", StringType()),
     ("force", BooleanType()),
     # The manifest row the binding comes from (null: no manifest row names it).
-    ("source_table", StringType()),
-    ("source_version", LongType()),
-    ("row_errors", ArrayType(StringType(), True)),
-    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    *PLAN_SOURCE,
     # Whether the cluster has the binding now.
     ("live", BooleanType()),
     # Why the row is as it is, when a reader would ask: merged rows that disagreed, an

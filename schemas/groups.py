@@ -10,7 +10,6 @@ count what DescribeGroups says of a classic group (null: not known).
 from __future__ import annotations
 
 from pyspark.sql.types import (
-    ArrayType,
     BooleanType,
     IntegerType,
     LongType,
@@ -19,7 +18,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, STRING_MAP, desired, fields
+from schemas.tables import ANSWER_COLUMNS, PLAN_SOURCE, STRING_MAP, desired, fields, snapshot_of
 
 # What names one group of a cluster.
 GROUP_KEY = ("cluster", "group")
@@ -48,11 +47,7 @@ GROUP_LIVE = fields(("cluster", StringType()), ("group", StringType()), *_FOUND,
 
 # The live groups of each run's clusters (`tables.group_snapshots`), with one marker row per
 # cluster (group null).
-GROUP_SNAPSHOT = fields(
-    ("run_id", StringType()),
-    *[(f.name, f.dataType) for f in GROUP_LIVE.fields],
-    ("snapshot_at", TimestampType()),
-)
+GROUP_SNAPSHOT = snapshot_of(GROUP_LIVE)
 
 # One row per group the run considers: desired joined with live.
 GROUP_PLAN = fields(
@@ -68,21 +63,15 @@ GROUP_PLAN = fields(
     *_FOUND,
     ("owner", StringType()),
     ("force", BooleanType()),
-    ("source_table", StringType()),
-    ("source_version", LongType()),
-    ("row_errors", ArrayType(StringType(), True)),
-    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    *PLAN_SOURCE,
     # Why a row is as it is: what an ALTER changes, or why an unlisted group is kept.
     ("note", StringType()),
 )
 
-# What one admin step said about one group (validate, apply, verify).
-GROUP_RESULT = fields(
-    *[(c, StringType()) for c in GROUP_KEY],
-    *ANSWER_COLUMNS,
-    # The group's own configs read back (verify).
-    ("result_configs", STRING_MAP),
-)
+# What one admin step said about one group (validate, apply, verify), and its own configs
+# read back (verify).
+GROUP_RESULT = fields(*[(c, StringType()) for c in GROUP_KEY], *ANSWER_COLUMNS,
+                      ("result_configs", STRING_MAP))
 
 # The audit's `consumer_group` column: the group, what was found of it, the configs asked
 # for and those found (live at plan, validate and apply; read back at verify).
@@ -91,20 +80,12 @@ GROUP_STRUCT = fields(("group", StringType()), *_FOUND, ("configs", STRING_MAP),
 AUDIT_COLUMN = StructField("consumer_group", GROUP_STRUCT, True)
 
 # What `check` reads of a cluster's groups' offsets (kinds.groups.requests.group_offsets):
-# one row per group and partition it has a committed offset on (a group with none: one row,
-# topic null), with the partition's log end offset (ListOffsets LATEST; null: the topic is
-# gone, or the offset could not be read, `error` says why).
-GROUP_OFFSETS = fields(
-    *[(c, StringType()) for c in GROUP_KEY], *_FOUND,
-    ("topic", StringType()),
-    ("partition", IntegerType()),
-    # The group's committed offset on the partition (OffsetFetch).
-    ("committed", LongType()),
-    # The partition's log end offset (ListOffsets LATEST); null: the topic is gone, or it
-    # could not be read.
-    ("log_end", LongType()),
-    ("error", StringType()),
-)
+# one row per group and partition it has a committed offset on (OffsetFetch; a group with
+# none: one row, topic null), with the partition's log end offset (ListOffsets LATEST; null:
+# the topic is gone, or the offset could not be read, `error` says why).
+GROUP_OFFSETS = fields(*[(c, StringType()) for c in GROUP_KEY], *_FOUND, ("topic", StringType()),
+                       ("partition", IntegerType()), ("committed", LongType()),
+                       ("log_end", LongType()), ("error", StringType()))
 
 # The topics of those offsets (and those the groups' earlier inventory rows name) as the
 # cluster has them now: absent ones have no row; one the broker would not describe has its
@@ -123,8 +104,7 @@ GROUP_INVENTORY = fields(
     # The id of the topic the offsets were committed on, as first recorded (null: the
     # topic was already gone); a topic of that name with another id was created again.
     ("topic_id", StringType()),
-    # The partitions with a committed offset now (0: the broker dropped them with the
-    # topic).
+    # The partitions with a committed offset now (0: dropped with the topic).
     ("partitions", IntegerType()),
     # The log end offset minus the committed offset, summed over those partitions; null when
     # the topic is not the one committed on, or a log end offset is unknown.
@@ -132,9 +112,8 @@ GROUP_INVENTORY = fields(
     # live, deleted or recreated (kinds.groups.names): whether the topic is still the one
     # the offsets were committed on; null when the topic could not be described.
     ("topic_state", StringType()),
-    # Why the topic is deleted or recreated, as `check` told it.
+    # Why the topic is deleted or recreated; why a measure is missing.
     ("reason", StringType()),
-    # Why a measure is missing, or null.
     ("error", StringType()),
     # When the groups were read.
     ("checked_at", TimestampType()),

@@ -15,10 +15,15 @@ from pyspark.sql.types import (
     LongType,
     StringType,
     StructField,
-    TimestampType,
 )
 
-from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+from schemas.tables import (
+    ANSWER_COLUMNS,
+    PLAN_SOURCE,
+    desired,
+    fields,
+    snapshot_of,
+)
 
 # What names one partition of one request (partition null: a request refused as a whole,
 # or done before).
@@ -65,11 +70,7 @@ OFFSET_LIVE = fields(
 
 # What each run read for its requests (`tables.offset_snapshots`), with one marker row per
 # cluster (request_id null).
-OFFSET_SNAPSHOT = fields(
-    ("run_id", StringType()),
-    *[(f.name, f.dataType) for f in OFFSET_LIVE.fields],
-    ("snapshot_at", TimestampType()),
-)
+OFFSET_SNAPSHOT = snapshot_of(OFFSET_LIVE)
 
 # One row per request and partition (a request with no partition to name, such as one
 # rejected before anything was read, has one row, partition null).
@@ -101,10 +102,7 @@ OFFSET_PLAN = fields(
     ("owner", StringType()),
     ("state", StringType()),
     ("force", BooleanType()),
-    ("source_table", StringType()),
-    ("source_version", LongType()),
-    ("row_errors", ArrayType(StringType(), True)),
-    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    *PLAN_SOURCE,
     ("note", StringType()),
 )
 

@@ -10,17 +10,20 @@ combinations: user, client-id, user + client-id, ip.
 from __future__ import annotations
 
 from pyspark.sql.types import (
-    ArrayType,
     BooleanType,
     DoubleType,
-    LongType,
     MapType,
     StringType,
     StructField,
-    TimestampType,
 )
 
-from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+from schemas.tables import (
+    ANSWER_COLUMNS,
+    PLAN_SOURCE,
+    desired,
+    fields,
+    snapshot_of,
+)
 
 __all__ = ["AUDIT_COLUMN", "ENTITY_COLUMNS", "QUOTA_DESIRED", "QUOTA_KEY", "QUOTA_LIVE",
            "QUOTA_MANIFEST", "QUOTA_PLAN", "QUOTA_RESULT", "QUOTA_SNAPSHOT", "QUOTA_STRUCT"]
@@ -67,11 +70,7 @@ QUOTA_LIVE = fields(("cluster", StringType()), *_ENTITY, ("key", StringType()),
 # The live quotas of each run's clusters (`tables.quota_snapshots`), with one marker row per
 # cluster (entity and key null) so a cluster whose quotas are all gone still has a newest
 # snapshot of its own.
-QUOTA_SNAPSHOT = fields(
-    ("run_id", StringType()),
-    *[(f.name, f.dataType) for f in QUOTA_LIVE.fields],
-    ("snapshot_at", TimestampType()),
-)
+QUOTA_SNAPSHOT = snapshot_of(QUOTA_LIVE)
 
 # One row per (cluster, entity, key) the run considers: desired joined with live.
 QUOTA_PLAN = fields(
@@ -86,11 +85,8 @@ QUOTA_PLAN = fields(
     ("live_value", DoubleType()),
     ("owner", StringType()),
     ("force", BooleanType()),
-    ("source_table", StringType()),
-    ("source_version", LongType()),
     # What is wrong with the row's entity or this key (rejected, never sent).
-    ("row_errors", ArrayType(StringType(), True)),
-    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    *PLAN_SOURCE,
     # Why a row is as it is when no manifest row asked for it (an unlisted quota removed).
     ("note", StringType()),
 )

@@ -37,6 +37,12 @@ def desired(manifest: StructType) -> StructType:
     ])
 
 
+def snapshot_of(live: StructType) -> StructType:
+    """A kind's snapshot rows: each live row with the run that read it and when."""
+    return fields(("run_id", StringType()), *[(f.name, f.dataType) for f in live.fields],
+                  ("snapshot_at", TimestampType()))
+
+
 # What an admin step said about one entity (validate, apply and verify phases), after the
 # columns that name it.
 ANSWER_COLUMNS: tuple[tuple[str, object], ...] = (
@@ -65,6 +71,14 @@ CONFIG_ENTRY = fields(
 POLICY_VIOLATION = fields(
     ("policy", StringType()),
     ("message", StringType()),
+)
+
+# A plan row's manifest row (null: no row names it) and what stands against it.
+PLAN_SOURCE: tuple[tuple[str, object], ...] = (
+    ("source_table", StringType()),
+    ("source_version", LongType()),
+    ("row_errors", ArrayType(StringType(), True)),
+    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
 )
 
 # One difference between the desired and the live topic.

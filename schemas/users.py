@@ -10,16 +10,19 @@ password (`password_env` or `password_file`, on the machine that runs it), and
 from __future__ import annotations
 
 from pyspark.sql.types import (
-    ArrayType,
     BooleanType,
     IntegerType,
-    LongType,
     StringType,
     StructField,
-    TimestampType,
 )
 
-from schemas.tables import ANSWER_COLUMNS, POLICY_VIOLATION, desired, fields
+from schemas.tables import (
+    ANSWER_COLUMNS,
+    PLAN_SOURCE,
+    desired,
+    fields,
+    snapshot_of,
+)
 
 # What names one credential of a cluster.
 USER_KEY = ("cluster", "user", "mechanism")
@@ -51,11 +54,7 @@ USER_LIVE = fields(("cluster", StringType()), ("user", StringType()),
 
 # The live credentials of each run's clusters (`tables.user_snapshots`), with one marker row
 # per cluster (user and mechanism null).
-USER_SNAPSHOT = fields(
-    ("run_id", StringType()),
-    *[(f.name, f.dataType) for f in USER_LIVE.fields],
-    ("snapshot_at", TimestampType()),
-)
+USER_SNAPSHOT = snapshot_of(USER_LIVE)
 
 # One row per credential the run considers: desired joined with live.
 USER_PLAN = fields(
@@ -70,10 +69,7 @@ USER_PLAN = fields(
     ("applied_version", StringType()),
     ("owner", StringType()),
     ("force", BooleanType()),
-    ("source_table", StringType()),
-    ("source_version", LongType()),
-    ("row_errors", ArrayType(StringType(), True)),
-    ("policy_violations", ArrayType(POLICY_VIOLATION, True)),
+    *PLAN_SOURCE,
     # Why a row is as it is: what an UPSERT changes, or why an unlisted credential is kept.
     ("note", StringType()),
 )
