@@ -35,6 +35,16 @@ def _integer(v: Any) -> Any:
     return v
 
 
+def _configs(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise ValueError("expected a mapping of config name -> value")
+    # Kafka configs are strings on the wire; YAML may have read 604800000 as a number.
+    return {str(k): None if x is None else "true" if x is True else "false" if x is False
+            else str(x) for k, x in v.items()}
+
+
 def _flag(v: Any) -> Any:
     if v is not None and not isinstance(v, bool):
         raise ValueError("expected true or false")
@@ -47,6 +57,10 @@ Text = Annotated[str | None, BeforeValidator(_text),
 # An integer column (never a boolean), or null; its bounds are the job's to judge.
 Integer = Annotated[int | None, BeforeValidator(_integer),
                     WithJsonSchema({"type": ["integer", "null"]})]
+# A map of Kafka configs (name -> value; numbers and booleans read as the text Kafka takes).
+Configs = Annotated[dict[str, str | None] | None, BeforeValidator(_configs), WithJsonSchema(
+    {"type": ["object", "null"],
+     "additionalProperties": {"type": ["string", "number", "boolean", "null"]}})]
 # A row's `force`: true, false or absent.
 Force = Annotated[bool | None, BeforeValidator(_flag),
                   WithJsonSchema({"type": ["boolean", "null"]})]

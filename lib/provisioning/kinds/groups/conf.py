@@ -4,26 +4,20 @@ the row of a group manifest file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from provisioning.conf import Conf
 from provisioning.conf.entity import EntityConf, EntityKeys, EntitySection
 from provisioning.conf.model import STRICT
 from provisioning.conf.policies import Custom
-from provisioning.kinds.groups.names import (
-    GROUP_LAGGING,
-    NOUNS,
-    STALE_GROUP,
-    UNMANAGED_GROUP,
-)
+from provisioning.kinds.groups.names import GROUP_LAGGING, NOUNS, STALE_GROUP, UNMANAGED_GROUP
 
 try:  # the loader's side only (conf.model says why)
-    from pydantic import BeforeValidator, Field, WithJsonSchema
+    from pydantic import Field
 
     from provisioning.conf.keys import Count, Positive, StringList
-    from provisioning.conf.manifests import ForceColumn
+    from provisioning.conf.manifests import Configs, ForceColumn
     from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
@@ -54,22 +48,6 @@ class GroupsConf(GroupsKeys, EntityConf):
 # Group policies judge GROUP_PLAN rows; their registry (kinds.groups.policies.GROUP_POLICIES)
 # is kept equal to this one by a unit test.
 GROUP_POLICY_MODELS: dict[str, type] = {"custom": Custom}
-
-
-def _configs(v: Any) -> Any:
-    if v is None:
-        return None
-    if not isinstance(v, Mapping):
-        raise ValueError("expected a mapping of config name -> value")
-    # Kafka configs are strings on the wire; YAML may have read 45000 as a number.
-    return {str(k): None if x is None else ("true" if x is True else "false" if x is False
-                                            else str(x)) for k, x in v.items()}
-
-
-if "Field" in globals():  # the loader's side (conf.model says why)
-    Configs = Annotated[dict[str, str | None] | None, BeforeValidator(_configs), WithJsonSchema(
-        {"type": ["object", "null"],
-         "additionalProperties": {"type": ["string", "number", "boolean", "null"]}})]
 
 
 @dataclass(frozen=True)

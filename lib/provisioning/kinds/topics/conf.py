@@ -17,7 +17,7 @@ try:  # the loader's side only (conf.model says why)
     from pydantic import BeforeValidator, Field, WithJsonSchema
 
     from provisioning.conf.keys import Count, Flag, StringList
-    from provisioning.conf.manifests import ForceColumn, Integer, Text
+    from provisioning.conf.manifests import Configs, ForceColumn, Integer, Text
     from provisioning.conf.policies import AtLeast0, AtLeast1, Regex, RegexMap, RequiredStringList
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
@@ -193,23 +193,6 @@ DELETE_POLICIES: dict[str, type] = {
 
 # -- a row of a topic manifest file (the columns of schemas.MANIFEST) --------------------
 
-def _configs(v: Any) -> Any:
-    if v is None:
-        return None
-    if not isinstance(v, Mapping):
-        raise ValueError("expected a mapping of config name -> value")
-    # Kafka configs are strings on the wire; YAML may have read 604800000 as a number.
-    return {str(k): _config_text(x) for k, x in v.items()}
-
-
-def _config_text(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
 def _assignment(v: Any) -> Any:
     if v is None:
         return None
@@ -220,9 +203,6 @@ def _assignment(v: Any) -> Any:
 
 
 if "Field" in globals():  # the loader's side (conf.model says why)
-    Configs = Annotated[dict[str, str | None] | None, BeforeValidator(_configs), WithJsonSchema(
-        {"type": ["object", "null"],
-         "additionalProperties": {"type": ["string", "number", "boolean", "null"]}})]
     # YAML reads `0:` as an integer key, JSON writes "0": both are partition numbers.
     Assignment = Annotated[dict[int, list[int]] | None, BeforeValidator(_assignment),
                            WithJsonSchema({"type": ["object", "null"], "additionalProperties": {
