@@ -458,7 +458,7 @@ def _policy_doc(factory: Callable[..., Any]) -> str:
 def vocabulary_reference() -> str:
     """The page of exit codes, actions, outcomes, policies and `check` rules."""
     from provisioning import names
-    from provisioning.kinds.groups.check import DEFAULT_SEVERITY as GROUP_SEVERITY
+    from provisioning.kinds.groups.run import DEFAULT_SEVERITY as GROUP_SEVERITY
     from provisioning.kinds.topics.policies import registry
     from provisioning.kinds.topics.rules import DEFAULT_SEVERITY
 

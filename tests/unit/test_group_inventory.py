@@ -187,8 +187,7 @@ def test_stale_is_an_empty_group_whose_every_topic_is_gone(spark: SparkSession) 
 
 
 def test_the_sites_group_page_shows_each_groups_lag_and_escapes_its_id() -> None:
-    from provisioning.kinds.groups.site import ROLE, GroupSite, site_pages
-    from provisioning.kinds.groups.view import VIEW
+    from provisioning.kinds.groups.view import ROLE, VIEW, GroupSite, site_pages
     from provisioning.views.site.data import SiteData, TableRead
 
     marked = "<script>window.injected = 1</script> & 'q'"

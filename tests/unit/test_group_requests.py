@@ -13,10 +13,10 @@ import pytest
 
 from provisioning import names, retry
 from provisioning.conf import KafkaConf
-from provisioning.kinds.groups import requests
+from provisioning.kafka import resources
 from provisioning.kinds.groups.requests import (
+    GROUP_RESOURCE,
     GroupsUnreadable,
-    alter_group_configs,
     list_groups,
     outcome,
 )
@@ -80,7 +80,7 @@ def sends(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         clock[0] += 0.4
         return clock[0]
 
-    monkeypatch.setattr(requests, "send_to_node", send_to_node)
+    monkeypatch.setattr(resources, "send_to_node", send_to_node)
     monkeypatch.setattr(retry, "now", now)
     monkeypatch.setattr(retry, "pause", lambda _s: None)
     return plan
@@ -88,9 +88,9 @@ def sends(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def alter(validate_only: bool) -> list[tuple[str, str, dict[str, Any]]]:
     marked: list[list[str]] = []
-    answers = list(alter_group_configs(admin([]), [("a", {"k": "1"}), ("b", {"k": "2"})],
-                                       validate_only, 1, sent=lambda gs: marked.append(
-                                           list(gs))))
+    answers = list(resources.set_configs(
+        admin([]), GROUP_RESOURCE, [("a", {"k": "1"}), ("b", {"k": "2"})], validate_only, 1,
+        sent=lambda gs: marked.append(list(gs))))
     assert marked == [["a"], ["b"]]
     return [(g, outcome(False, validate_only, a), a) for g, a in answers]
 

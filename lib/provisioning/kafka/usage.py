@@ -27,6 +27,7 @@ from kafka.admin import OffsetSpec
 from kafka.protocol.admin.cluster import DescribeLogDirsRequest
 from kafka.protocol.consumer import ListOffsetsRequest
 
+from provisioning import retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.compat import send_to_node
@@ -122,6 +123,37 @@ def _committed(admin: ClusterAdmin
         return admin.committed_offsets(), None
     except Errors.KafkaError as exc:
         return None, _error(exc)
+
+
+def group_committed_offsets(admin: ClusterAdmin, groups: Sequence[str]
+               ) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, str]]:
+    """group -> its committed offsets, and group -> why they could not be read (the group
+    inventory's): one OffsetFetch per coordinator for every group; when that answer fails
+    (kafka-python raises on any group's error), each group is asked alone."""
+    deadline = retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
+
+    def fetch(asked: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
+        # A coordinator still reading __consumer_offsets is asked again (as
+        # `ClusterAdmin.committed_offsets` does).
+        answers = retry.settle(lambda: admin.client.list_group_offsets(list(asked)), deadline,
+                               lambda exc: isinstance(exc, Errors.CoordinatorLoadInProgressError))
+        return {g: {(tp.topic, tp.partition): int(m.offset) for tp, m in found.items()
+                    if m.offset is not None and m.offset >= 0} for g, found in answers.items()}
+
+    if not groups:
+        return {}, {}
+    try:
+        return fetch(groups), {}
+    except Errors.KafkaError:
+        pass
+    found: dict[str, dict[tuple[str, int], int]] = {}
+    unread: dict[str, str] = {}
+    for group in groups:
+        try:
+            found.update(fetch([group]))
+        except Errors.KafkaError as exc:
+            unread[group] = f"committed offsets not read: {type(exc).__name__}"
+    return found, unread
 
 
 # (topic, partition, broker, future replica) -> bytes; the key None holds a failure.

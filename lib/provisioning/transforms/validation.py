@@ -40,6 +40,13 @@ def with_reasons(df: DataFrame, checks: Sequence[Column]) -> DataFrame:
                          .otherwise(F.concat(current, reasons)))
 
 
+def unnamed(rows: DataFrame, named: DataFrame, key: Sequence[str]) -> DataFrame:
+    """The `rows` whose `key` no row of `named` has (nulls equal to nulls)."""
+    n = named.select(*key).alias("_n")
+    return rows.alias("_r").join(n, on=[F.col(f"_r.{c}").eqNullSafe(F.col(f"_n.{c}"))
+                                        for c in key], how="left_anti")
+
+
 def with_copies_refused(df: DataFrame, key: Sequence[str], named: Column,
                         reason: Callable[[Column], Column]) -> DataFrame:
     """`df` with every `named` row whose `key` another row has too refused: `reason(others)`

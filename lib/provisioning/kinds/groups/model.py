@@ -1,17 +1,8 @@
-"""Consumer groups as pure DataFrame transforms, and their model on the entity base (`MODEL`,
-`transforms.entity`):
-
-- `plan`: group manifest rows validated as data, joined with the live groups into
-  GROUP_PLAN rows (ALTER, DELETE, NOOP); the live groups no row names; `import --groups`'s
-  manifest rows;
-- `policies`: protected_groups and group_members (always on), `policies.group`, and the
-  base's cap.
-
-A group's audit row holds, in `consumer_group`, its id, its type, state and members as read
-at plan, the configs asked for and those found (live at plan, validate and apply; read back
-at verify).
+"""Consumer groups' model on the entity base (`MODEL`, `transforms.entity`): their plan
+(`kinds.groups.plan`) and policies (`kinds.groups.policies`). A group's audit row holds, in
+`consumer_group`, its id, its type, state and members as read at plan, the configs asked
+for and those found (live at plan, validate and apply; read back at verify).
 """
-
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame

@@ -3,10 +3,13 @@ group's types and states (ListGroups v5, KIP-848)."""
 
 from __future__ import annotations
 
-from provisioning.names import ALTER as ALTER_ACTION
-from provisioning.names import ALTERED as ALTERED_OUTCOME
-from provisioning.names import DELETE as DELETE_ACTION
-from provisioning.names import DELETED as DELETED_OUTCOME
+# Plan actions: ALTER (a config the row lists differs from the group's own), DELETE (the
+# row is `absent` and the group is live; or an unlisted group with `groups.remove_unlisted`),
+# NOOP; and their outcomes.
+from provisioning.names import ALTER as ALTER
+from provisioning.names import ALTERED as ALTERED
+from provisioning.names import DELETE as DELETE
+from provisioning.names import DELETED as DELETED
 from provisioning.names import Nouns
 
 # How the job names consumer groups (`names.Nouns`): phases `group plan`, conf `groups`,
@@ -14,13 +17,6 @@ from provisioning.names import Nouns
 NOUNS = Nouns(name="groups", prefix="group", noun="group", one="group", many="groups",
               title="consumer groups")
 
-# Plan actions: ALTER (a config the row lists differs from the group's own), DELETE (the
-# row is `absent` and the group is live; or an unlisted group with `groups.remove_unlisted`),
-# NOOP.
-ALTER = ALTER_ACTION
-DELETE = DELETE_ACTION
-ALTERED = ALTERED_OUTCOME
-DELETED = DELETED_OUTCOME
 
 # A group's states with no member (ListGroups' word): the only ones a group is deleted in.
 EMPTY = "Empty"

@@ -31,6 +31,7 @@ from provisioning.transforms.validation import (
     cluster_reasons,
     is_valid,
     reason_when,
+    unnamed,
     with_copies_refused,
     with_reasons,
 )
@@ -148,10 +149,7 @@ def _listed_rows(desired: DataFrame, live: DataFrame) -> DataFrame:
 
 
 def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -> DataFrame:
-    named = desired.select(*KEY).alias("n")
-    unlisted = _live(live).alias("l").join(
-        named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
-        how="left_anti")
+    unlisted = unnamed(_live(live), desired, KEY)
     guarded = (desired.where(~is_valid()).select(*KEY).distinct()
                .withColumn("_guarded", F.lit(True)))
     facts = unlisted.join(guarded, on=KEY, how="left")
@@ -185,10 +183,7 @@ def plan_groups(desired: DataFrame, live: DataFrame, remove_unlisted: bool) -> D
 def unmanaged_groups(live: DataFrame, desired: DataFrame) -> DataFrame:
     """The GROUP_LIVE rows no valid GROUP_DESIRED row names (what `report --unmanaged-groups`
     lists and `import --groups` writes)."""
-    named = desired.where(is_valid()).select(*KEY).alias("n")
-    return _live(live).alias("l").join(
-        named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
-        how="left_anti").select(*column_names(GROUP_LIVE))
+    return unnamed(_live(live), desired.where(is_valid()), KEY).select(*column_names(GROUP_LIVE))
 
 
 def group_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:

@@ -1,24 +1,9 @@
-"""Group policies: small named transforms over GROUP_PLAN rows that append POLICY_VIOLATION
-structs (`with_violation`), as the other kinds' policies do. A refused row is `blocked`.
-
-Always on, before the configured ones (neither lifted by `force`):
-
-- protected_groups: no ALTER or DELETE of a group whose id matches a glob of
-  `groups.protected_groups`;
-- group_members: no DELETE of a group that has members, or whose state is not one without
-  any (ListGroups' `Empty` or `Dead`: a KIP-848 consumer group, a share or a streams group
-  is judged by its state, which DescribeGroups does not tell); the message names its type,
-  state and member count.
-
-Configurable (conf `policies.group: [{name: ..., <params>}]`), in conf order:
-
-- custom: callable ("package.module:function"), any other params passed through. Called as
-  `fn(plan, context, params) -> DataFrame` with GROUP_PLAN rows and the GroupPolicyContext.
-
-Always last: max_group_changes_per_cluster (`groups.max_changes_per_cluster`), the entity
-base's cap. Policies judge valid rows only.
+"""Group policies over GROUP_PLAN rows, as the other kinds' (a refused row is `blocked`):
+always on, first, and not lifted by `force`, protected_groups and group_members; then
+`policies.group` in conf order (`custom`: `fn(plan, context, params) -> DataFrame` with
+GROUP_PLAN rows and the GroupPolicyContext); always last the entity base's cap,
+`groups.max_changes_per_cluster`. Policies judge valid rows only.
 """
-
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -68,7 +53,9 @@ def protected_groups(params: Mapping[str, Any], context: GroupPolicyContext) -> 
 
 def group_members(params: Mapping[str, Any], context: GroupPolicyContext) -> Transform:
     """A group is deleted only when it has no members: its state (ListGroups) is one without
-    any, and its member count (DescribeGroups, classic groups) is 0 or not known."""
+    any, and its member count (DescribeGroups, classic groups) is 0 or not known. A KIP-848
+    consumer group, a share or a streams group is judged by its state, which DescribeGroups
+    does not tell."""
 
     def transform(df: DataFrame) -> DataFrame:
         members = F.col("members")

@@ -3,12 +3,10 @@ and state, DescribeGroups for a classic group's members, DescribeConfigs of the 
 resources), their configs set (IncrementalAlterConfigs, validateOnly first), their deletion
 (DeleteGroups), and the audit outcome of each answer.
 
-DescribeConfigs and IncrementalAlterConfigs are sent again while they could not be sent or
-their answer was lost, for up to `kafka.request_timeout_ms` from the first loss
-(`retry.resend`), as the users' and quotas' requests are: setting a group's configs to the
-same values again sets nothing new. A change still unanswered then is `unknown` (`failed`
-when it was never sent, or only validated). DeleteGroups (kafka-python's, at each group's
-coordinator) is not resent: a lost answer leaves the groups it was sent for `unknown`.
+DescribeConfigs and IncrementalAlterConfigs are sent again after a lost answer
+(`kafka.resources`); a change still unanswered is `unknown` (`failed` when it was never sent,
+or only validated). DeleteGroups (kafka-python's, at each group's coordinator) is not
+resent: a lost answer leaves the groups it was sent for `unknown`.
 
 A group's type and state come from ListGroups v5 only: DescribeGroups answers a KIP-848
 consumer group (and a share or streams group) as `Dead`, "not a classic group", so it is
@@ -21,28 +19,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors as Errors
-from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.codes import error_name, retriable
-from provisioning.kafka.compat import send_to_node
-from provisioning.kafka.requests import Unanswered, send_resending
+from provisioning.kafka.codes import retriable
+from provisioning.kafka.resources import answer, read_configs
 from provisioning.kafka.snapshot import described
-from provisioning.kafka.usage import latest_offsets
+from provisioning.kafka.usage import group_committed_offsets, latest_offsets
 from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY, SHARE
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # ConfigResource type of a group (KIP-848), and the source of a group's own config.
 GROUP_RESOURCE = 32
 DYNAMIC_GROUP_CONFIG = 8
-_USE = "DescribeConfigs and IncrementalAlterConfigs of groups with each resource's answer"
 # The broker refused the change as asked: no retry helps.
 REJECTIONS = frozenset({"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
                         "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
@@ -74,13 +70,6 @@ def _deadline(admin: ClusterAdmin) -> float:
     return retry.deadline_in(admin.kafka.request_timeout_ms / 1000)
 
 
-def _send(admin: ClusterAdmin, request: Any) -> tuple[Any, int]:
-    """`request` sent to any broker, again after a lost answer (`send_resending`): setting a
-    group's configs to the same values again changes nothing. Raises Unanswered."""
-    return send_resending(admin, lambda: send_to_node(admin.client, None, request, use=_USE),
-                          "a group config request")
-
-
 def list_groups(admin: ClusterAdmin) -> dict[str, tuple[str | None, str | None]]:
     """group -> (type, state) of every group of the cluster (ListGroups v5, every broker).
     Raises GroupsUnreadable when a broker answers below v5 (no type).
@@ -98,36 +87,25 @@ def list_groups(admin: ClusterAdmin) -> dict[str, tuple[str | None, str | None]]
     return found
 
 
-def member_counts(admin: ClusterAdmin, groups: Sequence[str]) -> dict[str, int]:
-    """group -> its members, for the classic `groups` DescribeGroups describes."""
-    if not groups:
-        return {}
-    described = retry.settle(lambda: admin.client.describe_groups(list(groups)),
-                             _deadline(admin), retriable)
-    return {g: len(d.get("members") or []) for g, d in described.items() if not d.get("error")}
+def listed_groups(admin: ClusterAdmin, only: Collection[str] | None = None
+                  ) -> dict[str, tuple[str | None, str | None, int | None]]:
+    """group -> (type, state, members) of the listed groups (of `only`, if given): members
+    0 when Empty, counted by DescribeGroups for a classic group, else None (not known)."""
+    listed = {g: found for g, found in list_groups(admin).items() if only is None or g in only}
+    asked = sorted(g for g, (kind, state) in listed.items() if kind == CLASSIC and state != EMPTY)
+    described = retry.settle(lambda: admin.client.describe_groups(asked), _deadline(admin),
+                             retriable) if asked else {}
+    counted = {g: len(d.get("members") or []) for g, d in described.items()
+               if not d.get("error")}
+    return {g: (kind, state, 0 if state == EMPTY else counted.get(g))
+            for g, (kind, state) in listed.items()}
 
 
 def group_configs(admin: ClusterAdmin, groups: Sequence[str], batch_size: int = 200
                   ) -> dict[str, dict[str, str]]:
     """group -> its own configs (set on the group resource; a group without any: {})."""
-    resource_cls = DescribeConfigsRequest.DescribeConfigsResource
-    found: dict[str, dict[str, str]] = {}
-    for start in range(0, len(groups), batch_size):
-        request = DescribeConfigsRequest(resources=[
-            resource_cls(resource_type=GROUP_RESOURCE, resource_name=g, configuration_keys=None)
-            for g in groups[start:start + batch_size]], include_synonyms=False)
-        try:
-            response, _ = _send(admin, request)
-        except Unanswered as lost:
-            raise lost.cause from None
-        for result in response.results:
-            if result.error_code:
-                raise GroupsUnreadable(admin.cluster.name, error_name(int(result.error_code)),
-                                       result.error_message)
-            found[result.resource_name] = {
-                c.name: c.value for c in result.configs
-                if int(c.config_source) == DYNAMIC_GROUP_CONFIG and c.value is not None}
-    return found
+    return read_configs(admin, GROUP_RESOURCE, groups, DYNAMIC_GROUP_CONFIG, lambda error, said:
+                        GroupsUnreadable(admin.cluster.name, error, said), batch_size)
 
 
 def configured_groups(admin: ClusterAdmin) -> list[str]:
@@ -144,53 +122,13 @@ def read_groups(admin: ClusterAdmin, batch_size: int = 200) -> dict[str, LiveGro
     """Every live group of the cluster, with its type, state, members and own configs; a
     group id with configs and no group (no consumer used it yet, or it was deleted) has
     type and state None."""
-    listed = list_groups(admin)
-    counted = member_counts(admin, sorted(g for g, (kind, state) in listed.items()
-                                          if kind == CLASSIC and state != EMPTY))
+    listed = listed_groups(admin)
     configs = group_configs(admin, sorted({*listed, *configured_groups(admin)}), batch_size)
     found = {}
     for g in sorted({*listed, *(g for g, c in configs.items() if c)}):
-        kind, state = listed.get(g, (None, None))
-        found[g] = LiveGroup(kind, state, 0 if state == EMPTY else counted.get(g),
-                             configs.get(g, {}))
+        kind, state, members = listed.get(g, (None, None, None))
+        found[g] = LiveGroup(kind, state, members, configs.get(g, {}))
     return found
-
-
-def _answer(code: int, message: str | None, attempts: int = 1) -> dict[str, Any]:
-    return {"error_code": code, "error_name": error_name(code),
-            "error_message": message or None, "attempts": attempts}
-
-
-def alter_group_configs(admin: ClusterAdmin, changes: Sequence[tuple[str, Mapping[str, str]]],
-                        validate_only: bool, batch_size: int,
-                        sent: Callable[[Sequence[str]], None] = lambda _: None
-                        ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(group, answer) for each (group, configs to set), `batch_size` groups a request; a
-    group's configs are set together or not at all. `sent` is told of each request's
-    groups just before it goes."""
-    resource_cls = IncrementalAlterConfigsRequest.AlterConfigsResource
-    config_cls = resource_cls.AlterableConfig
-    for start in range(0, len(changes), batch_size):
-        batch = changes[start:start + batch_size]
-        request = IncrementalAlterConfigsRequest(resources=[resource_cls(
-            resource_type=GROUP_RESOURCE, resource_name=group,
-            configs=[config_cls(name=k, config_operation=names.CONFIG_OPS[names.SET], value=v)
-                     for k, v in sorted(configs.items())]) for group, configs in batch],
-            validate_only=validate_only)
-        sent([g for g, _ in batch])
-        try:
-            response, sends = _send(admin, request)
-        except Unanswered as lost:
-            gone = type(lost.cause).__name__
-            for group, _ in batch:
-                yield group, {**_answer(-1, f"no answer within kafka.request_timeout_ms "
-                                            f"({gone})", lost.sends), "error_name": gone}
-            continue
-        answers = {r.resource_name: r for r in response.responses}
-        for group, _ in batch:
-            r = answers.get(group)
-            yield group, (_answer(-1, "the broker's response did not answer this group", sends)
-                          if r is None else _answer(int(r.error_code), r.error_message, sends))
 
 
 def delete_groups(admin: ClusterAdmin, groups: Sequence[str], batch_size: int,
@@ -205,7 +143,7 @@ def delete_groups(admin: ClusterAdmin, groups: Sequence[str], batch_size: int,
             said = answers.get(group)
             code = (-1 if said is None else 0 if said == "OK"
                     else int(getattr(Errors, said, Errors.UnknownError).errno))
-            yield group, _answer(code, None if code != -1 else "no answer for this group")
+            yield group, answer(code, None if code != -1 else "no answer for this group")
 
 
 def outcome(action_removes: bool, validate_only: bool, answer: Mapping[str, Any]) -> str:
@@ -217,6 +155,23 @@ def outcome(action_removes: bool, validate_only: bool, answer: Mapping[str, Any]
     if error in REJECTIONS:
         return names.REJECTED
     return names.FAILED if validate_only or answer["attempts"] == 0 else names.UNKNOWN
+
+
+def _each_cluster(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
+                  kafka: KafkaConf, read: Callable[[ClusterAdmin], T],
+                  unread: Callable[[tuple[str, str]], T]) -> dict[str, T]:
+    """cluster -> `read` of its admin (from the driver), or `unread` of why its groups could
+    not be read (error name, message)."""
+    found: dict[str, T] = {}
+    for cluster in clusters:
+        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
+            try:
+                found[cluster.name] = read(admin)
+            except GroupsUnreadable as exc:
+                found[cluster.name] = unread((exc.error_name, str(exc)))
+            except Errors.KafkaError as exc:
+                found[cluster.name] = unread((type(exc).__name__, str(exc)))
+    return found
 
 
 @dataclass(frozen=True)
@@ -231,16 +186,8 @@ def group_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Cred
                  kafka: KafkaConf, batch_size: int = 200) -> dict[str, ClusterGroups]:
     """Every cluster's live groups (from the driver); a cluster whose groups cannot be read
     has its problem instead."""
-    found: dict[str, ClusterGroups] = {}
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            try:
-                found[cluster.name] = ClusterGroups(read_groups(admin, batch_size))
-            except GroupsUnreadable as exc:
-                found[cluster.name] = ClusterGroups({}, (exc.error_name, str(exc)))
-            except Errors.KafkaError as exc:
-                found[cluster.name] = ClusterGroups({}, (type(exc).__name__, str(exc)))
-    return found
+    return _each_cluster(clusters, credentials, kafka, lambda admin: ClusterGroups(
+        read_groups(admin, batch_size)), lambda problem: ClusterGroups({}, problem))
 
 
 @dataclass(frozen=True)
@@ -253,37 +200,6 @@ class ClusterOffsets:
     problem: tuple[str, str] | None = None
 
 
-def _committed(admin: ClusterAdmin, groups: Sequence[str]
-               ) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, str]]:
-    """group -> its committed offsets, and group -> why they could not be read: one OffsetFetch
-    per coordinator for every group; when that answer fails (kafka-python raises on any
-    group's error), each group is asked alone."""
-    deadline = _deadline(admin)
-
-    def fetch(asked: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
-        # A coordinator still reading __consumer_offsets is asked again (as
-        # `ClusterAdmin.committed_offsets` does).
-        answers = retry.settle(lambda: admin.client.list_group_offsets(list(asked)), deadline,
-                               lambda exc: isinstance(exc, Errors.CoordinatorLoadInProgressError))
-        return {g: {(tp.topic, tp.partition): int(m.offset) for tp, m in found.items()
-                    if m.offset is not None and m.offset >= 0} for g, found in answers.items()}
-
-    if not groups:
-        return {}, {}
-    try:
-        return fetch(groups), {}
-    except Errors.KafkaError:
-        pass
-    found: dict[str, dict[tuple[str, int], int]] = {}
-    unread: dict[str, str] = {}
-    for group in groups:
-        try:
-            found.update(fetch([group]))
-        except Errors.KafkaError as exc:
-            unread[group] = f"committed offsets not read: {type(exc).__name__}"
-    return found, unread
-
-
 def _cluster_offsets(admin: ClusterAdmin, recorded: Collection[str]) -> ClusterOffsets:
     """Every group's type, state, members and committed offsets (a share group's are not read
     by OffsetFetch: none), the log end offset of each partition committed on (one ListOffsets
@@ -291,11 +207,9 @@ def _cluster_offsets(admin: ClusterAdmin, recorded: Collection[str]) -> ClusterO
     inventory rows) as the cluster has them now. A group whose offsets could not be read has
     one row, topic null, with why."""
     cluster = admin.cluster.name
-    listed = list_groups(admin)
-    counted = member_counts(admin, sorted(g for g, (kind, state) in listed.items()
-                                          if kind == CLASSIC and state != EMPTY))
-    committed, unread = _committed(admin, sorted(g for g, (kind, _) in listed.items()
-                                                 if kind != SHARE))
+    listed = listed_groups(admin)
+    committed, unread = group_committed_offsets(
+        admin, sorted(g for g, (kind, _, _) in listed.items() if kind != SHARE))
     names = sorted({t for found in committed.values() for t, _ in found} | set(recorded))
     # An absent topic has no row; one the broker would not describe keeps its error.
     seen = {t.name: t for chunk in described(admin, names) for t in chunk}
@@ -304,8 +218,7 @@ def _cluster_offsets(admin: ClusterAdmin, recorded: Collection[str]) -> ClusterO
               if tp[0] in now and tp[1] < (now[tp[0]].partitions or 0)}
     ends, failure = latest_offsets(admin, wanted)
     offsets: list[tuple[Any, ...]] = []
-    for group, (kind, state) in sorted(listed.items()):
-        members = 0 if state == EMPTY else counted.get(group)
+    for group, (kind, state, members) in sorted(listed.items()):
         found = committed.get(group, {})
         for (topic, partition), offset in sorted(found.items()):
             end = ends.get((topic, partition))
@@ -325,13 +238,5 @@ def group_offsets(clusters: Sequence[ClusterConf], credentials: Mapping[str, Cre
     """Every cluster's groups' committed offsets and lag (from the driver; `recorded`: per
     cluster, the topics the groups' earlier inventory rows name); a cluster whose groups
     cannot be read has its problem instead."""
-    found: dict[str, ClusterOffsets] = {}
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            try:
-                found[cluster.name] = _cluster_offsets(admin, recorded.get(cluster.name, ()))
-            except GroupsUnreadable as exc:
-                found[cluster.name] = ClusterOffsets([], [], (exc.error_name, str(exc)))
-            except Errors.KafkaError as exc:
-                found[cluster.name] = ClusterOffsets([], [], (type(exc).__name__, str(exc)))
-    return found
+    return _each_cluster(clusters, credentials, kafka, lambda admin: _cluster_offsets(
+        admin, recorded.get(admin.cluster.name, ())), lambda p: ClusterOffsets([], [], p))

@@ -19,12 +19,7 @@ import datetime as dt
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from provisioning.kinds.groups.names import (
-    DELETED_TOPIC,
-    EMPTY,
-    LIVE_TOPIC,
-    RECREATED_TOPIC,
-)
+from provisioning.kinds.groups.names import DELETED_TOPIC, EMPTY, LIVE_TOPIC, RECREATED_TOPIC
 from schemas import column_names
 from schemas.groups import GROUP_INVENTORY
 

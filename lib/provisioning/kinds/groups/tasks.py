@@ -1,12 +1,8 @@
-"""Consumer groups, one cluster's rows at a time: the validateOnly pass, the changes and the
-read-back; rows in, one GROUP_RESULT row per group out, through `for_each_cluster` (a group
-whose request may have been sent is `unknown` on an error of this side, never `failed`).
-
-Rows are mappings with `cluster`, `group`, `action` (ALTER or DELETE) and `changed` (the
-configs an ALTER sets). DeleteGroups has no validateOnly: a DELETE is validated by reading
-the group's state and members again, and refused while it has any.
+"""Consumer groups, one cluster's rows at a time (`for_each_cluster`): the validateOnly
+pass, the changes and the read-back of rows with `cluster`, `group`, `action` (ALTER or
+DELETE) and `changed`; one GROUP_RESULT row per group. DeleteGroups has no validateOnly: a
+DELETE is validated by reading the group's state and members again, refused while it has any.
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
@@ -14,22 +10,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
+from provisioning.kafka.resources import set_configs
 from provisioning.kafka.tasks.common import KeyedResults, Result, Row, Sent
-from provisioning.kinds.groups.names import (
-    ALTER,
-    ALTERED,
-    CLASSIC,
-    DELETE,
-    DELETED,
-    EMPTY,
-    MEMBERLESS,
-)
+from provisioning.kinds.groups.names import ALTER, ALTERED, DELETE, DELETED, MEMBERLESS
 from provisioning.kinds.groups.requests import (
-    alter_group_configs,
+    GROUP_RESOURCE,
     delete_groups,
     group_configs,
     list_groups,
-    member_counts,
+    listed_groups,
     outcome,
 )
 from schemas.groups import GROUP_KEY, GROUP_RESULT
@@ -59,14 +48,10 @@ def group_results(rows: Iterable[Row], clusters: Mapping[str, ClusterConf],
 def in_use(admin: ClusterAdmin, groups: list[str]) -> dict[str, str]:
     """group -> why it may not be deleted now (it has members, as ListGroups and
     DescribeGroups say), for those of `groups` that may not."""
-    listed = list_groups(admin)
-    counted = member_counts(admin, [g for g in groups if g in listed
-                                    and listed[g] != (CLASSIC, EMPTY)
-                                    and listed[g][0] == CLASSIC])
+    listed = listed_groups(admin, groups)
     found = {}
     for group in groups:
-        kind, state = listed.get(group, (None, None))
-        members = 0 if state == EMPTY else counted.get(group)
+        kind, state, members = listed.get(group, (None, None, None))
         if kind is not None and (state not in MEMBERLESS or (members or 0) > 0):
             found[group] = (f"group {group}: it has "
                             f"{'an unknown number of' if members is None else members} "
@@ -82,9 +67,10 @@ def change_part(admin: ClusterAdmin, part: list[Row], sent: Sent, validate_only:
     alters = [r for r in part if r["action"] == ALTER]
     deletes = [r for r in part if r["action"] == DELETE]
     by_group = {r["group"]: r for r in alters}
-    answers = alter_group_configs(
-        admin, [(r["group"], dict(r["changed"] or {})) for r in alters], validate_only,
-        batch_size, sent=lambda gs: sent.mark((admin.cluster.name, g) for g in gs))
+    answers = set_configs(
+        admin, GROUP_RESOURCE, [(r["group"], dict(r["changed"] or {})) for r in alters],
+        validate_only, batch_size, lambda gs: sent.mark((admin.cluster.name, g) for g in gs),
+        noun="group")
     for group, answer in answers:
         yield group_result(by_group[group], phase, outcome(False, validate_only, answer),
                            **answer)

@@ -47,6 +47,7 @@ from provisioning.transforms.validation import (
     cluster_reasons,
     is_valid,
     reason_when,
+    unnamed,
     with_copies_refused,
     with_reasons,
 )
@@ -193,10 +194,7 @@ def _listed_rows(desired: DataFrame, live: DataFrame) -> DataFrame:
 
 
 def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -> DataFrame:
-    named = desired.select(*KEY).alias("n")
-    unlisted = _live(live).alias("l").join(
-        named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
-        how="left_anti")
+    unlisted = unnamed(_live(live), desired, KEY)
     guarded = (desired.where(~is_valid()).select("cluster", "user").distinct()
                .withColumn("_guarded", F.lit(True)))
     facts = unlisted.join(guarded, on=["cluster", "user"], how="left")
@@ -229,10 +227,7 @@ def plan_users(desired: DataFrame, live: DataFrame, remove_unlisted: bool) -> Da
 def unmanaged_users(live: DataFrame, desired: DataFrame) -> DataFrame:
     """The USER_LIVE rows no valid USER_DESIRED row names (what `report --unmanaged-users`
     lists, `check` reports and `import --users` writes)."""
-    named = desired.where(is_valid()).select(*KEY).alias("n")
-    return _live(live).alias("l").join(
-        named, on=[F.col(f"l.{c}").eqNullSafe(F.col(f"n.{c}")) for c in KEY],
-        how="left_anti").select(*column_names(USER_LIVE))
+    return unnamed(_live(live), desired.where(is_valid()), KEY).select(*column_names(USER_LIVE))
 
 
 def user_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:
