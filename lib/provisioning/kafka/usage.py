@@ -126,7 +126,7 @@ def _committed(admin: ClusterAdmin
 
 
 def group_committed_offsets(admin: ClusterAdmin, groups: Sequence[str]
-               ) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, str]]:
+                            ) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, str]]:
     """group -> its committed offsets, and group -> why they could not be read (the group
     inventory's): one OffsetFetch per coordinator for every group; when that answer fails
     (kafka-python raises on any group's error), each group is asked alone."""

@@ -25,7 +25,6 @@ def reason_when(condition: Column, message: Column | str) -> Column:
     return F.when(condition, message if isinstance(message, Column) else F.lit(message))
 
 
-
 def is_valid() -> Column:
     """The row has no reason against it (`row_errors` empty or null)."""
     return F.coalesce(F.size("row_errors") == 0, F.lit(True))
@@ -34,8 +33,7 @@ def is_valid() -> Column:
 def with_reasons(df: DataFrame, checks: Sequence[Column]) -> DataFrame:
     """`df` with the non-null `checks` appended to its `row_errors`; spelled as a two-way
     split, as concat over coalesce would make the column non-nullable."""
-    reasons = F.filter(F.array(*checks), lambda r: r.isNotNull())
-    current = F.col("row_errors")
+    reasons, current = _reasons(*checks), F.col("row_errors")
     return df.withColumn("row_errors", F.when(current.isNull(), reasons)
                          .otherwise(F.concat(current, reasons)))
 
