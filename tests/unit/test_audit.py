@@ -7,7 +7,9 @@ from typing import Any
 
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from provisioning.run.summary import counted_and_listed
 from provisioning.transforms.audit import final_rows, plan_audit, result_audit
 from schemas import TOPIC_RESULT
 from tests.builders import audit_df, plan_df, rows_df, violation
@@ -140,3 +142,27 @@ def test_an_alter_that_moves_replicas_ends_with_its_alter_and_its_moves(
     assert_df_equality(final_rows(audit_df(spark, rows)),
                        audit_df(spark, [rows[2], rows[4], rows[8]]),
                        ignore_row_order=True, ignore_nullable=True)
+
+
+def test_final_rows_are_counted_and_listed_in_order_by_one_query(spark: SparkSession) -> None:
+    final = spark.createDataFrame(
+        [("c2", f"t{i:02d}", "ALTER", "verify", "altered" if i % 3 else "failed")
+         for i in range(12)]
+        + [("c1", "z", "NOOP", "plan", "already_present"), (None, None, "CREATE", "plan",
+                                                            "rejected")],
+        "cluster string, topic string, action string, phase string, outcome string",
+    ).repartition(4)
+    listed = (final.where(F.col("outcome") != "already_present")
+              .orderBy(F.col("cluster").asc_nulls_first(), "topic").select("cluster", "topic"))
+    grouped, shown = counted_and_listed(final, listed, 5)
+    assert sorted(map(tuple, grouped), key=repr) == sorted([
+        ("c2", "ALTER", "verify", "altered", 8), ("c2", "ALTER", "verify", "failed", 4),
+        ("c1", "NOOP", "plan", "already_present", 1), (None, "CREATE", "plan", "rejected", 1),
+    ], key=repr)
+    assert {tuple(r.asDict()) for r in grouped} == {("cluster", "action", "phase",
+                                                     "outcome", "n")}
+    assert [tuple(r) for r in shown] == [(None, None), ("c2", "t00"), ("c2", "t01"),
+                                         ("c2", "t02"), ("c2", "t03")]
+    counted, none = counted_and_listed(final, None, 5)
+    assert (sorted(map(tuple, counted), key=repr), none) == (sorted(map(tuple, grouped),
+                                                                    key=repr), [])

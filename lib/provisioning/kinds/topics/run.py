@@ -100,11 +100,10 @@ class TopicsKind(RunKind):
                   for (c, a, o), n in topics.counts.items()]
                  if len(rows) == 1 else None)
         listed_extra = [c for e in extensions for c in e.listed_columns]
-        summary, _ = summarize(rows, getattr(options, "listing_limit", 500),
-                               deletes_allowed=apply is None or apply.allows(DELETES),
-                               alters_allowed=apply is None or apply.allows(ALTER),
-                               final_counts=known, listed_extra=listed_extra)
-        return summary
+        return summarize(rows, getattr(options, "listing_limit", 500),
+                         deletes_allowed=apply is None or apply.allows(DELETES),
+                         alters_allowed=apply is None or apply.allows(ALTER),
+                         final_counts=known, listed_extra=listed_extra)
 
     def complete(self, state: RunState, summary: Any) -> None:
         summary.unmanaged = dict(sorted((state.of(TopicState).unmanaged or {}).items()))

@@ -7,11 +7,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.kinds.topics.results import TopicsSummary
+from provisioning.run.summary import by_cluster_and_action, counted_and_listed, tally
 from provisioning.transforms.audit import final_rows
 
 # The columns of a listed topic (views.plan_text renders them).
@@ -23,18 +24,14 @@ LISTED_COLUMNS = ("cluster", "topic", "action", "phase", "outcome", "error_name"
                   "before_partitions", "before_configs", "config_ops")
 
 
-def _nulls_first(value: Any) -> tuple[bool, Any]:
-    return (value is not None, value if value is not None else "")
-
-
 def summarize(audit_rows: Sequence[DataFrame], listing_limit: int,
               deletes_allowed: bool, alters_allowed: bool = True,
               final_counts: Sequence[Mapping[str, Any]] | None = None,
-              listed_extra: Sequence[str] = ()) -> tuple[TopicsSummary, DataFrame | None]:
-    """The run's topics summary from every topic AUDIT row it recorded (the final rows
-    computed once, then counted and the first `listing_limit` topics that are not simply
-    settled listed; no Spark job when the counts are known and every topic is settled), and
-    the final rows counted (None when `final_counts` served).
+              listed_extra: Sequence[str] = ()) -> TopicsSummary:
+    """The run's topics summary from every topic AUDIT row it recorded: the final rows
+    counted and the first `listing_limit` topics that are not simply settled listed, in one
+    Spark job (`run.summary.counted_and_listed`); none when the counts are known and every
+    topic is settled.
 
     deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
       counted as not made); True otherwise.
@@ -46,41 +43,30 @@ def summarize(audit_rows: Sequence[DataFrame], listing_limit: int,
     """
     every = functools.reduce(DataFrame.unionByName, audit_rows)
     final = final_rows(every)
-    if final_counts is None:
-        # Computed once (each phase's rows join its results with the plan): the counts
-        # and the listing both read it.
-        final = final.localCheckpoint(eager=True)
-    grouped = final_counts if final_counts is not None else (
-        final.groupBy("cluster", "action", "phase", "outcome")
-        .agg(F.count(F.lit(1)).alias("n")).collect())
-    counts: dict[str, int] = {}
-    actions: dict[tuple[Any, Any], int] = {}
-    deletes_not_allowed = alters_not_allowed = 0
-    for r in grouped:
-        n = int(r["n"])
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
-        key = (r["cluster"], r["action"])
-        actions[key] = actions.get(key, 0) + n
-        if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED
-                and r["action"] == names.DELETE):
-            deletes_not_allowed += n
-        if (not alters_allowed and r["phase"] == names.VALIDATE
-                and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
-            alters_not_allowed += n
-    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
     listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
               .orderBy("cluster", "topic")
-              .select(*LISTED_COLUMNS, *[c for c in listed_extra if c not in LISTED_COLUMNS])
-              .limit(listing_limit).collect()) if total else []
+              .select(*LISTED_COLUMNS, *[c for c in listed_extra if c not in LISTED_COLUMNS]))
+    grouped: Sequence[Row | Mapping[str, Any]]
+    if final_counts is None:
+        grouped, shown = counted_and_listed(final, listed, listing_limit)
+    else:
+        grouped, shown = final_counts, []
+    counts, actions, total = tally(grouped)
+    if final_counts is not None and total:
+        shown = listed.limit(listing_limit).collect()
+    deletes_not_allowed = alters_not_allowed = 0
+    for r in grouped:
+        if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED
+                and r["action"] == names.DELETE):
+            deletes_not_allowed += int(r["n"])
+        if (not alters_allowed and r["phase"] == names.VALIDATE
+                and r["outcome"] == names.VALIDATED and r["action"] == names.ALTER):
+            alters_not_allowed += int(r["n"])
     return TopicsSummary(
         counts=counts,
-        actions=[{"cluster": c, "action": a, "topics": n} for (c, a), n in
-                 sorted(actions.items(), key=lambda i: (_nulls_first(i[0][0]),
-                                                        _nulls_first(i[0][1])))],
-        topics=[r.asDict(recursive=True) for r in listed],
-        topics_not_listed=max(0, total - len(listed)),
+        actions=by_cluster_and_action(actions, "topics"),
+        topics=[r.asDict(recursive=True) for r in shown],
+        topics_not_listed=max(0, total - len(shown)),
         deletes_not_allowed=deletes_not_allowed,
         alters_not_allowed=alters_not_allowed,
-    ), (None if final_counts is not None else final)
-
-
+    )

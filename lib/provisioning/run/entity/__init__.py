@@ -58,6 +58,7 @@ from provisioning.run.kind import (
 )
 from provisioning.run.options import ApplyOptions
 from provisioning.run.state import KindState, RunState
+from provisioning.run.summary import by_cluster_and_action, counted_and_listed, tally
 from provisioning.transforms.entity import EntityModel
 
 # The columns of a listed entity (beside its audit struct's fields and its text).
@@ -302,36 +303,21 @@ def summarize(kind: EntityRunKind, audit_rows: Sequence[DataFrame], listing_limi
       or planned removals are counted as not made).
     """
     model, nouns = kind.model, kind.model.nouns
-    rows = functools.reduce(DataFrame.unionByName, audit_rows)
-    final = model.final_rows(rows).localCheckpoint(eager=True)
-    grouped = (final.groupBy("cluster", "action", "phase", "outcome")
-               .agg(F.count(F.lit(1)).alias("n")).collect())
-    counts: dict[str, int] = {}
-    actions: dict[tuple[Any, Any], int] = {}
-    not_allowed = 0
-    for r in grouped:
-        n = int(r["n"])
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + n
-        actions[(r["cluster"], r["action"])] = actions.get((r["cluster"], r["action"]), 0) + n
-        if (not removals_allowed and r["action"] in model.flagged
-                and (r["phase"], r["outcome"]) in ((names.VALIDATE, names.VALIDATED),
-                                                   (names.PLAN, names.PLANNED))):
-            not_allowed += n
-    total = sum(n for outcome, n in counts.items() if outcome not in names.SETTLED)
-    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
-              .select(*LISTED_COLUMNS, f"{model.column}.*")
-              .withColumn(model.text_column, model.text())
-              .orderBy(*model.listing_order).limit(listing_limit).collect()) if total else []
-
-    def nulls_first(value: Any) -> tuple[bool, Any]:
-        return (value is not None, value if value is not None else "")
-
+    final = model.final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
+    grouped, listed = counted_and_listed(
+        final, final.where(~F.col("outcome").isin(*names.SETTLED))
+        .select(*LISTED_COLUMNS, f"{model.column}.*")
+        .withColumn(model.text_column, model.text())
+        .orderBy(*model.listing_order), listing_limit)
+    counts, actions, total = tally(grouped)
+    not_allowed = sum(int(r["n"]) for r in grouped
+                      if not removals_allowed and r["action"] in model.flagged
+                      and (r["phase"], r["outcome"]) in ((names.VALIDATE, names.VALIDATED),
+                                                         (names.PLAN, names.PLANNED)))
     return EntitySummary(
         kind=nouns.name, many=nouns.many, removals_key=kind.summary_keys[0],
         problems_key=kind.summary_keys[1], counts=counts,
-        actions=[{"cluster": c, "action": a, nouns.many: n} for (c, a), n in
-                 sorted(actions.items(), key=lambda i: (nulls_first(i[0][0]),
-                                                        nulls_first(i[0][1])))],
+        actions=by_cluster_and_action(actions, nouns.many),
         listed=[r.asDict(recursive=True) for r in listed],
         not_listed=max(0, total - len(listed)),
         removals_not_allowed=not_allowed)
