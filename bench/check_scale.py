@@ -24,7 +24,9 @@ Measured, each from launching the process to its exit:
 `--connect-only` leaves the cold runs out; `--tree` measures another checkout's job (an
 older commit's, for a before-and-after) on the same kind of broker, topics and server.
 Each job run's steps (the engine's "step NAME: Ns" lines) are kept beside its time: where
-the time goes.
+the time goes. One more connect run with `--profile`, left out of the medians, gives its
+requests to the Spark Connect server by kind and its Delta commits by table
+(`connect_round_trips`); older checkouts without request counts give its steps only.
 Nothing asserts a time; the machine's load is recorded beside each figure.
 """
 
@@ -83,9 +85,9 @@ def write_manifest(work: Path, names: list[str]) -> Path:
 
 
 def run_check(work: Path, conf: Path, spark_args: list[str], name: str,
-              tree: Path = REPO) -> dict[str, Any]:
+              tree: Path = REPO, profiled: bool = False) -> dict[str, Any]:
     cmd = [str(tree / SUBMIT.relative_to(REPO)), *spark_args, str(tree / JOB.relative_to(REPO)),
-           "check", "--conf", str(conf), "--json"]
+           "check", "--conf", str(conf), "--json", *(["--profile"] if profiled else [])]
     load = os.getloadavg()[0]
     launched = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200, cwd=work)
@@ -100,7 +102,18 @@ def run_check(work: Path, conf: Path, spark_args: list[str], name: str,
         steps[step] = steps.get(step, 0.0) + float(took)
     return {"seconds": seconds, "exit_code": proc.returncode, "counts": doc.get("counts"),
             "violations": len(doc.get("violations") or []), "load_1m": load,
-            "steps": steps, "command": " ".join(cmd)}
+            "steps": steps, "command": " ".join(cmd), "profile": doc.get("profile")}
+
+
+def round_trips(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A profiled run's requests to the Spark Connect server by kind and Delta commits by
+    table (the totals of its `--profile`)."""
+    if not profile:
+        return None
+    totals = profile["totals"]
+    return {"server_requests": {k["name"]: k["count"]
+                                for k in totals["server_requests"]["by_kind"]},
+            "commits": {c["name"]: c["count"] for c in totals["commits"]}}
 
 
 def run_topicctl(binary: Path, work: Path, bootstrap: str, topics: int) -> dict[str, Any]:
@@ -170,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
                     for i in range(args.reps)]
         result.update(no_usage=no_usage,
                       no_usage_median=statistics.median(r["seconds"] for r in no_usage))
-        result.update(connect=connect,
+        # One more run with --profile (left out of the medians: the profile costs a little),
+        # for its requests to the server and its commits.
+        profiled = run_check(work, conf, remote, "connect-profiled", tree, profiled=True)
+        result.update(connect=connect, connect_profiled=profiled,
+                      connect_round_trips=round_trips(profiled["profile"]),
                       connect_first=connect[0]["seconds"],
                       connect_median=statistics.median(r["seconds"] for r in connect[1:]))
         if args.topicctl is not None:
