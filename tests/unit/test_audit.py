@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from chispa import assert_df_equality
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from provisioning.run.summary import counted_and_listed
@@ -144,7 +144,8 @@ def test_an_alter_that_moves_replicas_ends_with_its_alter_and_its_moves(
                        ignore_row_order=True, ignore_nullable=True)
 
 
-def test_final_rows_are_counted_and_listed_in_order_by_one_query(spark: SparkSession) -> None:
+def test_final_rows_are_counted_and_the_unsettled_listed_in_order(
+        spark: SparkSession) -> None:
     final = spark.createDataFrame(
         [("c2", f"t{i:02d}", "ALTER", "verify", "altered" if i % 3 else "failed")
          for i in range(12)]
@@ -152,8 +153,11 @@ def test_final_rows_are_counted_and_listed_in_order_by_one_query(spark: SparkSes
                                                             "rejected")],
         "cluster string, topic string, action string, phase string, outcome string",
     ).repartition(4)
-    listed = (final.where(F.col("outcome") != "already_present")
-              .orderBy(F.col("cluster").asc_nulls_first(), "topic").select("cluster", "topic"))
+
+    def listed(rows: DataFrame) -> DataFrame:
+        return (rows.where(F.col("outcome") != "already_present")
+                .orderBy(F.col("cluster").asc_nulls_first(), "topic").select("cluster", "topic"))
+
     grouped, shown = counted_and_listed(final, listed, 5)
     assert sorted(map(tuple, grouped), key=repr) == sorted([
         ("c2", "ALTER", "verify", "altered", 8), ("c2", "ALTER", "verify", "failed", 4),
@@ -166,3 +170,7 @@ def test_final_rows_are_counted_and_listed_in_order_by_one_query(spark: SparkSes
     counted, none = counted_and_listed(final, None, 5)
     assert (sorted(map(tuple, counted), key=repr), none) == (sorted(map(tuple, grouped),
                                                                     key=repr), [])
+    settled = final.where(F.col("outcome") == "already_present")
+    assert [tuple(r) for r in counted_and_listed(settled, listed, 5)[0]] == [
+        ("c1", "NOOP", "plan", "already_present", 1)]
+    assert counted_and_listed(settled, listed, 5)[1] == []

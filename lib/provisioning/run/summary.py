@@ -1,10 +1,10 @@
 """The run's result: every kind's typed summary (`RunKind.summary`), and its plan counted
 per kind, cluster, action and plan outcome for the runs row; what every kind's summary is
-made of (`counted_and_listed`, `tally`)."""
+made of (`counted_and_listed`, `tally`, `by_cluster_and_action`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, Row
@@ -18,8 +18,6 @@ from provisioning.run.state import RunState
 
 # The columns a kind's final rows are counted by (`counted_and_listed`).
 COUNTED_BY = ("cluster", "action", "phase", "outcome")
-# Marks a row of `counted_and_listed`'s one query: a count, or a listed row.
-_COUNT = "_counted"
 
 
 def summarize(ctx: RunContext, state: RunState, kinds: Sequence[RunKind]) -> RunResult:
@@ -35,22 +33,21 @@ def summarize(ctx: RunContext, state: RunState, kinds: Sequence[RunKind]) -> Run
                      summaries={kind.name: kind.summary(ctx, state) for kind in kinds})
 
 
-def counted_and_listed(final: DataFrame, listed: DataFrame | None, limit: int
-                       ) -> tuple[list[Row], list[Row]]:
-    """In one Spark job: a kind's `final` rows counted per cluster, action, phase and
-    outcome (rows with `n`), and the first `limit` rows of `listed` (what the kind lists
-    of them, in its order; None: nothing listed). The two are one query (the counts, then
-    the ordered listing after them), so the final rows are neither pinned nor asked for
-    twice."""
-    counts = (final.groupBy(*COUNTED_BY).agg(F.count(F.lit(1)).alias("n"))
-              .withColumn(_COUNT, F.lit(True)))
-    if listed is None:
-        return counts.drop(_COUNT).collect(), []
-    shown = listed.limit(limit).withColumn(_COUNT, F.lit(False))
-    rows = counts.unionByName(shown, allowMissingColumns=True).collect()
-    own = [c for c in listed.columns]
-    return ([Row(**{c: r[c] for c in (*COUNTED_BY, "n")}) for r in rows if r[_COUNT]],
-            [Row(**{c: r[c] for c in own}) for r in rows if not r[_COUNT]])
+def counted_and_listed(final: DataFrame, listed: Callable[[DataFrame], DataFrame] | None,
+                       limit: int) -> tuple[list[Row], list[Row]]:
+    """A kind's `final` rows counted per cluster, action, phase and outcome (rows with
+    `n`), and, when some are not simply settled, the first `limit` rows of what the kind
+    lists of them (`listed`, given the final rows: in its order; None lists nothing).
+
+    The final rows are computed once (each phase's rows join its results with the plan)
+    and pinned: the counts and the listing both read them. One query of both (the counts
+    and the listing as one union, nothing pinned) made a one-topic change's summary slower
+    (BENCHMARKS.md: tried and left out)."""
+    final = final.localCheckpoint(eager=True)
+    grouped = final.groupBy(*COUNTED_BY).agg(F.count(F.lit(1)).alias("n")).collect()
+    if listed is None or not tally(grouped)[2]:
+        return grouped, []
+    return grouped, listed(final).limit(limit).collect()
 
 
 def nulls_first(value: Any) -> tuple[bool, Any]:

@@ -29,8 +29,8 @@ def summarize(audit_rows: Sequence[DataFrame], listing_limit: int,
               final_counts: Sequence[Mapping[str, Any]] | None = None,
               listed_extra: Sequence[str] = ()) -> TopicsSummary:
     """The run's topics summary from every topic AUDIT row it recorded: the final rows
-    counted and the first `listing_limit` topics that are not simply settled listed, in one
-    Spark job (`run.summary.counted_and_listed`); none when the counts are known and every
+    counted and the first `listing_limit` topics that are not simply settled listed
+    (`run.summary.counted_and_listed`); no Spark job when the counts are known and every
     topic is settled.
 
     deletes_allowed: False for an apply without --allow-deletes (its planned deletions are
@@ -41,19 +41,21 @@ def summarize(audit_rows: Sequence[DataFrame], listing_limit: int,
       when the run knows them already (only its plan phase recorded rows).
     listed_extra: columns of a listed topic the kinds extending the topics' rows show.
     """
-    every = functools.reduce(DataFrame.unionByName, audit_rows)
-    final = final_rows(every)
-    listed = (final.where(~F.col("outcome").isin(*names.SETTLED))
-              .orderBy("cluster", "topic")
-              .select(*LISTED_COLUMNS, *[c for c in listed_extra if c not in LISTED_COLUMNS]))
+    final = final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
+
+    def listed(rows: DataFrame) -> DataFrame:
+        return (rows.where(~F.col("outcome").isin(*names.SETTLED))
+                .orderBy("cluster", "topic")
+                .select(*LISTED_COLUMNS, *[c for c in listed_extra if c not in LISTED_COLUMNS]))
+
     grouped: Sequence[Row | Mapping[str, Any]]
     if final_counts is None:
         grouped, shown = counted_and_listed(final, listed, listing_limit)
     else:
-        grouped, shown = final_counts, []
+        # No Spark job when every topic is settled.
+        grouped = final_counts
+        shown = listed(final).limit(listing_limit).collect() if tally(grouped)[2] else []
     counts, actions, total = tally(grouped)
-    if final_counts is not None and total:
-        shown = listed.limit(listing_limit).collect()
     deletes_not_allowed = alters_not_allowed = 0
     for r in grouped:
         if (not deletes_allowed and r["phase"] == names.PLAN and r["outcome"] == names.PLANNED

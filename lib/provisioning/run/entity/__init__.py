@@ -305,7 +305,7 @@ def summarize(kind: EntityRunKind, audit_rows: Sequence[DataFrame], listing_limi
     model, nouns = kind.model, kind.model.nouns
     final = model.final_rows(functools.reduce(DataFrame.unionByName, audit_rows))
     grouped, listed = counted_and_listed(
-        final, final.where(~F.col("outcome").isin(*names.SETTLED))
+        final, lambda rows: rows.where(~F.col("outcome").isin(*names.SETTLED))
         .select(*LISTED_COLUMNS, f"{model.column}.*")
         .withColumn(model.text_column, model.text())
         .orderBy(*model.listing_order), listing_limit)
