@@ -25,7 +25,7 @@ import tempfile
 import threading
 import uuid
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,7 +91,11 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
         log.info("the run is on the Spark Connect server at %s: the master %s that "
                  "spark-submit gave is not used", where, master)
     shared = _SESSION_PARAM not in remote
-    url = _with_session(remote, shared_session_id(remote, settings)) if shared else remote
+    # Made (or found, their content read and digested) once: the session's id and the
+    # artifacts shipped to it both name them.
+    zips = [package_zip(name) for name in SHIPPED_PACKAGES]
+    url = (_with_session(remote, shared_session_id(remote, settings, zips)) if shared
+           else remote)
     spark = open_session(url)
     try:
         try:
@@ -114,7 +118,7 @@ def connect_session(remote: str, app_name: str, settings: Mapping[str, str],
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         raise SparkUnreachable(f"cannot reach the Spark Connect server at {where}: "
                                f"{type(exc).__name__}: {first}") from exc
-    ship_code(spark, have)
+    ship_code(spark, have, zips)
     remember_settings(spark.client)  # type: ignore[attr-defined]
     # A shared session stays open on the server for the next run: only this client's
     # channel closes at exit, after the run's checkpointed data was released (each
@@ -164,15 +168,17 @@ def _with_session(remote: str, session_id: str) -> str:
 _SESSION_ID_DAYS = 2
 
 
-def shared_session_id(remote: str, settings: Mapping[str, str]) -> str:
+def shared_session_id(remote: str, settings: Mapping[str, str],
+                      zips: Sequence[Path] | None = None) -> str:
     """The id of the session that this user's runs on this machine, of this code, with these
     Spark settings, on this UTC day, share on the server at `remote`: a random UUID (version
     4), made by the first such run and kept in the user's private folder
     (`artifacts_dir`). Whoever knows a session's id can join it on the server, so it is
-    never derived from what another client can know."""
+    never derived from what another client can know. `zips`: SHIPPED_PACKAGES' zips
+    (`package_zip`), when made already."""
     digest = hashlib.sha256()
     for part in (remote.split(";", 1)[0], dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
-                 *(package_zip(name).name for name in SHIPPED_PACKAGES),
+                 *(z.name for z in (zips or [package_zip(n) for n in SHIPPED_PACKAGES])),
                  *(f"{k}={v}" for k, v in sorted(settings.items()))):
         digest.update(part.encode())
         digest.update(b"\0")
@@ -187,7 +193,7 @@ def shared_session_id(remote: str, settings: Mapping[str, str]) -> str:
             if uuid.UUID(found).version == 4:
                 return found
         kept.unlink()
-        return shared_session_id(remote, settings)
+        return shared_session_id(remote, settings, zips)
     with os.fdopen(fd, "w", encoding="ascii") as out:
         out.write(made)
     _forget_old_session_ids(folder)
@@ -288,15 +294,17 @@ def redact_remote(remote: str) -> str:
 SHIPPED_KEY = "spark.topic_provisioning.shipped"
 
 
-def ship_code(spark: SparkSession, have: Mapping[str, str] | None = None) -> None:
+def ship_code(spark: SparkSession, have: Mapping[str, str] | None = None,
+              zips: Sequence[Path] | None = None) -> None:
     """Add the packages the admin tasks import (SHIPPED_PACKAGES) to the Connect session as
     Python artifacts, once per session: the server's workers need only pyspark.
 
     have: the session's settings (`server_settings`), when read already: a session whose
       SHIPPED_KEY names these very zips (a shared one an earlier run gave them) is left as
-      it is."""
+      it is.
+    zips: SHIPPED_PACKAGES' zips (`package_zip`), when made already."""
     session_id = str(getattr(spark, "session_id", id(spark)))
-    zips = [package_zip(name) for name in SHIPPED_PACKAGES]
+    zips = list(zips or [package_zip(name) for name in SHIPPED_PACKAGES])
     marker = ",".join(z.name for z in zips)
     with _ship_lock:
         if session_id in _shipped:
