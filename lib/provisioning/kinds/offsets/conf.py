@@ -13,21 +13,34 @@ from provisioning.conf.policies import Custom
 from provisioning.kinds.offsets.names import NOUNS
 
 try:  # the loader's side only (conf.model says why)
-    from pydantic import Field
+    from pydantic import AfterValidator, Field
 
+    from provisioning.conf.keys import Flag
     from provisioning.conf.manifests import Text as Cell
 except ImportError:  # pragma: no cover
     if TYPE_CHECKING:
         raise
 
 
+def _not_on(value: bool) -> bool:
+    if value:
+        raise ValueError("offset resets remove nothing unlisted (a request names what it "
+                         "changes): leave the key out")
+    return value
+
+
 @dataclass(frozen=True)
 class OffsetsKeys(EntityKeys):
     """The `offsets` mapping: how offset reset requests are planned and sent (its
     `max_changes_per_cluster` caps the partitions reset or deleted on one cluster in one
-    run; `remove_unlisted` has no use here: a request names what it changes)."""
+    run). `remove_unlisted` has no use here (a request names what it changes): a conf that
+    turns it on is refused rather than left believing it does something."""
 
     __pydantic_config__ = STRICT
+    remove_unlisted: Annotated[Flag, AfterValidator(_not_on), Field(
+        description="Not used by offset resets: a request names what it changes, and "
+                    "nothing unlisted is removed. Only `false` is taken.",
+        json_schema_extra={"const": False})] = False
 
 
 @dataclass(frozen=True)
