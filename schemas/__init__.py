@@ -1,7 +1,8 @@
 """The shared table schemas of the project: manifests, snapshots, plan, audit, runs, locks,
 `check`'s violations and usage (`schemas.usage`). Each entity kind's own tables sit in its
-folder (`provisioning.kinds.<kind>.schema`); this package imports none of them, so a task
-that unpickles a kind's rows loads that kind's schema module alone.
+folder (`provisioning.kinds.<kind>.schema`); this module, `schemas.tables`, `schemas.check`
+and `schemas.usage` import none of them (only `schemas.audit` does), so a task that
+unpickles a kind's rows loads that kind's schema module alone.
 
 The audit table holds every kind's rows: its shared columns (`schemas.tables.AUDIT`), and
 each entity kind's own column (`AUDIT_COLUMN` of its schema module: the struct its rows
