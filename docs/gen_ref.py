@@ -3,8 +3,9 @@
 `docs/hooks.py` (a MkDocs hook) adds each page of `PAGES` to the site on every build, so
 the reference cannot drift from the code: the commands and options from the click
 commands, the conf keys from the conf's JSON Schema, the tables and columns from
-`schemas/`, and the job's vocabulary (exit codes, actions, outcomes, policies, `check`
-rules) from `provisioning.names`, the policy registry and `provisioning.errors`.
+`schemas/` and each kind's `schema.py`, and the job's vocabulary (exit codes, actions,
+outcomes, policies, `check` rules) from `provisioning.names`, the policy registry and
+`provisioning.errors`.
 
     python docs/gen_ref.py OUT_DIR     # writes the pages as files, to read them without MkDocs
 """
@@ -256,10 +257,12 @@ def conf_reference(schema: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- tables and columns (from schemas/) ------------------------------------------------------
+# -- tables and columns (from schemas/ and each kind's schema.py) ----------------------------
 
-SCHEMA_MODULES = ("schemas.tables", "schemas.acls", "schemas.quotas", "schemas.users",
-                  "schemas.groups", "schemas.offsets", "schemas.check", "schemas.usage")
+SCHEMA_MODULES = ("schemas.tables", "provisioning.kinds.acls.schema",
+                  "provisioning.kinds.quotas.schema", "provisioning.kinds.users.schema",
+                  "provisioning.kinds.groups.schema", "provisioning.kinds.offsets.schema",
+                  "schemas.check", "schemas.usage")
 _COLUMN = re.compile(r"""^\s*(?:\(|StructField\()\s*"(\w+)",""")
 
 
@@ -286,13 +289,13 @@ def _comments(source: str) -> tuple[dict[str, tuple[int, int, str]], dict[int, s
 
 
 def schema_tables() -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
-    """Every StructType of `schemas/` as (module, name, description, [(column, type,
-    meaning)]), in the order the modules define them. A column's meaning is the comment
-    above its line; a column a schema takes from another definition of its module (`*X.fields`,
-    `*_COLUMNS`) has the comment it has there."""
+    """Every StructType of `schemas/` and of the kinds' `schema.py` as (module, name,
+    description, [(column, type, meaning)]), in the order the modules define them. A
+    column's meaning is the comment above its line; a column a schema takes from another
+    definition of its module (`*X.fields`, `*_COLUMNS`) has the comment it has there."""
     from pyspark.sql.types import StructType
 
-    import schemas
+    from schemas.audit import AUDIT
 
     found: list[tuple[str, str, str, StructType]] = []
     sources: dict[str, tuple[dict[str, tuple[int, int, str]], dict[int, str], list[str]]] = {}
@@ -302,7 +305,7 @@ def schema_tables() -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
         assignments, columns = _comments(source)
         sources[name] = (assignments, columns, source.splitlines())
         # The audit table as the job writes it: with each registered kind's own column.
-        found += [(name, const, comment, schemas.AUDIT
+        found += [(name, const, comment, AUDIT
                    if (name, const) == ("schemas.tables", "AUDIT") else getattr(module, const))
                   for const, (_, _, comment) in assignments.items()
                   if isinstance(getattr(module, const, None), StructType)
@@ -347,13 +350,15 @@ def tables_reference() -> str:
     names = {const for _, const, _, _ in schema_tables()}
     lines = ["# Tables and columns", "",
              "Every table the job reads or writes, and every struct its columns hold, as "
-             "`schemas/` defines them. Every column is nullable: rows are checked as data, "
-             "not by the schema. A type in capitals is a struct of this page.", ""]
+             "`schemas/` and each kind's `schema.py` define them. Every column is nullable: "
+             "rows are checked as data, not by the schema. A type in capitals is a struct of "
+             "this page.", ""]
     module_titles = {"schemas.tables": "Topics, runs and shared structs",
-                     "schemas.acls": "ACL bindings", "schemas.quotas": "Client quotas",
-                     "schemas.users": "SCRAM credentials",
-                     "schemas.groups": "Consumer groups",
-                     "schemas.offsets": "Offset resets",
+                     "provisioning.kinds.acls.schema": "ACL bindings",
+                     "provisioning.kinds.quotas.schema": "Client quotas",
+                     "provisioning.kinds.users.schema": "SCRAM credentials",
+                     "provisioning.kinds.groups.schema": "Consumer groups",
+                     "provisioning.kinds.offsets.schema": "Offset resets",
                      "schemas.check": "`check`", "schemas.usage": "`check`'s usage"}
     current = None
     for module, const, comment, columns in schema_tables():

@@ -1,11 +1,13 @@
-"""Every table schema of the project: manifests, snapshots, plan, audit, runs, locks,
-`check`'s violations and usage (`schemas.usage`), and the entity kinds' own tables
-(`schemas.acls`, `schemas.quotas`, `schemas.users`, `schemas.groups`,
-`schemas.offsets`).
+"""The shared table schemas of the project: manifests, snapshots, plan, audit, runs, locks,
+`check`'s violations and usage (`schemas.usage`). Each entity kind's own tables sit in its
+folder (`provisioning.kinds.<kind>.schema`); this module, `schemas.tables`, `schemas.check`
+and `schemas.usage` import none of them (only `schemas.audit` does), so a task that
+unpickles a kind's rows loads that kind's schema module alone.
 
 The audit table holds every kind's rows: its shared columns (`schemas.tables.AUDIT`), and
 each entity kind's own column (`AUDIT_COLUMN` of its schema module: the struct its rows
-fill), appended in the registry's order (`with_kind_columns`).
+fill), appended in the registry's order (`with_kind_columns`; the table as the job writes
+it is `schemas.audit.AUDIT`).
 
 Readers, writers, transforms and test builders import these. A module that shows or
 sends a few columns of a table (a view, a request) names the ones it uses; none
@@ -17,17 +19,6 @@ from types import ModuleType
 
 from pyspark.sql.types import StructType
 
-from schemas import acls, groups, offsets, quotas, tables, users
-from schemas.acls import (
-    ACL_BINDING,
-    ACL_BINDING_STRUCT,
-    ACL_DESIRED,
-    ACL_MANIFEST,
-    ACL_PLAN,
-    ACL_RESULT,
-    ACL_SNAPSHOT,
-    BINDING_KEY,
-)
 from schemas.check import VIOLATIONS
 from schemas.tables import (
     CLUSTER_STATE,
@@ -64,19 +55,7 @@ def with_kind_columns(audit: StructType, kinds: Sequence[ModuleType]) -> StructT
     return StructType(columns)
 
 
-# One row per subject (a topic, or another kind's) per phase per run.
-AUDIT = with_kind_columns(tables.AUDIT, (acls, quotas, users, groups, offsets))
-
 __all__ = [
-    "ACL_BINDING",
-    "ACL_BINDING_STRUCT",
-    "ACL_DESIRED",
-    "ACL_MANIFEST",
-    "ACL_PLAN",
-    "ACL_RESULT",
-    "ACL_SNAPSHOT",
-    "AUDIT",
-    "BINDING_KEY",
     "CLUSTER_STATE",
     "CONFIG_ENTRY",
     "CONFIG_OP",

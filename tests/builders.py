@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from schemas import AUDIT
-from schemas.acls import ACL_BINDING, ACL_DESIRED, ACL_PLAN
+from provisioning.kinds.acls.schema import ACL_BINDING, ACL_DESIRED, ACL_PLAN
+from schemas.audit import AUDIT
 from schemas.check import VIOLATIONS
 from schemas.tables import CLUSTER_STATE, DESIRED, PLAN, RUNS, SNAPSHOT
 

@@ -1,6 +1,6 @@
-"""Test data builders of the client quotas' tables (schemas.quotas), as tests/builders.py:
-rows are dicts naming only the columns a test cares about, every other column null (or the
-builder's default); a key that is not a column is an error."""
+"""Test data builders of the client quotas' tables (provisioning.kinds.quotas.schema), as
+tests/builders.py: rows are dicts naming only the columns a test cares about, every other
+column null (or the builder's default); a key that is not a column is an error."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from schemas.quotas import (
+from provisioning.kinds.quotas.schema import (
     QUOTA_DESIRED,
     QUOTA_LIVE,
     QUOTA_MANIFEST,

@@ -26,6 +26,7 @@ from provisioning.kinds.acls.requests import (
     delete_acls,
     describe_acls,
 )
+from provisioning.kinds.acls.schema import ACL_RESULT
 from provisioning.kinds.acls.tasks import (
     AUTHORITY,
     BINDINGS,
@@ -36,7 +37,7 @@ from provisioning.kinds.acls.tasks import (
     acl_results,
     binding_key,
 )
-from schemas import ACL_RESULT, column_names
+from schemas import column_names
 from tests.helpers import grant
 from tests.support.brokers import ADMIN_PASSWORD, USER_PASSWORD, reset
 

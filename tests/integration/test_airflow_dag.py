@@ -32,7 +32,7 @@ from provisioning.kinds.quotas.requests import (
     alter_client_quotas,
     describe_client_quotas,
 )
-from schemas.quotas import QUOTA_MANIFEST
+from provisioning.kinds.quotas.schema import QUOTA_MANIFEST
 from tests.helpers import (
     INTERPRETED,
     REPO,

@@ -45,7 +45,7 @@ from click.testing import CliRunner
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-from schemas.groups import GROUP_MANIFEST
+from provisioning.kinds.groups.schema import GROUP_MANIFEST
 from tests.helpers import REPO, Completed, run_cli_in_process, write_conf, write_manifest_table
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from schemas import ACL_MANIFEST, column_names
+from provisioning.kinds.acls.schema import ACL_MANIFEST
+from schemas import column_names
 from tests.helpers import run_cli, write_conf, write_manifest_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]

@@ -25,7 +25,8 @@ from dev.devkafka import TlsFiles
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kinds.acls.requests import describe_acls
-from schemas import ACL_MANIFEST, column_names
+from provisioning.kinds.acls.schema import ACL_MANIFEST
+from schemas import column_names
 from tests.helpers import (
     Completed,
     audit_rows,

@@ -37,7 +37,7 @@ from click.testing import CliRunner
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 
-from schemas.offsets import OFFSET_RESET_MANIFEST
+from provisioning.kinds.offsets.schema import OFFSET_RESET_MANIFEST
 from tests.helpers import Completed, run_cli_in_process, write_conf, write_manifest_table
 
 pytestmark = pytest.mark.integration

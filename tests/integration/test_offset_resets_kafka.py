@@ -40,7 +40,7 @@ from provisioning.kinds.offsets.requests import (
     read_offsets,
     send_resets,
 )
-from schemas.offsets import OFFSET_LIVE, OFFSET_RESET_DESIRED
+from provisioning.kinds.offsets.schema import OFFSET_LIVE, OFFSET_RESET_DESIRED
 from tests.builders import rows_df
 from tests.integration.test_groups_kafka import JavaMember
 

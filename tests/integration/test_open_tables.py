@@ -26,7 +26,8 @@ import pytest
 from kafka import KafkaAdminClient
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from schemas import AUDIT, RUNS, SNAPSHOT
+from schemas import RUNS, SNAPSHOT
+from schemas.audit import AUDIT
 from tests.helpers import REPO, run_cli, write_conf
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -129,7 +130,8 @@ def test_every_table_the_job_writes_opens_in_delta_rs(
 LEGACY_WRITER = """
 import sys
 from pyspark.sql import SparkSession, functions as F
-from schemas import AUDIT, RUNS, SNAPSHOT
+from schemas import RUNS, SNAPSHOT
+from schemas.audit import AUDIT
 spark = SparkSession.builder.remote(sys.argv[1]).create()
 base = sys.argv[2]
 # What earlier releases did through Spark Connect: columns cast to the schema's own types,

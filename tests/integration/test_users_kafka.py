@@ -37,7 +37,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
 from provisioning.errors import ClusterUnreachable
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kinds.users.requests import describe_credentials
-from schemas.users import USER_MANIFEST
+from provisioning.kinds.users.schema import USER_MANIFEST
 from tests.helpers import Completed, grant, table_json, write_conf, write_manifest_table
 from tests.support.brokers import ADMIN_PASSWORD, SCRAM_PASSWORD, reset
 

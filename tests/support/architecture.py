@@ -25,10 +25,14 @@ BASE = ("provisioning", "provisioning.errors", "provisioning.names", "provisioni
 SESSION = "provisioning.session"
 REGISTRY = "provisioning.registry"
 KINDS = "provisioning.kinds"
-# Which packages each package may import (besides itself and the base); the registry only from
-# the command line, which sits above it.
+# A kind's tables (its `schema` module): beside the base, as the shared `schemas/` is outside
+# the package; every package may import them, and they import only the base.
+TABLES = "schemas"
+# Which packages each package may import (besides itself, the base and a kind's tables); the
+# registry only from the command line, which sits above it.
 ALLOWED = {
     "base": {"conf"},
+    TABLES: set(),
     "conf": set(),
     "transforms": {"conf"},
     "kafka": {"conf"},
@@ -42,6 +46,7 @@ ALLOWED = {
 # A module of a kind's folder is of the package its name says.
 KIND_MODULE_ROOMS = {
     "names": "base", "results": "base",
+    "schema": TABLES,
     "conf": "conf",
     "model": "transforms", "validation": "transforms", "plan": "transforms",
     "policies": "transforms", "placement": "transforms", "rules": "transforms",
@@ -203,7 +208,7 @@ def flow_violations(tree: Tree, registered: Sequence[str]) -> list[str]:
             wrong.append(f"{where}: a kind reads only the kinds registered before it")
         elif other == "kind" and package != "kind":
             wrong.append(f"{where}: a kind's registration is the registry's to import")
-        elif other not in ("base", package) and other not in ALLOWED.get(package, set()):
+        elif other not in ("base", TABLES, package) and other not in ALLOWED.get(package, set()):
             wrong.append(where)
     return wrong
 

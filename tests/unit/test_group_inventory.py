@@ -21,7 +21,7 @@ from provisioning.kinds.groups.rules import (
     lagging_groups,
     stale_groups,
 )
-from schemas.groups import GROUP_INVENTORY, GROUP_OFFSETS, GROUP_TOPICS
+from provisioning.kinds.groups.schema import GROUP_INVENTORY, GROUP_OFFSETS, GROUP_TOPICS
 from tests.builders import rows_df
 
 AT = dt.datetime(2026, 11, 29, 12, 0)

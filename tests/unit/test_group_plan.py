@@ -27,8 +27,8 @@ from provisioning.kinds.groups.plan import (
 from provisioning.kinds.groups.policies import GROUP_POLICIES, GroupPolicyContext
 from provisioning.kinds.groups.requests import outcome
 from provisioning.kinds.groups.run import RUN
+from provisioning.kinds.groups.schema import GROUP_DESIRED, GROUP_LIVE, GROUP_MANIFEST, GROUP_PLAN
 from schemas import column_names
-from schemas.groups import GROUP_DESIRED, GROUP_LIVE, GROUP_MANIFEST, GROUP_PLAN
 from tests.builders import rows_df
 
 SESSION = "consumer.session.timeout.ms"

@@ -16,9 +16,10 @@ from provisioning.delta.tables import (
     append,
     prepare_tables,
 )
+from provisioning.kinds.groups.schema import GROUP_INVENTORY
 from provisioning.run.commands import job_tables
-from schemas import AUDIT, DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
-from schemas.groups import GROUP_INVENTORY
+from schemas import DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
+from schemas.audit import AUDIT
 from tests.helpers import RUNS as RUN_KINDS
 from tests.helpers import parse_conf
 

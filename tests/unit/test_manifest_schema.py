@@ -18,14 +18,15 @@ from provisioning.conf.schema import render
 from provisioning.errors import UsageError
 from provisioning.kinds.acls.cli import CLI as ACLS
 from provisioning.kinds.acls.conf import AclManifestRow
+from provisioning.kinds.acls.schema import ACL_MANIFEST
 from provisioning.kinds.quotas.cli import CLI as QUOTAS
 from provisioning.kinds.quotas.conf import QuotaManifestRow
+from provisioning.kinds.quotas.schema import QUOTA_MANIFEST
 from provisioning.kinds.topics.cli import load_manifest_file
 from provisioning.kinds.topics.conf import TopicManifestRow
 from provisioning.kinds.users.conf import UserManifestRow
-from schemas import ACL_MANIFEST, MANIFEST, column_names
-from schemas.quotas import QUOTA_MANIFEST
-from schemas.users import USER_MANIFEST
+from provisioning.kinds.users.schema import USER_MANIFEST
+from schemas import MANIFEST, column_names
 from tests.helpers import SECTIONS
 
 REPO = Path(__file__).resolve().parents[2]

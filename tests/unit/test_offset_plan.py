@@ -11,8 +11,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from provisioning.kinds.offsets.plan import plan_resets, with_reset_row_errors
+from provisioning.kinds.offsets.schema import OFFSET_LIVE, OFFSET_PLAN, OFFSET_RESET_DESIRED
 from schemas import column_names
-from schemas.offsets import OFFSET_LIVE, OFFSET_PLAN, OFFSET_RESET_DESIRED
 from tests.builders import rows_df
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC)

@@ -16,7 +16,7 @@ from provisioning.kinds.offsets.conf import OFFSET_POLICY_MODELS
 from provisioning.kinds.offsets.model import MODEL
 from provisioning.kinds.offsets.policies import OFFSET_POLICIES, OffsetPolicyContext
 from provisioning.kinds.offsets.requests import outcome, settled_action
-from schemas.offsets import OFFSET_PLAN
+from provisioning.kinds.offsets.schema import OFFSET_PLAN
 from tests.builders import rows_df
 
 

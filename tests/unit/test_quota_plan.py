@@ -18,8 +18,8 @@ from provisioning.kinds.quotas.plan import (
     quota_manifest_rows,
     unmanaged_quotas,
 )
+from provisioning.kinds.quotas.schema import QUOTA_MANIFEST
 from provisioning.kinds.quotas.validation import with_quota_row_errors
-from schemas.quotas import QUOTA_MANIFEST
 from tests.builders import rows_df
 from tests.quota_builders import (
     quota_desired_df,

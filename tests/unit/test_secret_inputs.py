@@ -28,7 +28,7 @@ from provisioning.cli import run
 from provisioning.conf import ClusterConf, Conf, Credentials, Secret, TablesConf
 from provisioning.kinds.users.conf import PasswordSources, read_password, source_rules
 from provisioning.kinds.users.plan import with_source_errors
-from schemas.users import USER_DESIRED
+from provisioning.kinds.users.schema import USER_DESIRED
 
 # The secret each case hides, and the same as a valid environment variable's name.
 SECRET = "Zq9-hunter2-secret-7731"
@@ -360,7 +360,7 @@ def test_a_user_manifest_with_a_password_column_is_refused_before_any_row_is_rea
         spark: SparkSession, tmp_path: Path) -> None:
     from provisioning.delta.manifests import read_manifests
     from provisioning.errors import UsageError
-    from schemas.users import USER_MANIFEST
+    from provisioning.kinds.users.schema import USER_MANIFEST
 
     table = tmp_path / "users"
     spark.createDataFrame([("prod", "app", "SCRAM-SHA-512", "KUP_APP", SECRET)],

@@ -19,8 +19,8 @@ from provisioning.kinds.topics import executors as topic_executors
 from provisioning.kinds.users import run as run_users
 from provisioning.kinds.users.conf import PasswordSources, UsersConf
 from provisioning.kinds.users.run import RUN as USERS
+from provisioning.kinds.users.schema import USER_RESULT
 from schemas import TOPIC_RESULT
-from schemas.users import USER_RESULT
 
 CLUSTERS = (ClusterConf("east", "127.0.0.1:1"), ClusterConf("west", "127.0.0.1:2"))
 CREDENTIALS = {c.name: Credentials(username=Secret(f"{c.name}-job"),

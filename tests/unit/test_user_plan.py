@@ -24,7 +24,7 @@ from provisioning.kinds.users.plan import (
     with_user_row_errors,
 )
 from provisioning.kinds.users.policies import UserPolicyContext
-from schemas.users import USER_DESIRED, USER_LIVE, USER_MANIFEST, USER_PLAN
+from provisioning.kinds.users.schema import USER_DESIRED, USER_LIVE, USER_MANIFEST, USER_PLAN
 from tests.builders import rows_df
 
 SHA512, SHA256 = "SCRAM-SHA-512", "SCRAM-SHA-256"

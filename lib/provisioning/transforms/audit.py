@@ -10,7 +10,8 @@ from pyspark.sql import functions as F
 from provisioning import names
 from provisioning.transforms.drift import override_map
 from provisioning.transforms.shape import to_schema
-from schemas import AUDIT, column_names
+from schemas import column_names
+from schemas.audit import AUDIT
 
 
 def plan_outcome() -> Column:

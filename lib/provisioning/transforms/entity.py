@@ -44,7 +44,10 @@ from provisioning.transforms.policies.base import Transform, per_cluster_cap, wi
 from provisioning.transforms.policies.columns import no_violations_yet
 from provisioning.transforms.shape import to_schema
 from provisioning.transforms.validation import is_valid
-from schemas import AUDIT, column_names
+from schemas import column_names
+
+# A policy of an entity kind: (its parameters, the kind's policy context) -> transform.
+from schemas.audit import AUDIT
 
 # A policy of an entity kind: (its parameters, the kind's policy context) -> transform.
 Factory = Callable[[Mapping[str, Any], Any], Transform]

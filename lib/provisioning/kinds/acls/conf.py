@@ -120,7 +120,7 @@ if "Field" in globals():  # the loader's side (conf.model says why)
 
 @dataclass(frozen=True)
 class AclManifestRow:
-    """One binding of an ACL manifest file (the columns of schemas.ACL_MANIFEST)."""
+    """One binding of an ACL manifest file (the columns of kinds.acls.schema.ACL_MANIFEST)."""
 
     __pydantic_config__ = STRICT
     cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")

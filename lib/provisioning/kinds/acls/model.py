@@ -24,10 +24,7 @@ from provisioning.kinds.acls.plan import (
     unmanaged_bindings,
 )
 from provisioning.kinds.acls.policies import ACL_POLICIES, ALWAYS_ON
-from provisioning.kinds.acls.validation import with_acl_row_errors
-from provisioning.transforms.entity import EntityModel
-from provisioning.transforms.policies.base import Transform
-from schemas import (
+from provisioning.kinds.acls.schema import (
     ACL_BINDING,
     ACL_BINDING_STRUCT,
     ACL_DESIRED,
@@ -36,8 +33,11 @@ from schemas import (
     ACL_RESULT,
     ACL_SNAPSHOT,
     BINDING_KEY,
-    column_names,
 )
+from provisioning.kinds.acls.validation import with_acl_row_errors
+from provisioning.transforms.entity import EntityModel
+from provisioning.transforms.policies.base import Transform
+from schemas import column_names
 
 _BINDING = tuple(column_names(ACL_BINDING_STRUCT))
 

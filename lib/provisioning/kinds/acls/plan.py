@@ -27,9 +27,10 @@ from provisioning.kinds.acls.names import (
     SHORTHANDS,
     TOPIC_RESOURCE,
 )
+from provisioning.kinds.acls.schema import ACL_BINDING, ACL_MANIFEST, ACL_PLAN, BINDING_KEY
 from provisioning.names import ABSENT, NOOP, PRESENT
 from provisioning.transforms.validation import is_valid
-from schemas import ACL_BINDING, ACL_MANIFEST, ACL_PLAN, BINDING_KEY, column_names
+from schemas import column_names
 
 KEY = list(BINDING_KEY)
 _ROW_COLUMNS = ("state", "owner", "force", "source_table", "source_version", "row_errors")

@@ -55,12 +55,13 @@ from provisioning.kinds.acls.names import (
     TOPIC_RESOURCE,
 )
 from provisioning.kinds.acls.plan import binding_text
+from provisioning.kinds.acls.schema import ACL_PLAN
 from provisioning.names import ABSENT
 from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject, force_hint
 from provisioning.transforms.policies.base import Transform, with_violation
 from provisioning.transforms.policies.columns import forced, full_match
 from provisioning.transforms.policies.custom import make_custom
-from schemas import ACL_PLAN, column_names
+from schemas import column_names
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ a result per binding: kafka-python's own helpers say no binding a CreateAcls err
 to, drop DeleteAcls' per-binding error codes and leave the authorized operations as bits.
 
 A binding is a mapping of principal, host, resource_type, resource_name, pattern_type,
-operation and permission, by Kafka's names (schemas.acls.ACL_BINDING without the cluster).
+operation and permission, by Kafka's names (kinds.acls.schema.ACL_BINDING without the cluster).
 """
 
 from __future__ import annotations

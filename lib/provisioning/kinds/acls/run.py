@@ -25,6 +25,7 @@ from provisioning.kinds.acls.model import MODEL
 from provisioning.kinds.acls.plan import deleted_topic_bindings, orphaned_bindings
 from provisioning.kinds.acls.policies import AclPolicyContext
 from provisioning.kinds.acls.requests import acl_states
+from provisioning.kinds.acls.schema import ACL_BINDING, BINDING_KEY
 from provisioning.kinds.acls.tasks import AUTHORITY, GRANT, REVOKE, VERIFY, acl_results
 from provisioning.kinds.topics.state import TopicState
 from provisioning.run.engine import RunContext, require
@@ -32,7 +33,7 @@ from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
 from provisioning.run.executors import task_attempt
 from provisioning.run.state import RunState
 from provisioning.transforms.entity import per_cluster
-from schemas import ACL_BINDING, BINDING_KEY, column_names
+from schemas import column_names
 
 KEY = list(BINDING_KEY)
 # A deleted topic's bindings go with it under the topics' `--allow-deletes`.

@@ -2,7 +2,7 @@
 revokes (DeleteAcls) and the read-back (DescribeAcls); rows in, one ACL_RESULT row per
 binding out.
 
-Rows are mappings with `cluster` and the binding columns (schemas.acls.BINDING_KEY), sorted
+Rows are mappings with `cluster` and the binding columns (kinds.acls.schema.BINDING_KEY), sorted
 by cluster; `verify` rows also carry the plan's `action` (GRANT or REVOKE). Every row comes
 back with exactly one result through `for_each_cluster`: a binding whose CreateAcls or
 DeleteAcls may have been sent is `unknown` on an error of this side, never `failed`.
@@ -26,7 +26,8 @@ from provisioning.kinds.acls.requests import (
     delete_acls,
     describe_acls,
 )
-from schemas import ACL_RESULT, BINDING_KEY, column_names
+from provisioning.kinds.acls.schema import ACL_RESULT, BINDING_KEY
+from schemas import column_names
 
 # What a task does with its rows: check the job may change ACLs (phase validate), grant or
 # revoke (apply), read back (verify).

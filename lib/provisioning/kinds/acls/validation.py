@@ -30,9 +30,10 @@ from provisioning.kinds.acls.names import (
     TOPIC_RESOURCE,
     WILDCARD,
 )
+from provisioning.kinds.acls.schema import ACL_DESIRED
 from provisioning.names import PRESENT, STATES
 from provisioning.transforms.validation import cluster_reasons, reason_when
-from schemas import ACL_DESIRED, column_names
+from schemas import column_names
 
 _EVERY_OPERATION = tuple(dict.fromkeys(
     op for ops in OPERATIONS_BY_RESOURCE.values() for op in ops))

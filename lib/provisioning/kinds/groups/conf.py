@@ -53,7 +53,7 @@ GROUP_POLICY_MODELS: dict[str, type] = {"custom": Custom}
 @dataclass(frozen=True)
 class GroupManifestRow:
     """One consumer group of a group manifest file (the columns of
-    schemas.groups.GROUP_MANIFEST)."""
+    kinds.groups.schema.GROUP_MANIFEST)."""
 
     __pydantic_config__ = STRICT
     cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.kinds.groups import names as group_names
+from provisioning.kinds.groups import schema as tables
 from provisioning.kinds.groups.plan import (
     group_manifest_rows,
     group_text,
@@ -20,7 +21,6 @@ from provisioning.kinds.groups.plan import (
 from provisioning.kinds.groups.policies import ALWAYS_ON, GROUP_POLICIES
 from provisioning.transforms.entity import EntityModel
 from provisioning.transforms.policies.base import Transform
-from schemas import groups as tables
 
 
 def group_struct(named: str, asked: str, found: Column) -> Column:

@@ -25,6 +25,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.kinds.groups.names import ALTER, DELETE
+from provisioning.kinds.groups.schema import (
+    GROUP_DESIRED,
+    GROUP_KEY,
+    GROUP_LIVE,
+    GROUP_MANIFEST,
+    GROUP_PLAN,
+)
 from provisioning.names import ABSENT, NOOP, PRESENT, STATES
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.validation import (
@@ -36,7 +43,6 @@ from provisioning.transforms.validation import (
     with_reasons,
 )
 from schemas import column_names
-from schemas.groups import GROUP_DESIRED, GROUP_KEY, GROUP_LIVE, GROUP_MANIFEST, GROUP_PLAN
 
 KEY = list(GROUP_KEY)
 # A group id the job manages: 1 to 255 characters, no control character, not blank.

@@ -15,11 +15,11 @@ from pyspark.sql import functions as F
 
 from provisioning.kinds.groups.names import ALTER, DELETE, MEMBERLESS
 from provisioning.kinds.groups.plan import group_text
+from provisioning.kinds.groups.schema import GROUP_PLAN
 from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.scope import matching_globs
-from schemas.groups import GROUP_PLAN
 
 
 @dataclass(frozen=True, kw_only=True)

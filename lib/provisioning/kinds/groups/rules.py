@@ -20,8 +20,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from provisioning.kinds.groups.names import DELETED_TOPIC, EMPTY, LIVE_TOPIC, RECREATED_TOPIC
+from provisioning.kinds.groups.schema import GROUP_INVENTORY
 from schemas import column_names
-from schemas.groups import GROUP_INVENTORY
 
 _GROUP = ("cluster", "group", "type", "group_state", "members")
 GONE = "the topic no longer exists"

@@ -37,6 +37,13 @@ from provisioning.kinds.groups.rules import (
     last_recorded,
     stale_groups,
 )
+from provisioning.kinds.groups.schema import (
+    GROUP_INVENTORY,
+    GROUP_KEY,
+    GROUP_LIVE,
+    GROUP_OFFSETS,
+    GROUP_TOPICS,
+)
 from provisioning.kinds.groups.tasks import group_results
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_counts
@@ -45,7 +52,6 @@ from provisioning.run.entity.phases import EntityPhase, findings
 from provisioning.run.kind import CHECK, PlanLayer
 from provisioning.run.state import RunState
 from provisioning.session import job_label
-from schemas.groups import GROUP_INVENTORY, GROUP_KEY, GROUP_LIVE, GROUP_OFFSETS, GROUP_TOPICS
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from provisioning.kinds.groups.requests import (
     listed_groups,
     outcome,
 )
-from schemas.groups import GROUP_KEY, GROUP_RESULT
+from provisioning.kinds.groups.schema import GROUP_KEY, GROUP_RESULT
 
 VALIDATE, APPLY, VERIFY = "validate", "apply", "verify"
 _PHASES = {VALIDATE: names.VALIDATE, APPLY: names.APPLY, VERIFY: names.VERIFY}

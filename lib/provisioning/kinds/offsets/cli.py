@@ -37,8 +37,8 @@ from provisioning.errors import UsageError
 from provisioning.kinds import Kind
 from provisioning.kinds.offsets.conf import SECTION, OffsetsConf
 from provisioning.kinds.offsets.names import NOUNS
+from provisioning.kinds.offsets.schema import OFFSET_RESET_MANIFEST
 from provisioning.kinds.offsets.view import VIEW
-from schemas.offsets import OFFSET_RESET_MANIFEST
 
 # option -> (`to`, whether it takes a value).
 TO_OPTIONS = {"to_earliest": ("earliest", False), "to_latest": ("latest", False),

@@ -64,7 +64,7 @@ OFFSET_POLICY_MODELS: dict[str, type] = {"custom": Custom,
 @dataclass(frozen=True)
 class OffsetResetRow:
     """One request of an offset resets file (the columns of
-    schemas.offsets.OFFSET_RESET_MANIFEST)."""
+    kinds.offsets.schema.OFFSET_RESET_MANIFEST)."""
 
     __pydantic_config__ = STRICT
     request_id: Annotated[Cell, Field(description="The request's id, unique across the "

@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.kinds.offsets import names as offset_names
+from provisioning.kinds.offsets import schema as tables
 from provisioning.kinds.offsets.plan import plan_resets, with_reset_row_errors
 from provisioning.kinds.offsets.policies import ALWAYS_ON, OFFSET_POLICIES, reset_text
 from provisioning.transforms.entity import EntityModel
 from provisioning.transforms.policies.base import Transform
-from schemas import offsets as tables
 
 # The audit struct's fields read from a plan row as they are named there.
 _ASKED = ("group", "topic", "to", "value")

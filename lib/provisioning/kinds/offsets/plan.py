@@ -35,6 +35,7 @@ from provisioning.kinds.offsets.names import (
     TOS,
     VALUELESS,
 )
+from provisioning.kinds.offsets.schema import OFFSET_LIVE, OFFSET_PLAN, OFFSET_RESET_DESIRED
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.validation import (
     cluster_reasons,
@@ -44,7 +45,6 @@ from provisioning.transforms.validation import (
     with_reasons,
 )
 from schemas import column_names
-from schemas.offsets import OFFSET_LIVE, OFFSET_PLAN, OFFSET_RESET_DESIRED
 
 # A group id the job manages (as the groups kind's), and a legal topic name.
 GROUP_NAME = r"^(?=.*\S)[^\p{Cntrl}]{1,255}$"

@@ -28,11 +28,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.kinds.offsets.names import DELETE, RESET
+from provisioning.kinds.offsets.schema import OFFSET_PLAN
 from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.scope import matching_globs
-from schemas.offsets import OFFSET_PLAN
 
 
 @dataclass(frozen=True, kw_only=True)

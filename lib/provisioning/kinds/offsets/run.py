@@ -27,13 +27,13 @@ from provisioning.kinds.offsets.names import OFFSETS_DELETED, RESET_DONE
 from provisioning.kinds.offsets.plan import plan_resets, with_values
 from provisioning.kinds.offsets.policies import OffsetPolicyContext
 from provisioning.kinds.offsets.requests import offset_states
+from provisioning.kinds.offsets.schema import OFFSET_KEY, OFFSET_LIVE
 from provisioning.kinds.offsets.tasks import offset_results
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext
 from provisioning.run.entity import ClusterRead, EntitySlice, OneTaskKind
 from provisioning.run.kind import IMPORT, PlanLayer
 from provisioning.run.state import RunState
-from schemas.offsets import OFFSET_KEY, OFFSET_LIVE
 
 # The apply outcomes that mean a request was sent: it is never sent again.
 SENT_OUTCOMES = (RESET_DONE, OFFSETS_DELETED, names.UNKNOWN)

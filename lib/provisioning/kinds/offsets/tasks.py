@@ -23,7 +23,7 @@ from provisioning.kinds.offsets.requests import (
     send_resets,
     settled_action,
 )
-from schemas.offsets import OFFSET_KEY, OFFSET_RESULT
+from provisioning.kinds.offsets.schema import OFFSET_KEY, OFFSET_RESULT
 
 _PHASES = (names.VALIDATE, names.APPLY, names.VERIFY)
 _RESULTS = KeyedResults(tuple(f.name for f in OFFSET_RESULT.fields), OFFSET_KEY)

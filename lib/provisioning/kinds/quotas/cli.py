@@ -9,8 +9,8 @@ from typing import Any
 
 from provisioning.cli.entity import EntityCli
 from provisioning.kinds.quotas.conf import SECTION
+from provisioning.kinds.quotas.schema import ENTITY_COLUMNS
 from provisioning.kinds.quotas.view import VIEW
-from schemas.quotas import ENTITY_COLUMNS
 
 
 class QuotasCli(EntityCli):

@@ -106,7 +106,7 @@ if "Field" in globals():  # the loader's side (conf.model says why)
 @dataclass(frozen=True)
 class QuotaManifestRow:
     """One entity's quotas in a quota manifest file (the columns of
-    schemas.quotas.QUOTA_MANIFEST)."""
+    kinds.quotas.schema.QUOTA_MANIFEST)."""
 
     __pydantic_config__ = STRICT
     cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.kinds.quotas import names as quota_names
+from provisioning.kinds.quotas import schema as tables
 from provisioning.kinds.quotas.plan import (
     entity_text,
     plan_quotas,
@@ -40,7 +41,6 @@ from provisioning.kinds.quotas.validation import (
 )
 from provisioning.transforms.entity import EntityModel
 from provisioning.transforms.policies.base import Transform
-from schemas import quotas as tables
 
 # What tells one quota from another in the audit: the `quota` struct's entity and key.
 _IDENTITY = (*tables.ENTITY_COLUMNS, "key")

@@ -30,10 +30,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from provisioning.kinds.quotas.names import IP_KEYS, KEYS, REMOVE, SET_ACTION, USER_CLIENT_KEYS
-from provisioning.names import ABSENT, NOOP, PRESENT
-from provisioning.transforms.validation import is_valid, reason_when
-from schemas import column_names
-from schemas.quotas import (
+from provisioning.kinds.quotas.schema import (
     ENTITY_COLUMNS,
     QUOTA_DESIRED,
     QUOTA_KEY,
@@ -41,6 +38,9 @@ from schemas.quotas import (
     QUOTA_MANIFEST,
     QUOTA_PLAN,
 )
+from provisioning.names import ABSENT, NOOP, PRESENT
+from provisioning.transforms.validation import is_valid, reason_when
+from schemas import column_names
 
 ENTITY = ["cluster", *ENTITY_COLUMNS]
 KEY = list(QUOTA_KEY)

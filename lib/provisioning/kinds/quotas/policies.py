@@ -34,12 +34,12 @@ from provisioning.conf.policies import require_valid
 from provisioning.kinds.quotas.conf import QUOTA_POLICY_MODELS
 from provisioning.kinds.quotas.names import NOUNS, REMOVE, SET_ACTION
 from provisioning.kinds.quotas.plan import entity_text, value_text
+from provisioning.kinds.quotas.schema import QUOTA_PLAN
 from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject, force_hint
 from provisioning.transforms.policies.base import Transform, with_violation
 from provisioning.transforms.policies.columns import forced
 from provisioning.transforms.policies.custom import make_custom
 from schemas import column_names
-from schemas.quotas import QUOTA_PLAN
 
 
 @dataclass(frozen=True, kw_only=True)

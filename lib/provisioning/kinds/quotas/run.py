@@ -23,11 +23,11 @@ from provisioning.kinds.quotas.model import MODEL
 from provisioning.kinds.quotas.plan import entity_text
 from provisioning.kinds.quotas.policies import QuotaPolicyContext
 from provisioning.kinds.quotas.requests import quota_states
+from provisioning.kinds.quotas.schema import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_LIVE
 from provisioning.kinds.quotas.tasks import quota_results
 from provisioning.run.engine import RunContext
 from provisioning.run.entity import ClusterRead, EntitySlice, OneTaskKind
 from provisioning.run.state import RunState
-from schemas.quotas import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_LIVE
 
 _TYPES = dict(zip(quota_names.ENTITY_TYPES, ENTITY_COLUMNS, strict=True))
 

@@ -27,7 +27,7 @@ from provisioning.kinds.quotas.requests import (
     describe_client_quotas,
     quota_outcome,
 )
-from schemas.quotas import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_RESULT
+from provisioning.kinds.quotas.schema import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_RESULT
 
 # What a task does with its rows: validateOnly (phase validate), the changes (apply), the
 # read-back (verify).

@@ -21,10 +21,10 @@ from pyspark.sql import functions as F
 
 from provisioning.kinds.quotas.names import DEFAULT
 from provisioning.kinds.quotas.plan import entity_text
+from provisioning.kinds.quotas.schema import ENTITY_COLUMNS, QUOTA_DESIRED
 from provisioning.names import ABSENT, STATES
 from provisioning.transforms.validation import cluster_reasons, reason_when, with_reasons
 from schemas import column_names
-from schemas.quotas import ENTITY_COLUMNS, QUOTA_DESIRED
 
 # IP literals as Java's regex (Spark's rlike) reads them. IPv4: four decimal octets 0-255,
 # no leading zero (010 is octal to some tools and decimal to others). IPv6: RFC 3986's

@@ -10,8 +10,8 @@ from provisioning import names
 from provisioning.kinds.quotas import names as quota_names
 from provisioning.kinds.quotas.conf import QuotasConf
 from provisioning.kinds.quotas.model import MODEL
+from provisioning.kinds.quotas.schema import ENTITY_COLUMNS
 from provisioning.views.entity import EntityView
-from schemas.quotas import ENTITY_COLUMNS
 
 _TYPES = dict(zip(ENTITY_COLUMNS, quota_names.ENTITY_TYPES, strict=True))
 

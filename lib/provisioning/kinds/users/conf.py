@@ -120,7 +120,7 @@ USER_POLICY_MODELS: dict[str, type] = {
 @dataclass(frozen=True)
 class UserManifestRow:
     """One SCRAM credential of a user manifest file (the columns of
-    schemas.users.USER_MANIFEST)."""
+    kinds.users.schema.USER_MANIFEST)."""
 
     __pydantic_config__ = STRICT
     cluster: Annotated[Cell, Field(description="The cluster (a name under `clusters`).")

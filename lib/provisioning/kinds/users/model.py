@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from provisioning import names
 from provisioning.kinds.users import names as user_names
+from provisioning.kinds.users import schema as tables
 from provisioning.kinds.users.plan import (
     credential_text,
     plan_users,
@@ -29,7 +30,6 @@ from provisioning.kinds.users.plan import (
 from provisioning.kinds.users.policies import ALWAYS_ON, USER_POLICIES
 from provisioning.transforms.entity import EntityModel
 from provisioning.transforms.policies.base import Transform
-from schemas import users as tables
 
 
 def user_struct(named: str, asked: str, found: Column) -> Column:

@@ -41,6 +41,13 @@ from provisioning.kinds.users.names import (
     MIN_ITERATIONS,
     UPSERT,
 )
+from provisioning.kinds.users.schema import (
+    USER_DESIRED,
+    USER_KEY,
+    USER_LIVE,
+    USER_MANIFEST,
+    USER_PLAN,
+)
 from provisioning.names import ABSENT, NOOP, PRESENT, STATES
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.validation import (
@@ -52,7 +59,6 @@ from provisioning.transforms.validation import (
     with_reasons,
 )
 from schemas import column_names
-from schemas.users import USER_DESIRED, USER_KEY, USER_LIVE, USER_MANIFEST, USER_PLAN
 
 KEY = list(USER_KEY)
 # A user name the job sets: 1 to 255 characters, none of them whitespace, a control

@@ -34,11 +34,11 @@ from provisioning.errors import PolicyError
 from provisioning.kinds.users.conf import USER_POLICY_MODELS
 from provisioning.kinds.users.names import DEFAULT_ITERATIONS, DELETE, MECHANISMS, UPSERT
 from provisioning.kinds.users.plan import credential_text
+from provisioning.kinds.users.schema import USER_PLAN
 from provisioning.transforms.entity import EntityPolicyContext, Factory, Subject
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.policies.custom import make_custom
 from provisioning.transforms.scope import matching_globs
-from schemas.users import USER_PLAN
 
 
 @dataclass(frozen=True, kw_only=True)

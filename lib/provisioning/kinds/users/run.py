@@ -41,6 +41,7 @@ from provisioning.kinds.users.names import ACL_WITHOUT_USER, UNMANAGED_USER, UPS
 from provisioning.kinds.users.plan import with_source_errors
 from provisioning.kinds.users.policies import UserPolicyContext
 from provisioning.kinds.users.requests import user_states
+from provisioning.kinds.users.schema import USER_KEY, USER_LIVE, USER_RESULT
 from provisioning.kinds.users.tasks import APPLY, VERIFY, Passwords, user_results
 from provisioning.run.engine import Phase, RunContext, require
 from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
@@ -48,7 +49,6 @@ from provisioning.run.entity.phases import EntityPhase, findings
 from provisioning.run.kind import CHECK, PlanLayer
 from provisioning.run.state import RunState
 from provisioning.session import job_label
-from schemas.users import USER_KEY, USER_LIVE, USER_RESULT
 
 KEY = list(USER_KEY)
 REQUEST_COLUMNS = (*USER_KEY, "action", "iterations")

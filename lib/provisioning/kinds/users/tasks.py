@@ -24,7 +24,7 @@ from provisioning.kinds.users.requests import (
     describe_credentials,
     outcome,
 )
-from schemas.users import USER_KEY, USER_RESULT
+from provisioning.kinds.users.schema import USER_KEY, USER_RESULT
 
 APPLY, VERIFY = "apply", "verify"
 _RESULTS = KeyedResults(tuple(f.name for f in USER_RESULT.fields), USER_KEY)
