@@ -4,7 +4,7 @@
                                          [--workers 1,2,4]
 
 For each batch size, concurrency level and repetition, on a fresh one-node KRaft broker,
-the code a Spark task runs for one cluster (kafka.tasks.create.create_batches over one
+the code a Spark task runs for one cluster (kinds.topics.tasks.create.create_batches over one
 kafka.client.ClusterAdmin) sends every topic, first validateOnly then for real, with
 kafka.batch_size and kafka.max_in_flight_requests set to the level measured
 (1 = one request at a time). Reports the median time of each pass and how many topics
@@ -32,7 +32,7 @@ from dev.devkafka import KafkaCluster  # noqa: E402
 from provisioning.conf import ClusterConf, KafkaConf  # noqa: E402
 from provisioning.kafka.batching import TopicRequest, batches  # noqa: E402
 from provisioning.kafka.client import ClusterAdmin  # noqa: E402
-from provisioning.kafka.tasks.create import create_batches  # noqa: E402
+from provisioning.kinds.topics.tasks.create import create_batches  # noqa: E402
 
 
 def send(admin: ClusterAdmin, rows: list[dict[str, Any]], validate_only: bool

@@ -14,9 +14,9 @@ from kafka.admin import NewPartitions
 
 from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
-from provisioning.kafka.tasks.alter import alter_batches
 from provisioning.kafka.tasks.common import Sent, for_each_cluster, in_flight, result
-from provisioning.kafka.tasks.delete import delete_part
+from provisioning.kinds.topics.tasks.alter import alter_batches
+from provisioning.kinds.topics.tasks.delete import delete_part
 
 pytestmark = [pytest.mark.integration]
 

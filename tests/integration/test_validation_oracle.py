@@ -23,7 +23,7 @@ from provisioning.conf import ClusterConf, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_controller
-from provisioning.kafka.tasks.create import create_batches
+from provisioning.kinds.topics.tasks.create import create_batches
 from provisioning.transforms.validation import with_row_errors
 from tests.builders import desired_df
 

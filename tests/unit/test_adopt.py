@@ -7,8 +7,8 @@ from typing import Any
 
 from chispa import assert_df_equality
 
+from provisioning.kinds.topics.plan import importable, manifest_rows, unmanaged
 from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
-from provisioning.transforms.adopt import importable, manifest_rows, unmanaged
 from schemas import MANIFEST, SNAPSHOT, column_names
 
 AT = dt.datetime(2026, 11, 22, 3, 0, 0)

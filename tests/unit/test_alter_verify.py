@@ -10,8 +10,8 @@ import pytest
 
 from provisioning import retry
 from provisioning.kafka.client import LiveTopic
-from provisioning.kafka.tasks import verify as tasks
-from provisioning.kafka.tasks.verify import alter_shown
+from provisioning.kinds.topics.tasks import verify as tasks
+from provisioning.kinds.topics.tasks.verify import alter_shown
 
 ROW = {"topic": "t", "action": "ALTER", "partitions_to": 4, "before_partitions": 1,
        "config_ops": [{"name": "retention.ms", "op": "SET", "value": "172800000"},

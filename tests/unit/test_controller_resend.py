@@ -101,7 +101,7 @@ class Described:
 
 def test_topics_the_controller_created_are_described_once_metadata_shows_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from provisioning.kafka.tasks import create as tasks
+    from provisioning.kinds.topics.tasks import create as tasks
 
     answers = [
         # right after a controller change the broker does not know `a` yet

@@ -8,8 +8,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
+from provisioning.kinds.topics.plan import build_plan, change_columns, prune_candidates
 from provisioning.names import FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS
-from provisioning.transforms.plan import build_plan, change_columns, prune_candidates
 from provisioning.transforms.scope import glob_to_regex as glob_regex
 from provisioning.transforms.scope import in_scope
 from tests.builders import desired_df, plan_df, rows_df, snapshot_df

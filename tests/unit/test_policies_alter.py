@@ -13,8 +13,8 @@ from provisioning.conf import PolicySpec
 from provisioning.errors import ConfError
 from provisioning.kafka.outcomes import alter_outcome
 from provisioning.kinds.topics.conf import TopicsConf
+from provisioning.kinds.topics.plan import build_plan
 from provisioning.kinds.topics.policies import with_alter_policies
-from provisioning.transforms.plan import build_plan
 from provisioning.transforms.policies import PolicyContext
 from tests.builders import cluster_states_df, desired_df, snapshot_df
 from tests.helpers import parse_conf

@@ -16,7 +16,7 @@ from provisioning.kinds.reassign.plan import (
     with_reassignments,
 )
 from provisioning.kinds.reassign.policies import ReassignContext, with_reassign_policies
-from provisioning.transforms.plan import build_plan
+from provisioning.kinds.topics.plan import build_plan
 from schemas import REASSIGNMENT_IN_FLIGHT
 from tests.builders import cluster_states_df, desired_df, rows_df, snapshot_df
 

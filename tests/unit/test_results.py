@@ -7,8 +7,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from provisioning.transforms.plan import build_plan
-from provisioning.transforms.results import settle_existing, without_answer
+from provisioning.kinds.topics.plan import build_plan, settle_existing, without_answer
 from schemas import TOPIC_RESULT
 from tests.builders import desired_df, plan_df, rows_df, snapshot_df
 

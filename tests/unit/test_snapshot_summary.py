@@ -14,7 +14,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from provisioning.transforms.summaries import summarize_snapshot
+from provisioning.kinds.topics.summary import summarize_snapshot
 
 LIVE = StructType([
     StructField("cluster", StringType()),

@@ -2,12 +2,9 @@
 out.
 
 - `common`: result rows, the one per-row catch (`for_each_cluster`), pipelined sends;
-- `create`: CreateTopics (validateOnly or for real);
-- `delete`: DeleteTopics by topic id;
-- `alter`: IncrementalAlterConfigs and CreatePartitions;
-- `verify`: reading back what the others did;
-- one module per other kind of resource, named after it (its requests, throttles, read-back).
+- each kind's own work is in its folder (`kinds/<kind>/tasks.py`; the topics' create,
+  delete, alter and verify in `kinds/topics/tasks/`), built on `common`.
 
-Nothing here knows Spark: each kind's run package (`run.<kind>.executors`) feeds these
-functions from a DataFrame and turns their rows back into one.
+Nothing here knows Spark: each kind's executors feed these functions from a DataFrame
+and turn their rows back into one.
 """

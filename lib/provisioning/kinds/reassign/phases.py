@@ -36,6 +36,7 @@ from provisioning.kinds.reassign.in_flight import in_flight
 from provisioning.kinds.reassign.names import ALLOW, REASSIGN, REASSIGNING
 from provisioning.kinds.reassign.plan import check_results, moves_planned
 from provisioning.kinds.reassign.state import ReassignState
+from provisioning.kinds.topics.plan import without_answer
 from provisioning.kinds.topics.state import TopicState
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, log_counts, recorded, require
@@ -44,7 +45,6 @@ from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
 from provisioning.session import job_label
 from provisioning.transforms.audit import result_audit
-from provisioning.transforms.results import without_answer
 
 NAME = "reassign"
 _KEYS = ["cluster", "topic"]

@@ -4,5 +4,6 @@ with their usage."""
 
 # What the kinds registered after topics may import of them (each a module of this folder):
 # the topics' slice of a run's state (their plan, their deletions), the run's topics in
-# scope, and the configs a topic will have once altered.
-OFFERS = ("state", "phases", "policies.alter")
+# scope, the configs a topic will have once altered, and the result rows of the topics a
+# phase never reached (`plan.without_answer`).
+OFFERS = ("state", "phases", "policies.alter", "plan")

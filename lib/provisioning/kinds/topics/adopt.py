@@ -15,13 +15,13 @@ from provisioning.delta.manifests import write_manifest_frame
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.kinds.topics.conf import TopicsConf
 from provisioning.kinds.topics.phases import NAME, snapshot
+from provisioning.kinds.topics.plan import importable, manifest_rows
 from provisioning.kinds.topics.results import ImportSummary
 from provisioning.kinds.topics.state import TopicState
 from provisioning.run.engine import Phase, RunContext, log_phase, require
 from provisioning.run.options import ImportOptions
 from provisioning.run.state import RunState
 from provisioning.session import job_label
-from provisioning.transforms.adopt import importable, manifest_rows
 from provisioning.transforms.scope import topics_matching
 
 # The switches of a topic import (kinds.topics.cli).
@@ -29,7 +29,7 @@ WITH_ASSIGNMENT, INCLUDE_PROTECTED = "with_assignment", "include_protected"
 
 
 class Import(Phase):
-    """The live topics in scope as manifest rows (see `provisioning.transforms.adopt`),
+    """The live topics in scope as manifest rows (see `kinds.topics.plan`),
     written to the import table in one commit; Kafka is only read."""
 
     name = "import"

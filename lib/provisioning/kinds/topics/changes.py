@@ -22,6 +22,7 @@ from provisioning.kinds.topics.phases import (
     apply_actions,
     clean,
 )
+from provisioning.kinds.topics.plan import change_columns, settle_existing, without_answer
 from provisioning.kinds.topics.state import TopicState
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext, fence, log_phase, recorded, require
@@ -29,8 +30,6 @@ from provisioning.run.executors import answered
 from provisioning.run.state import RunState
 from provisioning.session import job_label
 from provisioning.transforms.audit import result_audit
-from provisioning.transforms.plan import change_columns
-from provisioning.transforms.results import settle_existing, without_answer
 from schemas import TOPIC_RESULT
 
 # The apply outcomes the verify phase looks at again.

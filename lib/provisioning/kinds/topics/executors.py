@@ -17,10 +17,10 @@ from pyspark.sql import functions as F
 
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka import snapshot, usage
-from provisioning.kafka.tasks.alter import alter_results
-from provisioning.kafka.tasks.create import create_results
-from provisioning.kafka.tasks.delete import delete_results
-from provisioning.kafka.tasks.verify import verify_results
+from provisioning.kinds.topics.tasks.alter import alter_results
+from provisioning.kinds.topics.tasks.create import create_results
+from provisioning.kinds.topics.tasks.delete import delete_results
+from provisioning.kinds.topics.tasks.verify import verify_results
 from provisioning.run.executors import materialized, on_executors, task_attempt
 from schemas import LAST_WRITE, LIVE_READ, TOPIC_RESULT, USAGE_READ
 

@@ -27,6 +27,7 @@ from provisioning.kinds.topics.executors import (
     send_alters,
     send_creates,
 )
+from provisioning.kinds.topics.plan import change_columns, unmanaged, without_answer
 from provisioning.kinds.topics.planning import PlanCounts, plan_counts, planned_plan, read_desired
 from provisioning.kinds.topics.state import TopicState
 from provisioning.results import utc_now
@@ -43,10 +44,7 @@ from provisioning.run.options import ApplyOptions
 from provisioning.run.phases import record_plan
 from provisioning.run.state import RunState
 from provisioning.session import job_label
-from provisioning.transforms.adopt import unmanaged
 from provisioning.transforms.audit import plan_audit, result_audit
-from provisioning.transforms.plan import change_columns
-from provisioning.transforms.results import without_answer
 from provisioning.transforms.scope import in_scope
 
 NAME = "topics"

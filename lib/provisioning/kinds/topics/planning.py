@@ -18,6 +18,7 @@ from provisioning.conf import Conf
 from provisioning.delta.manifests import manifest_commits, read_manifests
 from provisioning.kafka.client import ClusterState
 from provisioning.kinds.topics.conf import TopicsConf
+from provisioning.kinds.topics.plan import build_plan, prune_candidates
 from provisioning.kinds.topics.policies import (
     with_alter_policies,
     with_create_policies,
@@ -31,7 +32,6 @@ from provisioning.run.kind import PlanLayer
 from provisioning.run.manifest_cache import manifest_rows
 from provisioning.run.phases import cut
 from provisioning.transforms.audit import plan_outcome_counts
-from provisioning.transforms.plan import build_plan, prune_candidates
 from provisioning.transforms.policies import PolicyContext
 from provisioning.transforms.scope import in_scope
 from provisioning.transforms.validation import with_duplicate_errors, with_row_errors

@@ -18,10 +18,10 @@ from provisioning.conf import Conf
 from provisioning.delta.manifests import conform_to_manifest
 from provisioning.delta.tables import TableRef, read_table, table_exists
 from provisioning.errors import UsageError
+from provisioning.kinds.topics.plan import own_overrides, unmanaged
 from provisioning.kinds.topics.text import drift_lines
 from provisioning.kinds.topics.view import VIEW
 from provisioning.results import utc_now
-from provisioning.transforms.adopt import own_overrides, unmanaged
 from provisioning.transforms.audit import phase_order
 from provisioning.transforms.scope import topics_matching
 from provisioning.transforms.trend import check_runs, violation_spans, violations_per_day

@@ -28,7 +28,7 @@ from provisioning.kinds.topics.phases import (
 from provisioning.kinds.topics.relock import TopicsRelock
 from provisioning.kinds.topics.results import ClusterSummary, TopicsSummary
 from provisioning.kinds.topics.state import TopicState
-from provisioning.kinds.topics.summary import summarize
+from provisioning.kinds.topics.summary import summarize, summarize_snapshot
 from provisioning.run.engine import Phase, RunContext, require
 from provisioning.run.kind import (
     APPLY,
@@ -45,7 +45,6 @@ from provisioning.run.kind import (
 )
 from provisioning.run.options import ApplyOptions
 from provisioning.run.state import RunState
-from provisioning.transforms.summaries import summarize_snapshot
 
 
 class TopicsKind(RunKind):

@@ -14,11 +14,11 @@ wants:
 - min_insync_within_rf: min.insync.replicas above the replication factor: the always-on
   create policy of that name (`kinds.topics.policies.create.min_insync_within_rf`), run on
   the topic as `live.as_created` shows it;
-- unmanaged: no manifest row names the topic (`transforms.adopt.unmanaged`);
+- unmanaged: no manifest row names the topic (`kinds.topics.plan.unmanaged`);
 - leader_not_preferred: a partition is led by a replica other than its first (the
   preferred one), so leadership, and its load, is not where the assignment put it;
 - drift: a managed topic differs from its manifest row in any way (`transforms.drift`,
-  through `transforms.plan.build_plan`: what an ALTER would change and what it would
+  through `kinds.topics.plan.build_plan`: what an ALTER would change and what it would
   not), or is live while its row says `absent`. Only valid rows (no row_errors) are
   compared: an invalid or duplicated row asks for nothing definite.
 
@@ -34,6 +34,8 @@ from collections.abc import Callable, Collection
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from provisioning.kinds.topics.plan import build_plan
+from provisioning.kinds.topics.plan import unmanaged as unmanaged_topics
 from provisioning.kinds.topics.policies.create import min_insync_within_rf as within_rf_policy
 from provisioning.kinds.topics.rules.live import (
     MIN_INSYNC,
@@ -57,9 +59,7 @@ from provisioning.names import (
     UNDER_REPLICATED,
     UNMANAGED,
 )
-from provisioning.transforms.adopt import unmanaged as unmanaged_topics
 from provisioning.transforms.drift import drift_text
-from provisioning.transforms.plan import build_plan
 from provisioning.transforms.policies import PolicyContext
 
 # Partitions a detail names at most; the rest are counted.

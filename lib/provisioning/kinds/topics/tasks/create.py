@@ -59,7 +59,7 @@ def create_batches(admin: ClusterAdmin, rows: list[Row], validate_only: bool,
     A topic the broker says exists comes back `already_present` (or `created`, when an
     earlier attempt of this task or a lost answer sent the same request) with the live
     topic described; the run compares it with the request
-    (`transforms.results.settle_existing`).
+    (`kinds.topics.plan.settle_existing`).
     """
     phase = names.VALIDATE if validate_only else names.APPLY
     cluster = admin.cluster.name
