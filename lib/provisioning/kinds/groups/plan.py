@@ -24,14 +24,8 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from provisioning.kinds.groups import schema
 from provisioning.kinds.groups.names import ALTER, DELETE
-from provisioning.kinds.groups.schema import (
-    GROUP_DESIRED,
-    GROUP_KEY,
-    GROUP_LIVE,
-    GROUP_MANIFEST,
-    GROUP_PLAN,
-)
 from provisioning.names import ABSENT, NOOP, PRESENT, STATES
 from provisioning.transforms.policies.base import Transform
 from provisioning.transforms.validation import (
@@ -44,7 +38,7 @@ from provisioning.transforms.validation import (
 )
 from schemas import column_names
 
-KEY = list(GROUP_KEY)
+KEY = list(schema.GROUP_KEY)
 # A group id the job manages: 1 to 255 characters, no control character, not blank.
 GROUP_NAME = r"^(?=.*\S)[^\p{Cntrl}]{1,255}$"
 UNLISTED_KEPT = "unlisted: left alone (groups.remove_unlisted removes it)"
@@ -104,17 +98,17 @@ def with_group_row_errors(known_clusters: tuple[str, ...]) -> Transform:
             lambda others: F.format_string(
                 "duplicate: group %s on cluster %s is also named by %s; no copy is applied "
                 "(one row per group)", F.col("group"), F.col("cluster"), others))
-        return checked.select(*column_names(GROUP_DESIRED))
+        return checked.select(*column_names(schema.GROUP_DESIRED))
 
     return transform
 
 
 def _live(live: DataFrame) -> DataFrame:
-    return live.where(F.col("group").isNotNull()).select(*column_names(GROUP_LIVE))
+    return live.where(F.col("group").isNotNull()).select(*column_names(schema.GROUP_LIVE))
 
 
 def _empty(column: str) -> Column:
-    return F.array().cast(GROUP_PLAN[column].dataType).alias(column)
+    return F.array().cast(schema.GROUP_PLAN[column].dataType).alias(column)
 
 
 def _change_note(changed: Column, live: Column) -> Column:
@@ -175,21 +169,22 @@ def _unlisted_rows(live: DataFrame, desired: DataFrame, remove_unlisted: bool) -
         F.col("configs").alias("live_configs"), "type", "group_state", "members",
         *[F.lit(None).cast(t).alias(c) for c, t in nulls.items()],
         _empty("row_errors"), _empty("policy_violations"), note.alias("note"),
-    ).select(*column_names(GROUP_PLAN))
+    ).select(*column_names(schema.GROUP_PLAN))
 
 
 def plan_groups(desired: DataFrame, live: DataFrame, remove_unlisted: bool) -> DataFrame:
     """GROUP_PLAN rows: every GROUP_DESIRED row joined with its live group, then every live
     group no row names (kept, or removed with `remove_unlisted` unless a rejected row names
     it)."""
-    return (_listed_rows(desired, live).select(*column_names(GROUP_PLAN))
+    return (_listed_rows(desired, live).select(*column_names(schema.GROUP_PLAN))
             .unionByName(_unlisted_rows(live, desired, remove_unlisted)))
 
 
 def unmanaged_groups(live: DataFrame, desired: DataFrame) -> DataFrame:
     """The GROUP_LIVE rows no valid GROUP_DESIRED row names (what `report --unmanaged-groups`
     lists and `import --groups` writes)."""
-    return unnamed(_live(live), desired.where(is_valid()), KEY).select(*column_names(GROUP_LIVE))
+    return unnamed(_live(live), desired.where(is_valid()), KEY).select(
+        *column_names(schema.GROUP_LIVE))
 
 
 def group_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:
@@ -199,4 +194,4 @@ def group_manifest_rows(live: DataFrame, owner: str | None) -> DataFrame:
     return (_live(live).select(
         *KEY, F.lit(PRESENT).alias("state"), configs.alias("configs"),
         F.lit(owner).cast("string").alias("owner"), F.lit(None).cast("boolean").alias("force"))
-        .select(*column_names(GROUP_MANIFEST)).orderBy(*KEY))
+        .select(*column_names(schema.GROUP_MANIFEST)).orderBy(*KEY))

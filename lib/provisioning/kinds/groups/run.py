@@ -26,6 +26,7 @@ from provisioning import names
 from provisioning.conf import Conf
 from provisioning.delta.idempotent import Transaction, append_once
 from provisioning.delta.tables import JobTable, TableRef, read_table
+from provisioning.kinds.groups import schema
 from provisioning.kinds.groups.conf import GroupsConf, inventory_table
 from provisioning.kinds.groups.model import MODEL
 from provisioning.kinds.groups.names import GROUP_LAGGING, STALE_GROUP, UNMANAGED_GROUP
@@ -36,13 +37,6 @@ from provisioning.kinds.groups.rules import (
     lagging_groups,
     last_recorded,
     stale_groups,
-)
-from provisioning.kinds.groups.schema import (
-    GROUP_INVENTORY,
-    GROUP_KEY,
-    GROUP_LIVE,
-    GROUP_OFFSETS,
-    GROUP_TOPICS,
 )
 from provisioning.kinds.groups.tasks import group_results
 from provisioning.results import utc_now
@@ -88,9 +82,9 @@ class GroupUsage(EntityPhase):
                 recorded.setdefault(r["cluster"], set()).add(r["topic"])
             read = group_offsets(ctx.clusters, ctx.credentials, ctx.conf.kafka, recorded)
             offsets = spark.createDataFrame(
-                [row for c in sorted(read) for row in read[c].offsets], GROUP_OFFSETS)
+                [row for c in sorted(read) for row in read[c].offsets], schema.GROUP_OFFSETS)
             topics = spark.createDataFrame(
-                [row for c in sorted(read) for row in read[c].topics], GROUP_TOPICS)
+                [row for c in sorted(read) for row in read[c].topics], schema.GROUP_TOPICS)
             inventory = group_inventory(offsets, topics, history, ctx.run_id, utc_now()
                                         ).localCheckpoint(eager=True)
         for name, (error, message) in sorted((c, r.problem) for c, r in read.items()
@@ -130,7 +124,7 @@ class GroupsKind(OneTaskKind):
                       "IncrementalAlterConfigs and DeleteGroups", "verify consumer groups")
     summary_keys = ("removals_not_allowed", "clusters_not_readable")
     check_rule = UNMANAGED_GROUP
-    request_columns = (*GROUP_KEY, "action", "changed")
+    request_columns = (*schema.GROUP_KEY, "action", "changed")
     results = staticmethod(group_results)
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
@@ -139,7 +133,7 @@ class GroupsKind(OneTaskKind):
         rows = [(c, group, g.type, g.state, g.members, dict(g.configs))
                 for c, s in sorted(found.items()) for group, g in sorted(s.groups.items())]
         return ({c: ClusterRead(len(s.groups), s.problem) for c, s in found.items()},
-                ctx.spark.createDataFrame(rows, GROUP_LIVE).localCheckpoint(eager=True))
+                ctx.spark.createDataFrame(rows, schema.GROUP_LIVE).localCheckpoint(eager=True))
 
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         conf = self.conf(ctx)
@@ -155,7 +149,7 @@ class GroupsKind(OneTaskKind):
         # `check` reads the group inventory's earlier rows before it appends its own.
         if command != "check" or not conf.checks.usage:
             return ()
-        return (JobTable(inventory_table(conf), GROUP_INVENTORY),)
+        return (JobTable(inventory_table(conf), schema.GROUP_INVENTORY),)
 
     def finding(self) -> Column:
         # A group id with configs and no group (no consumer used it yet) has no type or state.
