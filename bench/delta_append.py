@@ -40,7 +40,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from provisioning.delta.idempotent import Transaction, append_once  # noqa: E402
 from provisioning.delta.lock import LOCK_TABLE_PROPERTIES  # noqa: E402
 from provisioning.delta.tables import TableRef, append  # noqa: E402
-from schemas.audit import AUDIT  # noqa: E402
+from provisioning.registry import AUDIT  # noqa: E402
 
 NO_STATS = {"spark.databricks.delta.stats.collect": "false"}
 # name -> (how: "job" append_once, "delta" txnAppId / txnVersion, "plain", "lock" a plain

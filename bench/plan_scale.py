@@ -154,6 +154,7 @@ def plan(work: Path, clusters: int, settings: Sequence[str] = ()) -> dict[str, A
     from provisioning.delta.tables import TableRef, append, read_table
     from provisioning.kafka.client import ClusterState
     from provisioning.kinds.topics.planning import planned_plan, read_desired
+    from provisioning.registry import AUDIT
     from provisioning.results import new_run_id, utc_now
     from provisioning.session import build_session
     from provisioning.transforms.audit import plan_audit
@@ -181,7 +182,7 @@ def plan(work: Path, clusters: int, settings: Sequence[str] = ()) -> dict[str, A
     # What the run's plan phase does (provisioning.kinds.topics.phases.Plan).
     planned, _ = planned_plan(spark, conf, states, desired, live, live_in_scope, None)
     checkpointed = time.monotonic()
-    rows = plan_audit(planned, run_id, utc_now())
+    rows = plan_audit(planned, run_id, utc_now(), AUDIT)
     append(rows, TableRef(conf.tables.audit))
     written = time.monotonic()
     last = spark.sql(f"DESCRIBE HISTORY delta.`{conf.tables.audit}` LIMIT 1").first()

@@ -62,8 +62,8 @@ def _shaped(df: Any, schema: Any) -> Any:
 def synthesise(spark: Any, wh: Path, topics: int, days: int) -> None:
     from pyspark.sql import functions as F
 
+    from provisioning.registry import AUDIT
     from schemas import DISKS, INVENTORY, MANIFEST, RUNS, SNAPSHOT, VIOLATIONS
-    from schemas.audit import AUDIT
 
     def save(df: Any, schema: Any, name: str) -> None:
         _shaped(df, schema).write.format("delta").mode("overwrite").save(str(wh / name))

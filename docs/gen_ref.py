@@ -295,7 +295,7 @@ def schema_tables() -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
     definition of its module (`*X.fields`, `*_COLUMNS`) has the comment it has there."""
     from pyspark.sql.types import StructType
 
-    from schemas.audit import AUDIT
+    from provisioning.registry import AUDIT
 
     found: list[tuple[str, str, str, StructType]] = []
     sources: dict[str, tuple[dict[str, tuple[int, int, str]], dict[int, str], list[str]]] = {}

@@ -308,7 +308,7 @@ AUDIT = fields(
     ("before_configs", STRING_MAP),
     ("config_ops", ArrayType(CONFIG_OP, True)),
     # Why a plan row of another kind than topics is as it is (merged rows that disagreed,
-    # an unlisted or a deleted topic's binding revoked). Null on topic rows.
+    # an entity removed with its unlisted or deleted topic). Null on topic rows.
     ("note", StringType()),
     # Replica moves (action REASSIGN; the plan row of an ALTER that also moves replicas
     # carries them too): each partition's replicas before -> after (plan), what became of

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from provisioning.kinds.acls.schema import ACL_BINDING, ACL_DESIRED, ACL_PLAN
-from schemas.audit import AUDIT
+from provisioning.registry import AUDIT
 from schemas.check import VIOLATIONS
 from schemas.tables import CLUSTER_STATE, DESIRED, PLAN, RUNS, SNAPSHOT
 

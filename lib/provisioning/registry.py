@@ -20,5 +20,9 @@ from provisioning.kinds.quotas.kind import KIND as QUOTAS
 from provisioning.kinds.reassign.kind import KIND as REASSIGN
 from provisioning.kinds.topics.kind import KIND as TOPICS
 from provisioning.kinds.users.kind import KIND as USERS
+from schemas import tables, with_kind_columns
 
 KINDS: tuple[Kind, ...] = (TOPICS, ACLS, REASSIGN, QUOTAS, USERS, GROUPS, OFFSETS)
+
+# The audit table as a run of every registered kind writes it (`RunContext.audit`).
+AUDIT = with_kind_columns(tables.AUDIT, (kind.run.audit_column for kind in KINDS))

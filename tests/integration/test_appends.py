@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration]
 
 
 def _rows(spark: Any, run_id: str, phase: str, n: int) -> Any:
-    from schemas.audit import AUDIT
+    from provisioning.registry import AUDIT
 
     return spark.createDataFrame(
         [tuple({"run_id": run_id, "cluster": "local", "topic": f"t{i}", "phase": phase}.get(
@@ -143,8 +143,8 @@ def test_a_fence_fails_a_commit_that_read_the_table_before_it(spark: Any,
     JVM (Delta's own transaction API), across the fence."""
     from provisioning.delta.idempotent import Transaction, fence
     from provisioning.delta.tables import TableRef
+    from provisioning.registry import AUDIT
     from provisioning.session import is_connect
-    from schemas.audit import AUDIT
 
     if is_connect(spark):
         pytest.skip("holds a Delta transaction open in a classic session's JVM")

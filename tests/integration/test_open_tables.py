@@ -26,8 +26,8 @@ import pytest
 from kafka import KafkaAdminClient
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from provisioning.registry import AUDIT
 from schemas import RUNS, SNAPSHOT
-from schemas.audit import AUDIT
 from tests.helpers import REPO, run_cli, write_conf
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]
@@ -131,7 +131,7 @@ LEGACY_WRITER = """
 import sys
 from pyspark.sql import SparkSession, functions as F
 from schemas import RUNS, SNAPSHOT
-from schemas.audit import AUDIT
+from provisioning.registry import AUDIT
 spark = SparkSession.builder.remote(sys.argv[1]).create()
 base = sys.argv[2]
 # What earlier releases did through Spark Connect: columns cast to the schema's own types,

@@ -9,12 +9,15 @@ which Python never runs: a name there is for the type checker, which reads it as
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lib" / "provisioning"
+# The shared tables, outside the package: of the tables' room, as a kind's `schema` module.
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 # The packages of the package; each kind's folder holds modules of several of them.
 ROOMS = ("cli", "run", "transforms", "kafka", "delta", "views", "conf")
@@ -81,14 +84,16 @@ RETRY_LAYER = "provisioning.retry"
 Tree = Mapping[str, str]
 
 
-def package_tree(root: Path = PACKAGE) -> dict[str, str]:
-    """Every module of the package, by dotted name, with its source."""
+def package_tree(*roots: Path) -> dict[str, str]:
+    """Every module of the package and of the shared tables (or of `roots`), by dotted
+    name, with its source."""
     found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path.read_text(encoding="utf-8")
+    for root in roots or (PACKAGE, SCHEMAS):
+        for path in sorted(root.rglob("*.py")):
+            parts = list(path.relative_to(root.parent).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path.read_text(encoding="utf-8")
     return found
 
 
@@ -102,6 +107,8 @@ def room_of(module: str) -> str:
     """The package of a module: a kind's module the package its name says (`ROOM?` when it says
     none), the registry, or the package its path names; the rest is the base."""
     parts = module.split(".")
+    if parts[0] == TABLES:
+        return TABLES
     if module == REGISTRY:
         return "registry"
     if kind_of(module) is not None:
@@ -112,6 +119,48 @@ def room_of(module: str) -> str:
             or len(parts) < 2:
         return "base"
     return parts[1] if parts[1] in ROOMS else "base"
+
+
+@functools.cache
+def parsed(source: str) -> ast.Module:
+    """A module's syntax tree, parsed once per source (the rules read each many times;
+    none changes it)."""
+    return ast.parse(source)
+
+
+@functools.cache
+def _imports_of(module: str, source: str, names: frozenset[str]) -> tuple[Import, ...]:
+    found: list[Import] = []
+    for node in _nodes(parsed(source)):
+        if isinstance(node, ast.Import):
+            found += [Import(module, alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.level:
+                raise ValueError(f"{module}:{node.lineno}: relative import")
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.append(Import(module, submodule if submodule in names else node.module,
+                                    node.lineno))
+    return tuple(dict.fromkeys(found))
+
+
+@functools.cache
+def _attributes(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The attribute names a module reads (`x.attr` loaded), and those it gives a value
+    (`x.attr` stored, or a name assigned in a class body)."""
+    read, given = set(), set()
+    for node in ast.walk(parsed(source)):
+        if isinstance(node, ast.Attribute):
+            (read if isinstance(node.ctx, ast.Load) else given).add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = (item.targets if isinstance(item, ast.Assign) else
+                           [item.target] if isinstance(item, ast.AnnAssign)
+                           and item.value is not None else [])
+                for target in targets:
+                    names = target.elts if isinstance(target, ast.Tuple) else [target]
+                    given.update(n.id for n in names if isinstance(n, ast.Name))
+    return frozenset(read), frozenset(given)
 
 
 def _type_checking(node: ast.If) -> bool:
@@ -141,24 +190,17 @@ def imports(tree: Tree, module: str) -> list[Import]:
     """What `module` imports, at every depth: a module of the tree where the import names
     one (`from a.b import c` names a.b.c when the tree has it), else the name as written;
     once per line."""
-    found: list[Import] = []
-    for node in _nodes(ast.parse(tree[module])):
-        if isinstance(node, ast.Import):
-            found += [Import(module, alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.level:
-                raise ValueError(f"{module}:{node.lineno}: relative import")
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                found.append(Import(module, submodule if submodule in tree else node.module,
-                                    node.lineno))
-    return list(dict.fromkeys(found))
+    return list(_imports_of(module, tree[module], _names(tree)))
+
+
+def _names(tree: Tree) -> frozenset[str]:
+    return frozenset(tree)
 
 
 def offers(tree: Tree, kind: str) -> tuple[str, ...]:
     """The modules (`state`, `policies.alter`) of `kind`'s folder its package declares it
     offers the kinds registered after it (`OFFERS`)."""
-    package = ast.parse(tree.get(f"{KINDS}.{kind}", ""))
+    package = parsed(tree.get(f"{KINDS}.{kind}", ""))
     for node in package.body:
         if isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Name) and target.id == OFFERS for target in node.targets):
@@ -278,7 +320,7 @@ def finds_by_name(tree: Tree) -> list[str]:
     for module, source in tree.items():
         if module in FINDS_BY_NAME:
             continue
-        for node in _nodes(ast.parse(source)):
+        for node in _nodes(parsed(source)):
             named = (isinstance(node, ast.Attribute) and node.attr in ("import_module",
                                                                         "find_spec")) or (
                 isinstance(node, ast.Name) and node.id == "__import__")
@@ -294,7 +336,7 @@ def waits_outside_the_retry_layer(tree: Tree) -> list[str]:
     for module, source in tree.items():
         if module == RETRY_LAYER:
             continue
-        for node in _nodes(ast.parse(source)):
+        for node in _nodes(parsed(source)):
             sleeps = (isinstance(node, ast.Attribute) and node.attr == "sleep"
                       and isinstance(node.value, ast.Name) and node.value.id == "time") or (
                 isinstance(node, ast.ImportFrom) and node.module == "time"
@@ -343,16 +385,9 @@ def read_elsewhere(tree: Tree, attr: str) -> bool:
     interface declares must be read beyond the kinds that give it."""
     readers, setters = set(), set()
     for module, source in tree.items():
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Attribute) and node.attr == attr:
-                (readers if isinstance(node.ctx, ast.Load) else setters).add(module)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    targets = (item.targets if isinstance(item, ast.Assign) else
-                               [item.target] if isinstance(item, ast.AnnAssign)
-                               and item.value is not None else [])
-                    for target in targets:
-                        names = target.elts if isinstance(target, ast.Tuple) else [target]
-                        if any(isinstance(n, ast.Name) and n.id == attr for n in names):
-                            setters.add(module)
+        read, given = _attributes(source)
+        if attr in read:
+            readers.add(module)
+        if attr in given:
+            setters.add(module)
     return bool(readers - {m for m in setters if kind_of(m) is not None})

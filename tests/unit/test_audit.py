@@ -9,6 +9,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from provisioning.registry import AUDIT
 from provisioning.run.summary import counted_and_listed
 from provisioning.transforms.audit import final_rows, plan_audit, result_audit
 from schemas import TOPIC_RESULT
@@ -54,7 +55,7 @@ def test_plan_outcome_of_every_kind_of_row(spark: SparkSession) -> None:
         audit("moved", "DRIFT", "plan", "drift", drift=[
             {"field": "partitions", "desired": "2", "actual": "1", "supported": True}]),
     ])
-    assert_df_equality(plan_audit(plan, "r1", AT), expected, ignore_row_order=True,
+    assert_df_equality(plan_audit(plan, "r1", AT, AUDIT), expected, ignore_row_order=True,
                        ignore_nullable=True)
 
 
@@ -71,7 +72,7 @@ def test_results_take_the_request_from_the_plan(spark: SparkSession) -> None:
         error_name="NONE", requested_partitions=3, requested_configs={"a": "b"},
         result_partitions=3, result_replication_factor=1, result_configs=returned,
         attempts=1)])
-    assert_df_equality(result_audit(results, plan, "r1", AT), expected, ignore_nullable=True)
+    assert_df_equality(result_audit(results, plan, "r1", AT, AUDIT), expected, ignore_nullable=True)
 
 
 def test_topic_the_job_may_not_see_fails_in_the_plan_whatever_the_manifest_says(
@@ -96,7 +97,7 @@ def test_topic_the_job_may_not_see_fails_in_the_plan_whatever_the_manifest_says(
         audit("h3", "NOOP", "plan", "rejected", error_name="INVALID_MANIFEST_ROW",
               error_message="partitions: 0 is not > 0"),
     ])
-    assert_df_equality(plan_audit(plan, "r1", AT), expected, ignore_row_order=True,
+    assert_df_equality(plan_audit(plan, "r1", AT, AUDIT), expected, ignore_row_order=True,
                        ignore_nullable=True)
 
 

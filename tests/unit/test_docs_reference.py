@@ -173,7 +173,7 @@ def test_the_commands_page_lists_every_command_and_option() -> None:
 def test_the_tables_page_lists_every_column_of_every_schema() -> None:
     from pyspark.sql.types import StructType
 
-    from schemas.audit import AUDIT
+    from provisioning.registry import AUDIT
 
     page = gen_ref.tables_reference()
     sections = dict(re.findall(r"^### (\w+)\n(.*?)(?=^##|\Z)", page, re.M | re.S))

@@ -17,9 +17,9 @@ from provisioning.delta.tables import (
     prepare_tables,
 )
 from provisioning.kinds.groups.schema import GROUP_INVENTORY
+from provisioning.registry import AUDIT
 from provisioning.run.commands import job_tables
 from schemas import DISKS, INVENTORY, LOCKS, RUNS, SNAPSHOT, VIOLATIONS
-from schemas.audit import AUDIT
 from tests.helpers import RUNS as RUN_KINDS
 from tests.helpers import parse_conf
 

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from provisioning.kinds.quotas.model import MODEL
 from provisioning.kinds.quotas.plan import UNLISTED_KEPT, UNLISTED_REMOVED
+from provisioning.registry import AUDIT
 from tests.builders import audit_df, violation
 from tests.quota_builders import quota, quota_plan_df, quota_result_df
 
@@ -71,7 +72,7 @@ def test_plan_outcome_of_every_kind_of_quota_row(spark: SparkSession) -> None:
         audit("plan", "planned", quota({"entity_user": "old"}, "producer_byte_rate", None, 7.0),
               "REMOVE", note=UNLISTED_REMOVED, **unsourced),
     ])
-    assert_df_equality(quota_plan_audit(plan, "r1", AT), expected, ignore_row_order=True,
+    assert_df_equality(quota_plan_audit(plan, "r1", AT, AUDIT), expected, ignore_row_order=True,
                        ignore_nullable=True)
 
 
@@ -101,7 +102,7 @@ def test_results_take_the_action_owner_source_value_asked_and_value_before_from_
         audit("apply", "unknown", quota({"entity_user": "nobody"}, "producer_byte_rate"),
               owner=None, source_table=None, source_version=None, policy_violations=None),
     ])
-    assert_df_equality(quota_result_audit(results, plan, "r1", AT), expected,
+    assert_df_equality(quota_result_audit(results, plan, "r1", AT, AUDIT), expected,
                        ignore_row_order=True, ignore_nullable=True)
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from provisioning.conf import ClusterConf, Conf, Credentials
 from provisioning.errors import LockUnavailable, ProvisioningError
@@ -40,6 +41,7 @@ from provisioning.results import RunRecord
 from provisioning.run.commits import Commits
 from provisioning.run.state import KindState, RunState, declarable
 from provisioning.session import Stop, profile
+from schemas import tables, with_kind_columns
 
 if TYPE_CHECKING:
     from provisioning.run.kind import RunKind
@@ -127,6 +129,12 @@ class RunContext:
     @property
     def run_id(self) -> str:
         return self.record.run_id
+
+    @functools.cached_property
+    def audit(self) -> StructType:
+        """The audit table as this run writes it: the shared columns and each of its kinds'
+        own (`RunKind.audit_column`), in the kinds' order."""
+        return with_kind_columns(tables.AUDIT, (kind.audit_column for kind in self.kinds))
 
     @property
     def command(self) -> str:

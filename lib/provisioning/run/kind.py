@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructField
 
 from provisioning.conf import Conf
 from provisioning.delta.tables import JobTable
@@ -99,6 +100,12 @@ class RunKind(ABC):
     # An extending kind: the audit columns of its rows the extended kind's listing of a
     # run shows.
     listed_columns: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def audit_column(self) -> StructField | None:
+        """The kind's own column of the audit table (`RunContext.audit`); None: its rows
+        fill the shared columns alone."""
+        return None
 
     def phases(self, step: str, layers: Sequence[PlanLayer] = ()) -> Sequence[Phase]:
         """The kind's phases of `step` (PIPELINE_STEPS, or CHECK, IMPORT, RECORD); `layers`:

@@ -6,12 +6,12 @@ import datetime as dt
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from provisioning import names
 from provisioning.transforms.drift import override_map
 from provisioning.transforms.shape import to_schema
-from schemas import column_names
-from schemas.audit import AUDIT
+from schemas import tables
 
 
 def plan_outcome() -> Column:
@@ -82,7 +82,7 @@ def _before_and_ops(prefix: str = "") -> dict[str, Column]:
     to send; null for every other action."""
     alter = F.col(f"{prefix}action") == names.ALTER
     live_configs = F.coalesce(F.col(f"{prefix}live_configs"),
-                              F.array().cast(AUDIT["result_configs"].dataType))
+                              F.array().cast(tables.AUDIT["result_configs"].dataType))
     return {
         "before_partitions": F.when(alter, F.col(f"{prefix}live_partitions")),
         "before_configs": F.when(alter, override_map(live_configs)),
@@ -90,10 +90,12 @@ def _before_and_ops(prefix: str = "") -> dict[str, Column]:
     }
 
 
-def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime) -> DataFrame:
-    """One AUDIT row per PLAN row, phase `plan`; the columns a kind extending the topics'
-    rows added to the plan (and the audit has) carried as they are, the rest null."""
-    return to_schema(plan, AUDIT, {
+def plan_audit(plan: DataFrame, run_id: str, recorded_at: dt.datetime, audit: StructType
+               ) -> DataFrame:
+    """One `audit` row (the run's audit schema, `RunContext.audit`) per PLAN row, phase
+    `plan`; the columns a kind extending the topics' rows added to the plan (and the audit
+    has) carried as they are, the rest null."""
+    return to_schema(plan, audit, {
         "run_id": F.lit(run_id),
         "topic_id": F.col("live_topic_id"),
         "phase": F.lit(names.PLAN),
@@ -129,10 +131,10 @@ def result_columns(run_id: str, recorded_at: dt.datetime) -> dict[str, Column]:
 
 
 def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: dt.datetime,
-                 action: str | None = None) -> DataFrame:
-    """AUDIT rows for TOPIC_RESULT rows, with the request taken from their PLAN row; the
-    audit's other columns from the result row when it has them, else from the plan row
-    (what a kind extending the topics' rows added to either), else null.
+                 audit: StructType, action: str | None = None) -> DataFrame:
+    """`audit` rows (as `plan_audit`) for TOPIC_RESULT rows, with the request taken from
+    their PLAN row; the audit's other columns from the result row when it has them, else
+    from the plan row (what a kind extending the topics' rows added to either), else null.
 
     action: the rows' action instead of their plan row's (a kind extending the topics'
       rows gives its own rows of an ALTER row its own action).
@@ -151,7 +153,7 @@ def result_audit(results: DataFrame, plan: DataFrame, run_id: str, recorded_at: 
     if action is not None:
         given["action"] = F.lit(action)
     # The sides' columns from their own DataFrames: the plan's schema is asked once a run.
-    return to_schema(joined, AUDIT, given, sources=("r.", "p."),
+    return to_schema(joined, audit, given, sources=("r.", "p."),
                      known={"r.": results.columns, "p.": plan.columns})
 
 
@@ -161,19 +163,19 @@ def phase_order() -> Column:
     return order[F.col("phase")]
 
 
-def final_rows(rows: DataFrame) -> DataFrame:
-    """The AUDIT rows of one run that hold each topic's final outcome: for every
-    (cluster, topic, action), the rows of the last phase that recorded it (an ALTER that
-    is also changed by a kind extending the topics' rows ends twice: its ALTER rows and that
-    kind's rows).
+def final_rows(rows: DataFrame, *subject: str | Column) -> DataFrame:
+    """The audit rows of one run that hold each subject's final outcome: for every
+    `subject` (the topics': cluster, topic, action; an entity kind's: the cluster and the
+    entity), the rows of the last phase that recorded it (an ALTER that is also changed by
+    a kind extending the topics' rows ends twice: its ALTER rows and that kind's rows).
 
-    A topic's later phases pick up where its earlier ones stopped (a planned CREATE is
+    A subject's later phases pick up where its earlier ones stopped (a planned CREATE is
     validated, a validated one applied, an applied one verified), so the last phase's row
-    is where the topic ended. Rows of invalid or duplicate manifest rows never leave the
-    plan phase, so each of them stays a final row of its own.
+    is where it ended. Rows of invalid or duplicate manifest rows never leave the plan
+    phase, so each of them stays a final row of its own.
     """
+    by = subject or ("cluster", "topic", "action")
     return (rows.withColumn("_phase", phase_order())
-            .withColumn("_last", F.max("_phase").over(
-                Window.partitionBy("cluster", "topic", "action")))
+            .withColumn("_last", F.max("_phase").over(Window.partitionBy(*by)))
             .where(F.col("_phase") == F.col("_last"))
-            .select(*column_names(AUDIT)))
+            .drop("_phase", "_last"))

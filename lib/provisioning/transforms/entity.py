@@ -26,15 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from provisioning import names
 from provisioning.conf import PolicySpec
 from provisioning.names import Nouns
 from provisioning.transforms.audit import (
-    phase_order,
+    final_rows,
     plan_error_message,
     plan_error_name,
     result_columns,
@@ -45,9 +45,6 @@ from provisioning.transforms.policies.columns import no_violations_yet
 from provisioning.transforms.shape import to_schema
 from provisioning.transforms.validation import is_valid
 from schemas import column_names
-
-# A policy of an entity kind: (its parameters, the kind's policy context) -> transform.
-from schemas.audit import AUDIT
 
 # A policy of an entity kind: (its parameters, the kind's policy context) -> transform.
 Factory = Callable[[Mapping[str, Any], Any], Transform]
@@ -123,9 +120,10 @@ class EntityModel(ABC):
     # Its outcomes of an addition and of a removal made (the broker's word).
     added: ClassVar[str]
     removed: ClassVar[str]
-    # Its column of the audit table, and the fields of the struct there that name the
-    # entity (the others, values asked for or found, change from phase to phase).
-    column: ClassVar[str]
+    # Its column of the audit table (`RunKind.audit_column`), and the fields of the struct
+    # there that name the entity (the others, values asked for or found, change from phase
+    # to phase).
+    audit_column: ClassVar[StructField]
     identity: ClassVar[tuple[str, ...]]
     # The manifest column whose size is how many entities a manifest row stands for (None:
     # a row stands for one).
@@ -222,9 +220,14 @@ class EntityModel(ABC):
                 plan.groupBy("cluster", "action", self.plan_outcome().alias("outcome"))
                 .agg(F.count(F.lit(1)).alias("n")).collect()}
 
-    def plan_audit(self, plan: DataFrame, run_id: str, recorded_at: dt.datetime
-                   ) -> DataFrame:
-        """One AUDIT row per plan row, phase `plan` (the audit's other columns null)."""
+    @property
+    def column(self) -> str:
+        """The name of its column of the audit table."""
+        return self.audit_column.name
+
+    def plan_audit(self, plan: DataFrame, run_id: str, recorded_at: dt.datetime,
+                   audit: StructType) -> DataFrame:
+        """One `audit` row per plan row, phase `plan` (the audit's other columns null)."""
         return to_schema(plan.select(
             F.lit(run_id).alias("run_id"),
             "cluster",
@@ -240,11 +243,11 @@ class EntityModel(ABC):
             F.lit(recorded_at).cast("timestamp").alias("recorded_at"),
             self.plan_struct().alias(self.column),
             "note",
-        ), AUDIT)
+        ), audit)
 
     def result_audit(self, results: DataFrame, plan: DataFrame, run_id: str,
-                     recorded_at: dt.datetime) -> DataFrame:
-        """AUDIT rows for admin results, with the action, owner, source, violations and note
+                     recorded_at: dt.datetime, audit: StructType) -> DataFrame:
+        """`audit` rows for admin results, with the action, owner, source, violations and note
         of their plan row (matched by the key, nulls equal)."""
         joined = results.alias("r").join(plan.alias("p"), on=self.same("r", "p"), how="left")
         return to_schema(joined.select(
@@ -252,17 +255,12 @@ class EntityModel(ABC):
                                                                     recorded_at).items()],
             self.result_struct().alias(self.column),
             F.col("p.note").alias("note"),
-        ), AUDIT)
+        ), audit)
 
     def final_rows(self, rows: DataFrame) -> DataFrame:
-        """The AUDIT rows of one run's entities that hold each one's final outcome: the rows
-        of the last phase that recorded it (as `transforms.audit.final_rows` for topics)."""
-        entity = [F.col(f"{self.column}.{c}") for c in self.identity]
-        return (rows.withColumn("_phase", phase_order())
-                .withColumn("_last", F.max("_phase").over(
-                    Window.partitionBy("cluster", *entity)))
-                .where(F.col("_phase") == F.col("_last"))
-                .select(*column_names(AUDIT)))
+        """The audit rows of one run's entities that hold each one's final outcome: the rows
+        of the last phase that recorded it (`transforms.audit.final_rows`)."""
+        return final_rows(rows, "cluster", *(F.col(f"{self.column}.{c}") for c in self.identity))
 
     def without_answer(self, targets: DataFrame, phase: str, outcome: str, error_name: str,
                        message: str, attempts: int = 0) -> DataFrame:

@@ -32,6 +32,7 @@ from provisioning.kinds.acls.schema import (
     ACL_PLAN,
     ACL_RESULT,
     ACL_SNAPSHOT,
+    AUDIT_COLUMN,
     BINDING_KEY,
 )
 from provisioning.kinds.acls.validation import with_acl_row_errors
@@ -51,7 +52,7 @@ class AclModel(EntityModel):
     marker = "principal"
     adds, removes = acl_names.GRANT, acl_names.REVOKE
     added, removed = acl_names.GRANTED, acl_names.REVOKED
-    column, identity = "acl", _BINDING
+    audit_column, identity = AUDIT_COLUMN, _BINDING
     text = staticmethod(binding_text)
     entity_list, text_column, listing_order = "operations", "binding", ("cluster", "binding")
     policies, always_on = ACL_POLICIES, ALWAYS_ON

@@ -41,7 +41,7 @@ class GroupModel(EntityModel):
     manifest_keys, key, marker = ("cluster", "group"), tables.GROUP_KEY, "group"
     adds, removes = group_names.ALTER, group_names.DELETE
     added, removed = group_names.ALTERED, group_names.DELETED
-    column, identity = "consumer_group", ("group",)
+    audit_column, identity = tables.AUDIT_COLUMN, ("group",)
     text = staticmethod(group_text)
     entity_list, text_column = None, "group"
     listing_order = ("cluster", "group")

@@ -49,7 +49,7 @@ class OffsetModel(EntityModel):
     key, marker = tables.OFFSET_KEY, "request_id"
     adds, removes = offset_names.RESET, offset_names.DELETE
     added, removed = offset_names.RESET_DONE, offset_names.OFFSETS_DELETED
-    column, identity = "offset_reset", ("request_id", "partition")
+    audit_column, identity = tables.AUDIT_COLUMN, ("request_id", "partition")
     text = staticmethod(reset_text)
     entity_list, text_column = None, "reset"
     listing_order = ("cluster", "request_id", "partition")

@@ -60,7 +60,7 @@ class QuotaModel(EntityModel):
     result, manifest_keys, key, marker = tables.QUOTA_RESULT, ("cluster",), tables.QUOTA_KEY, "key"
     adds, removes = quota_names.SET_ACTION, quota_names.REMOVE
     added, removed = quota_names.SET, quota_names.REMOVED
-    column, identity = "quota", _IDENTITY
+    audit_column, identity = tables.AUDIT_COLUMN, _IDENTITY
     text = staticmethod(entity_text)
     entity_list, text_column, listing_order = "quotas", "entity", ("cluster", "entity", "key")
     policies, always_on = QUOTA_POLICIES, ALWAYS_ON

@@ -101,7 +101,7 @@ class ReassignValidate(Phase):
         with job_label(ctx.spark, f"{ctx.command}: check replica moves"):
             checked = check_results(plan.where(_clean())).localCheckpoint(eager=True)
             recorded(ctx, moves, names.VALIDATE,
-                     result_audit(checked, plan, ctx.run_id, utc_now(), action=REASSIGN))
+                     result_audit(checked, plan, ctx.run_id, utc_now(), ctx.audit, action=REASSIGN))
         moves.validated = checked
         ctx.steps.done("reassign validate")
 
@@ -147,7 +147,7 @@ class ReassignApply(Phase):
         return result_audit(
             without_answer(self._requests(ctx, state).select(*_KEYS), names.APPLY,
                            names.FAILED, error_name, reason),
-            require(state.of(TopicState).plan, "plan"), ctx.run_id, utc_now(),
+            require(state.of(TopicState).plan, "plan"), ctx.run_id, utc_now(), ctx.audit,
             action=REASSIGN)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
@@ -161,7 +161,7 @@ class ReassignApply(Phase):
                                ctx.conf.section(ReassignConf).throttle_bytes_per_second),
                 requests.select(*_KEYS), names.APPLY, names.UNKNOWN, without_answer)
             recorded(ctx, moves, names.APPLY,
-                     result_audit(applied, plan, ctx.run_id, utc_now(), action=REASSIGN))
+                     result_audit(applied, plan, ctx.run_id, utc_now(), ctx.audit, action=REASSIGN))
         moves.applied = applied
         ctx.commits.side("reassign-count", lambda: _outcomes(applied, started, self.name))
         ctx.steps.done("reassign")
@@ -195,7 +195,8 @@ class ReassignVerify(Phase):
                                  conf.wait_seconds, owned),
                 requests.select(*_KEYS), names.VERIFY, names.UNKNOWN, without_answer)
             recorded(ctx, state.of(ReassignState), names.VERIFY,
-                     result_audit(verified, plan, ctx.run_id, utc_now(), action=REASSIGN))
+                     result_audit(verified, plan, ctx.run_id, utc_now(), ctx.audit,
+                                  action=REASSIGN))
         ctx.commits.side("reassign-verify-count",
                          lambda: _outcomes(verified, started, self.name))
         ctx.steps.done("reassign verify")

@@ -118,7 +118,7 @@ class Apply(Phase):
         return result_audit(without_answer(every, names.APPLY, names.FAILED, error_name,
                                            reason),
                             require(state.of(TopicState).plan, "plan"), ctx.run_id,
-                            utc_now())
+                            utc_now(), ctx.audit)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
@@ -149,7 +149,7 @@ class Apply(Phase):
                     names.APPLY, names.UNKNOWN, without_answer)
                 applied = settle_existing(sent, plan)
                 recorded(ctx, topics, names.APPLY,
-                         result_audit(applied, plan, ctx.run_id, utc_now()))
+                         result_audit(applied, plan, ctx.run_id, utc_now(), ctx.audit))
                 results.append(applied)
             ctx.steps.done("create")
         topics.applied = every = functools.reduce(DataFrame.unionByName, results)
@@ -186,7 +186,7 @@ class Verify(Phase):
                 without_answer)
             ctx.steps.done("verify")
             recorded(ctx, topics, names.VERIFY,
-                     result_audit(verified, plan, ctx.run_id, utc_now()))
+                     result_audit(verified, plan, ctx.run_id, utc_now(), ctx.audit))
             ctx.commits.side("verify-count", lambda: log_phase(names.VERIFY, started, verified))
             ctx.steps.done("audit write")
         topics.verified = verified

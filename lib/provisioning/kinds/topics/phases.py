@@ -239,7 +239,7 @@ class Plan(Phase):
             side = ("unmanaged", count_unmanaged)
         with job_label(ctx.spark, f"{ctx.command}: audit plan"):
             record_plan(ctx, NAME, topics, plan, counts,
-                        plan_audit(plan, ctx.run_id, utc_now()), started, names.PLAN,
+                        plan_audit(plan, ctx.run_id, utc_now(), ctx.audit), started, names.PLAN,
                         f"{ctx.command}: saved plan", side)
 
 
@@ -307,7 +307,7 @@ class Validate(Phase):
                     alters.select("cluster", "topic")),
                 names.VALIDATE, names.FAILED, without_answer)
             ctx.steps.done("validate")
-            rows = result_audit(validated, plan, ctx.run_id, utc_now())
+            rows = result_audit(validated, plan, ctx.run_id, utc_now(), ctx.audit)
             recorded(ctx, topics, names.VALIDATE, rows)
             # The progress line is counted off the run's path.
             ctx.commits.side("validate-count",

@@ -48,7 +48,7 @@ class UserModel(EntityModel):
     manifest_keys, key, marker = ("cluster", "user", "mechanism"), tables.USER_KEY, "mechanism"
     adds, removes = user_names.UPSERT, user_names.DELETE
     added, removed = user_names.UPSERTED, user_names.DELETED
-    column, identity = "credential", ("user", "mechanism")
+    audit_column, identity = tables.AUDIT_COLUMN, ("user", "mechanism")
     text = staticmethod(credential_text)
     entity_list, text_column = None, "credential"
     listing_order = ("cluster", "user", "mechanism")

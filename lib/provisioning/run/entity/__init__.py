@@ -25,6 +25,7 @@ from typing import Any, ClassVar, cast
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField
 
 from provisioning import names
 from provisioning.conf.entity import EntityConf
@@ -123,12 +124,25 @@ class EntityRunKind(RunKind):
         self.planned_reads = (f"{self.name}.counts",)
         self.findings_field = f"{self.name}.violations" if self.check_rule else None
 
+    @property
+    def audit_column(self) -> StructField:
+        return self.model.audit_column
+
     # -- what the kind declares ---------------------------------------------------------
 
     @abstractmethod
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
         """Every live entity of the run's clusters (from the driver), as what was read of
-        each cluster and as live rows (materialized)."""
+        each cluster and as live rows (materialized): `live_frame`."""
+
+    def live_frame(self, ctx: RunContext, found: Mapping[str, tuple[Sequence[tuple[Any, ...]],
+                                                                    tuple[str, str] | None]]
+                   ) -> tuple[Mapping[str, ClusterRead], DataFrame]:
+        """cluster -> (its live rows, cluster first; why they could not be read, if so) as
+        `read_live` returns them."""
+        rows = [row for _, (got, _) in sorted(found.items()) for row in got]
+        return ({c: ClusterRead(len(got), problem) for c, (got, problem) in found.items()},
+                ctx.spark.createDataFrame(rows, self.model.live).localCheckpoint(eager=True))
 
     def read_for_plan(self, ctx: RunContext, state: RunState
                       ) -> tuple[Mapping[str, ClusterRead], DataFrame]:

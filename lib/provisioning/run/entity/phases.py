@@ -66,7 +66,7 @@ class EntityPhase(Phase):
         with job_label(ctx.spark, label):
             got = answered(send(ctx, requests), requests, phase, lost, model.without_answer)
             recorded(ctx, own, phase, model.result_audit(
-                got, require(own.plan, "plan"), ctx.run_id, utc_now()))
+                got, require(own.plan, "plan"), ctx.run_id, utc_now(), ctx.audit))
         return got
 
 
@@ -184,8 +184,9 @@ class Plan(EntityPhase):
 
     def _record(self, ctx: RunContext, state: RunState, plan: DataFrame, counts: PlanCounts,
                 started: float, side: tuple[str, Callable[[], None]] | None) -> None:
-        record_plan(ctx, self.run_kind.name, self.own(state), plan, counts,
-                    self.model.plan_audit(plan, ctx.run_id, utc_now()), started, self.name,
+        audit = self.model.plan_audit(plan, ctx.run_id, utc_now(), ctx.audit)
+        record_plan(ctx, self.run_kind.name, self.own(state), plan, counts, audit, started,
+                    self.name,
                     f"{ctx.command}: saved plan ({self.nouns.title})", side, self.nouns.one)
 
 
@@ -295,7 +296,7 @@ class Apply(EntityPhase):
         return model.result_audit(
             model.without_answer(self.requests(ctx, state), names.APPLY, names.FAILED,
                                  error_name, reason),
-            require(self.own(state).plan, "plan"), ctx.run_id, utc_now())
+            require(self.own(state).plan, "plan"), ctx.run_id, utc_now(), ctx.audit)
 
     def run(self, ctx: RunContext, state: RunState) -> None:
         started = time.monotonic()
