@@ -31,6 +31,7 @@ from provisioning.conf import ClusterConf, Credentials, KafkaConf
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.reads import each_cluster
 from provisioning.kafka.requests import (
     THROTTLE_PAUSE_LIMIT_S,
     throttled,
@@ -368,8 +369,5 @@ def acl_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Creden
                kafka: KafkaConf) -> dict[str, ClusterAcls]:
     """Every cluster's `acl_state`, asked from the driver (one DescribeAcls and one
     DescribeCluster per cluster)."""
-    states: dict[str, ClusterAcls] = {}
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            states[cluster.name] = acl_state(admin)
-    return states
+    return each_cluster(clusters, credentials, kafka, acl_state,
+                        lambda problem: ClusterAcls([], problem))

@@ -57,11 +57,10 @@ class AclsKind(EntityRunKind):
     summary_keys = ("revokes_not_allowed", "clusters_not_changeable")
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
-        found = acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
-        rows = [(cluster, *(b[c] for c in column_names(ACL_BINDING)[1:]))
-                for cluster, s in sorted(found.items()) for b in s.bindings]
-        return ({c: ClusterRead(len(s.bindings), s.problem) for c, s in found.items()},
-                ctx.spark.createDataFrame(rows, ACL_BINDING).localCheckpoint(eager=True))
+        columns = column_names(ACL_BINDING)[1:]
+        return self.live_frame(ctx, {
+            cluster: ([(cluster, *(b[c] for c in columns)) for b in s.bindings], s.problem)
+            for cluster, s in acl_states(ctx.clusters, ctx.credentials, ctx.conf.kafka).items()})
 
     def _send(self, ctx: RunContext, rows: DataFrame, task: str) -> DataFrame:
         kafka, size = ctx.conf.kafka, self.conf(ctx).batch_size

@@ -19,22 +19,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import kafka.errors as Errors
 
 from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
-from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import retriable
+from provisioning.kafka.reads import Unreadable, each_cluster
 from provisioning.kafka.resources import answer, read_configs
 from provisioning.kafka.snapshot import described
 from provisioning.kafka.usage import group_committed_offsets, latest_offsets
 from provisioning.kinds.groups.names import ALTERED, CLASSIC, DELETED, EMPTY, SHARE
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # ConfigResource type of a group (KIP-848), and the source of a group's own config.
 GROUP_RESOURCE = 32
@@ -46,13 +45,11 @@ REJECTIONS = frozenset({"INVALID_CONFIG", "INVALID_REQUEST", "POLICY_VIOLATION",
 
 
 
-class GroupsUnreadable(ProvisioningError):
+class GroupsUnreadable(Unreadable):
     """The cluster's groups could not be read: unknown then, never "none"."""
 
     def __init__(self, cluster: str, error: str, message: str | None) -> None:
-        self.error_name = error
-        super().__init__(f"cluster {cluster}: consumer groups not read: {error}"
-                         + (f": {message}" if message else ""))
+        super().__init__(cluster, "reading consumer groups", error, message)
 
 
 @dataclass(frozen=True)
@@ -157,23 +154,6 @@ def outcome(action_removes: bool, validate_only: bool, answer: Mapping[str, Any]
     return names.FAILED if validate_only or answer["attempts"] == 0 else names.UNKNOWN
 
 
-def _each_cluster(clusters: Sequence[ClusterConf], credentials: Mapping[str, Credentials],
-                  kafka: KafkaConf, read: Callable[[ClusterAdmin], T],
-                  unread: Callable[[tuple[str, str]], T]) -> dict[str, T]:
-    """cluster -> `read` of its admin (from the driver), or `unread` of why its groups could
-    not be read (error name, message)."""
-    found: dict[str, T] = {}
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            try:
-                found[cluster.name] = read(admin)
-            except GroupsUnreadable as exc:
-                found[cluster.name] = unread((exc.error_name, str(exc)))
-            except Errors.KafkaError as exc:
-                found[cluster.name] = unread((type(exc).__name__, str(exc)))
-    return found
-
-
 @dataclass(frozen=True)
 class ClusterGroups:
     """A cluster's live groups, or why they could not be read (error name, message)."""
@@ -186,8 +166,9 @@ def group_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Cred
                  kafka: KafkaConf, batch_size: int = 200) -> dict[str, ClusterGroups]:
     """Every cluster's live groups (from the driver); a cluster whose groups cannot be read
     has its problem instead."""
-    return _each_cluster(clusters, credentials, kafka, lambda admin: ClusterGroups(
-        read_groups(admin, batch_size)), lambda problem: ClusterGroups({}, problem))
+    return each_cluster(clusters, credentials, kafka, lambda admin: ClusterGroups(
+        read_groups(admin, batch_size)), lambda problem: ClusterGroups({}, problem),
+                        also=(Errors.KafkaError,))
 
 
 @dataclass(frozen=True)
@@ -238,5 +219,6 @@ def group_offsets(clusters: Sequence[ClusterConf], credentials: Mapping[str, Cre
     """Every cluster's groups' committed offsets and lag (from the driver; `recorded`: per
     cluster, the topics the groups' earlier inventory rows name); a cluster whose groups
     cannot be read has its problem instead."""
-    return _each_cluster(clusters, credentials, kafka, lambda admin: _cluster_offsets(
-        admin, recorded.get(admin.cluster.name, ())), lambda p: ClusterOffsets([], [], p))
+    return each_cluster(clusters, credentials, kafka, lambda admin: _cluster_offsets(
+        admin, recorded.get(admin.cluster.name, ())), lambda p: ClusterOffsets([], [], p),
+                        also=(Errors.KafkaError,))

@@ -130,10 +130,9 @@ class GroupsKind(OneTaskKind):
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
         found = group_states(ctx.clusters, ctx.credentials, ctx.conf.kafka,
                              self.conf(ctx).batch_size)
-        rows = [(c, group, g.type, g.state, g.members, dict(g.configs))
-                for c, s in sorted(found.items()) for group, g in sorted(s.groups.items())]
-        return ({c: ClusterRead(len(s.groups), s.problem) for c, s in found.items()},
-                ctx.spark.createDataFrame(rows, schema.GROUP_LIVE).localCheckpoint(eager=True))
+        return self.live_frame(ctx, {c: ([(c, group, g.type, g.state, g.members, dict(g.configs))
+                                          for group, g in sorted(s.groups.items())], s.problem)
+                                     for c, s in found.items()})
 
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         conf = self.conf(ctx)

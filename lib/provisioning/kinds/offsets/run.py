@@ -27,7 +27,7 @@ from provisioning.kinds.offsets.names import OFFSETS_DELETED, RESET_DONE
 from provisioning.kinds.offsets.plan import plan_resets, with_values
 from provisioning.kinds.offsets.policies import OffsetPolicyContext
 from provisioning.kinds.offsets.requests import offset_states
-from provisioning.kinds.offsets.schema import OFFSET_KEY, OFFSET_LIVE
+from provisioning.kinds.offsets.schema import OFFSET_KEY
 from provisioning.kinds.offsets.tasks import offset_results
 from provisioning.results import utc_now
 from provisioning.run.engine import Phase, RunContext
@@ -71,10 +71,8 @@ class OffsetsKind(OneTaskKind):
 
     def read(self, ctx: RunContext, requests: Sequence[Mapping[str, Any]]
              ) -> tuple[Mapping[str, ClusterRead], DataFrame]:
-        found = offset_states(ctx.clusters, ctx.credentials, ctx.conf.kafka, requests)
-        rows = [row for _, (got, _) in sorted(found.items()) for row in got]
-        return ({c: ClusterRead(len(got), problem) for c, (got, problem) in found.items()},
-                ctx.spark.createDataFrame(rows, OFFSET_LIVE).localCheckpoint(eager=True))
+        return self.live_frame(ctx, offset_states(ctx.clusters, ctx.credentials, ctx.conf.kafka,
+                                                  requests))
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
         # Offsets are read for requests only (`read_for_plan`): with none, nothing is read.

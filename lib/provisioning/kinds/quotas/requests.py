@@ -34,10 +34,10 @@ import kafka.errors as Errors
 
 from provisioning import names, retry
 from provisioning.conf import ClusterConf, Credentials, KafkaConf
-from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.reads import Unreadable, each_cluster
 from provisioning.kafka.requests import (
     THROTTLE_PAUSE_LIMIT_S,
     throttled,
@@ -98,7 +98,7 @@ _UNREACHABLE = (*_LOST_AFTER_SEND, Errors.NodeNotReadyError)
 _USE = "DescribeClientQuotas and AlterClientQuotas (kafka-python has no admin method for them)"
 
 
-class QuotasUnreadable(ProvisioningError):
+class QuotasUnreadable(Unreadable):
     """DescribeClientQuotas failed as a whole: the cluster's quotas are unknown (never "none").
 
     error_code / error_name: Kafka's (CLUSTER_AUTHORIZATION_FAILED: the principal lacks
@@ -108,12 +108,8 @@ class QuotasUnreadable(ProvisioningError):
 
     def __init__(self, cluster: str, error_code: int, error_name: str,
                  error_message: str | None) -> None:
-        self.cluster = cluster
-        self.error_code = error_code
-        self.error_name = error_name
-        self.error_message = error_message
-        super().__init__(f"cluster {cluster}: DescribeClientQuotas failed: {error_name}"
-                         + (f": {error_message}" if error_message else ""))
+        self.cluster, self.error_code, self.error_message = cluster, error_code, error_message
+        super().__init__(cluster, "DescribeClientQuotas", error_name, error_message)
 
 
 def quota_outcome(error: str, attempts: int, validate_only: bool, removes_only: bool) -> str:
@@ -369,11 +365,5 @@ def quota_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Cred
     """Every cluster's live quotas (one DescribeClientQuotas each, from the driver); a
     cluster whose quotas cannot be read (the principal lacks DESCRIBE_CONFIGS on it, a
     broker older than 2.6) has its problem instead, and the others are still read."""
-    found: dict[str, ClusterQuotas] = {}
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            try:
-                found[cluster.name] = ClusterQuotas(describe_client_quotas(admin))
-            except QuotasUnreadable as exc:
-                found[cluster.name] = ClusterQuotas({}, (exc.error_name, str(exc)))
-    return found
+    return each_cluster(clusters, credentials, kafka, lambda admin: ClusterQuotas(
+        describe_client_quotas(admin)), lambda problem: ClusterQuotas({}, problem))

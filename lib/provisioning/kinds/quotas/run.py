@@ -23,7 +23,7 @@ from provisioning.kinds.quotas.model import MODEL
 from provisioning.kinds.quotas.plan import entity_text
 from provisioning.kinds.quotas.policies import QuotaPolicyContext
 from provisioning.kinds.quotas.requests import quota_states
-from provisioning.kinds.quotas.schema import ENTITY_COLUMNS, QUOTA_KEY, QUOTA_LIVE
+from provisioning.kinds.quotas.schema import ENTITY_COLUMNS, QUOTA_KEY
 from provisioning.kinds.quotas.tasks import quota_results
 from provisioning.run.engine import RunContext
 from provisioning.run.entity import ClusterRead, EntitySlice, OneTaskKind
@@ -46,17 +46,16 @@ class QuotasKind(OneTaskKind):
     results = staticmethod(quota_results)
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
-        found = quota_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
-        rows: list[tuple[Any, ...]] = []
-        for cluster, state in sorted(found.items()):
+        found: dict[str, tuple[list[tuple[Any, ...]], tuple[str, str] | None]] = {}
+        for cluster, state in quota_states(ctx.clusters, ctx.credentials, ctx.conf.kafka).items():
+            rows: list[tuple[Any, ...]] = []
             for entity, quotas in state.quotas.items():
                 spelled = {column: (quota_names.table_name(entity[kind]) if kind in entity
                                     else None) for kind, column in _TYPES.items()}
                 rows += [(cluster, *(spelled[c] for c in ENTITY_COLUMNS), key, float(value))
                          for key, value in sorted(quotas.items())]
-        return ({c: ClusterRead(sum(len(q) for q in s.quotas.values()), s.problem)
-                 for c, s in found.items()},
-                ctx.spark.createDataFrame(rows, QUOTA_LIVE).localCheckpoint(eager=True))
+            found[cluster] = (rows, state.problem)
+        return self.live_frame(ctx, found)
 
     def policy_context(self, ctx: RunContext, state: RunState) -> Any:
         return QuotaPolicyContext(

@@ -30,10 +30,10 @@ from kafka.protocol.admin import (
 
 from provisioning import names
 from provisioning.conf import ClusterConf, Credentials, KafkaConf, Secret
-from provisioning.errors import ProvisioningError
 from provisioning.kafka.client import ClusterAdmin
 from provisioning.kafka.codes import error_name
 from provisioning.kafka.compat import send_to_node
+from provisioning.kafka.reads import Unreadable, each_cluster
 from provisioning.kafka.requests import Unanswered, send_resending
 from provisioning.kinds.users.names import DELETED, MECHANISM_CODES, UPSERTED
 
@@ -49,16 +49,6 @@ REJECTIONS = frozenset({"UNACCEPTABLE_CREDENTIAL", "UNSUPPORTED_SASL_MECHANISM",
 # A request that may or may not have changed the credential.
 UNCERTAIN = frozenset({"REQUEST_TIMED_OUT", "NOT_CONTROLLER", "NETWORK_EXCEPTION",
                        "UNKNOWN_SERVER_ERROR", "KafkaConnectionError", "KafkaTimeoutError"})
-
-
-class UsersUnreadable(ProvisioningError):
-    """DescribeUserScramCredentials failed as a whole: the cluster's credentials are unknown
-    (never "none"); CLUSTER_AUTHORIZATION_FAILED: the principal lacks DESCRIBE on it."""
-
-    def __init__(self, cluster: str, error: str, message: str | None) -> None:
-        self.error_name = error
-        super().__init__(f"cluster {cluster}: DescribeUserScramCredentials failed: {error}"
-                         + (f": {message}" if message else ""))
 
 
 @dataclass(frozen=True)
@@ -83,22 +73,25 @@ def _send(admin: ClusterAdmin, request: Any) -> tuple[Any, int]:
 def describe_credentials(admin: ClusterAdmin, users: Sequence[str] | None = None
                          ) -> dict[str, dict[str, int]]:
     """user -> {mechanism: iterations} of the cluster's credentials (None: every user; else
-    exactly `users`, {} for one without any). Raises UsersUnreadable."""
+    exactly `users`, {} for one without any). Raises `Unreadable` when the request fails
+    as a whole (CLUSTER_AUTHORIZATION_FAILED: the principal lacks DESCRIBE on the cluster)."""
     request = DescribeUserScramCredentialsRequest(users=None if users is None else [
         DescribeUserScramCredentialsRequest.UserName(name=u) for u in users])
+    def unreadable(error: str, message: str | None) -> Unreadable:
+        return Unreadable(admin.cluster.name, "DescribeUserScramCredentials", error, message)
+
     try:
         response, _ = _send(admin, request)
     except (Unanswered, Errors.KafkaError) as exc:
         cause = exc.cause if isinstance(exc, Unanswered) else exc
-        raise UsersUnreadable(admin.cluster.name, type(cause).__name__, str(cause)) from exc
+        raise unreadable(type(cause).__name__, str(cause)) from exc
     if int(response.error_code):
-        raise UsersUnreadable(admin.cluster.name, error_name(int(response.error_code)),
-                              response.error_message)
+        raise unreadable(error_name(int(response.error_code)), response.error_message)
     found: dict[str, dict[str, int]] = {u: {} for u in users or ()}
     for result in response.results:
         code = int(result.error_code)
         if code and code != _NOT_FOUND:
-            raise UsersUnreadable(admin.cluster.name, error_name(code), result.error_message)
+            raise unreadable(error_name(code), result.error_message)
         found[result.user] = {_NAMES.get(int(c.mechanism), str(c.mechanism)): int(c.iterations)
                               for c in (result.credential_infos or [])} if not code else {}
     return found
@@ -197,11 +190,5 @@ def user_states(clusters: Sequence[ClusterConf], credentials: Mapping[str, Crede
                 kafka: KafkaConf) -> dict[str, ClusterUsers]:
     """Every cluster's live credentials (one DescribeUserScramCredentials each, from the
     driver); a cluster whose credentials cannot be read has its problem instead."""
-    found: dict[str, ClusterUsers] = {}
-    for cluster in clusters:
-        with ClusterAdmin(cluster, credentials.get(cluster.name), kafka) as admin:
-            try:
-                found[cluster.name] = ClusterUsers(describe_credentials(admin))
-            except UsersUnreadable as exc:
-                found[cluster.name] = ClusterUsers({}, (exc.error_name, str(exc)))
-    return found
+    return each_cluster(clusters, credentials, kafka, lambda admin: ClusterUsers(
+        describe_credentials(admin)), lambda problem: ClusterUsers({}, problem))

@@ -41,7 +41,7 @@ from provisioning.kinds.users.names import ACL_WITHOUT_USER, UNMANAGED_USER, UPS
 from provisioning.kinds.users.plan import with_source_errors
 from provisioning.kinds.users.policies import UserPolicyContext
 from provisioning.kinds.users.requests import user_states
-from provisioning.kinds.users.schema import USER_KEY, USER_LIVE, USER_RESULT
+from provisioning.kinds.users.schema import USER_KEY, USER_RESULT
 from provisioning.kinds.users.tasks import APPLY, VERIFY, Passwords, user_results
 from provisioning.run.engine import Phase, RunContext, require
 from provisioning.run.entity import ClusterRead, EntityRunKind, EntitySlice
@@ -134,14 +134,12 @@ class UsersKind(EntityRunKind):
                 for r in last.collect() if r["last"]["outcome"] == UPSERTED}
 
     def read_live(self, ctx: RunContext) -> tuple[Mapping[str, ClusterRead], DataFrame]:
-        found = user_states(ctx.clusters, ctx.credentials, ctx.conf.kafka)
         applied = self.applied_versions(ctx)
-        rows = [(c, user, mechanism, iterations, applied.get((c, user, mechanism)))
-                for c, s in sorted(found.items()) for user, held in sorted(s.users.items())
-                for mechanism, iterations in sorted(held.items())]
-        return ({c: ClusterRead(sum(len(h) for h in s.users.values()), s.problem)
-                 for c, s in found.items()},
-                ctx.spark.createDataFrame(rows, USER_LIVE).localCheckpoint(eager=True))
+        return self.live_frame(ctx, {c: ([
+            (c, user, mechanism, iterations, applied.get((c, user, mechanism)))
+            for user, held in sorted(s.users.items())
+            for mechanism, iterations in sorted(held.items())], s.problem)
+            for c, s in user_states(ctx.clusters, ctx.credentials, ctx.conf.kafka).items()})
 
     def planned_rows(self, ctx: RunContext, state: RunState, desired: DataFrame,
                      live: DataFrame) -> DataFrame:
