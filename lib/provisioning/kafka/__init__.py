@@ -7,6 +7,8 @@
 - `tasks`, `snapshot`: the work one Spark task does for its clusters, rows in and
   result rows out (no Spark here: the run package feeds them); `snapshot` is the one
   reader of each cluster's live topics;
+- `reads`: a kind's live state read from every cluster on the driver, or why a cluster's
+  could not be read;
 - one module (or more, named after it) per other kind of resource: its requests with a
   result per subject;
 - `sasl`: a direct login probe, to tell a refused login from an unreachable cluster;
